@@ -1,0 +1,29 @@
+#pragma once
+
+#include <cstddef>
+
+#include "ember/core/device.h"
+
+namespace ember {
+
+// Memory and how to give it back: `deleter(ctx)` frees it; a null deleter means memory owned
+// elsewhere (from_blob without a deleter).
+struct DataPtr {
+  void* ptr = nullptr;
+  void* ctx = nullptr;
+  void (*deleter)(void* ctx) = nullptr;
+  Device device;
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual DataPtr allocate(size_t nbytes) = 0;
+};
+
+// The allocator for each device type. The CPU one is 64-byte aligned; the CUDA layer installs
+// its caching allocator at load time.
+Allocator* get_allocator(DeviceType type);
+void set_allocator(DeviceType type, Allocator* allocator);
+
+}  // namespace ember

@@ -1,0 +1,79 @@
+#include "ember/core/copy.h"
+
+#include "ember/core/factories.h"
+#include "ember/core/shape.h"
+
+namespace ember {
+
+constinit DispatchStub<CopyFn> copy_stub("copy_");
+constinit DispatchStub<FillFn> fill_stub("fill_");
+
+void check_no_internal_overlap(const char* op, const Tensor& t) {
+  for (int64_t d = 0; d < t.dim(); ++d)
+    EMBER_CHECK(t.stride(d) != 0 || t.size(d) <= 1, op,
+                ": unsupported operation: more than one element of the written-to tensor refers to a "
+                "single memory location (shape ",
+                t.sizes(), ", strides ", t.strides(), "); clone() it first");
+}
+
+const Tensor& Tensor::copy_(const Tensor& src) const {
+  check_no_internal_overlap("copy_", *this);
+  DimVector b = broadcast_shapes("copy_", src.sizes(), sizes());
+  EMBER_CHECK(IntArrayRef(b).equals(sizes()), "copy_: source of shape ", src.sizes(),
+              " cannot be broadcast to destination of shape ", sizes());
+  if (numel() == 0) return *this;
+  Device d = src.is_cuda() ? src.device() : device();
+  copy_stub(d)(*this, src.dim() > dim() ? src.reshape(sizes()) : src, false);
+  bump_version();
+  return *this;
+}
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  std::as_const(*this).copy_(src);
+  return *this;
+}
+
+const Tensor& Tensor::fill_(const Scalar& value) const {
+  check_no_internal_overlap("fill_", *this);
+  if (numel() > 0) fill_stub(device())(*this, value);
+  bump_version();
+  return *this;
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(sizes(), options());
+  out.copy_(*this);
+  return out;
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+Tensor Tensor::to(const TensorOptions& options, bool copy) const {
+  ScalarType dt = options.has_dtype() ? options.dtype() : dtype();
+  Device dev = options.device();
+  if (!copy && dt == dtype() && dev.type == device().type &&
+      (dev.index < 0 || dev.index == device().index || device().index < 0))
+    return *this;
+  Tensor out = empty(sizes(), TensorOptions(dt).device(dev));
+  out.copy_(*this);
+  return out;
+}
+
+Tensor Tensor::to(ScalarType dt, bool copy) const { return to(TensorOptions(dt).device(device()), copy); }
+Tensor Tensor::to(Device dev, bool copy) const { return to(TensorOptions(dtype()).device(dev), copy); }
+Tensor Tensor::to(Device dev, ScalarType dt, bool copy) const {
+  return to(TensorOptions(dt).device(dev), copy);
+}
+
+Scalar Tensor::item() const {
+  EMBER_CHECK(numel() == 1, "item: a Tensor with ", numel(), " elements (shape ", sizes(),
+              ") cannot be converted to Scalar");
+  Tensor c = is_cpu() ? *this : cpu();
+  const void* p = c.data_ptr();
+  return visit_dtype(dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    return Scalar(*static_cast<const T*>(p));
+  });
+}
+
+}  // namespace ember

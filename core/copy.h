@@ -1,0 +1,20 @@
+#pragma once
+
+#include "ember/core/dispatch.h"
+#include "ember/core/tensor.h"
+
+namespace ember {
+
+// dst[...] = src[...] with src broadcast to dst's shape and cast to its dtype. A copy between
+// devices goes to the non-CPU device's kernel.
+using CopyFn = void (*)(const Tensor& dst, const Tensor& src, bool non_blocking);
+extern DispatchStub<CopyFn> copy_stub;
+
+using FillFn = void (*)(const Tensor& dst, const Scalar& value);
+extern DispatchStub<FillFn> fill_stub;
+
+// Throws naming `op` when `t` has elements that alias one another (an expanded tensor), which
+// an in-place write would make ambiguous.
+void check_no_internal_overlap(const char* op, const Tensor& t);
+
+}  // namespace ember

@@ -1,0 +1,168 @@
+#include "ember/core/factories.h"
+
+#include <cmath>
+
+#include "ember/core/shape.h"
+
+namespace ember {
+namespace {
+
+void check_sizes(const char* op, IntArrayRef sizes) {
+  for (int64_t s : sizes)
+    EMBER_CHECK(s >= 0, op, ": trying to create tensor with negative dimension ", s, ": ", sizes);
+}
+
+}  // namespace
+
+Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions options) {
+  check_sizes("empty_strided", sizes);
+  EMBER_CHECK(sizes.size() == strides.size(), "empty_strided: got ", sizes.size(), " sizes but ",
+              strides.size(), " strides");
+  int64_t span = 1;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) span = 0;
+    if (span > 0) span += (sizes[d] - 1) * strides[d];
+  }
+  size_t nbytes = static_cast<size_t>(span) * element_size(options.dtype());
+  Storage storage = make_storage(nbytes, options.device());
+  return Tensor(IntrusivePtr<TensorImpl>::make(storage, options.dtype(), sizes, strides, 0));
+}
+
+Tensor empty(IntArrayRef sizes, TensorOptions options) {
+  check_sizes("empty", sizes);
+  return empty_strided(sizes, contiguous_strides(sizes), options);
+}
+
+Tensor zeros(IntArrayRef sizes, TensorOptions options) { return full(sizes, 0, options); }
+Tensor ones(IntArrayRef sizes, TensorOptions options) { return full(sizes, 1, options); }
+
+Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions options) {
+  if (!options.has_dtype()) options = options.dtype(value.default_dtype());
+  Tensor t = empty(sizes, options);
+  t.fill_(value);
+  return t;
+}
+
+Tensor empty_like(const Tensor& t, std::optional<TensorOptions> options) {
+  return empty(t.sizes(), options.value_or(t.options()).dtype(
+                              options && options->has_dtype() ? options->dtype() : t.dtype()));
+}
+Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> options) {
+  return full_like(t, 0, options);
+}
+Tensor ones_like(const Tensor& t, std::optional<TensorOptions> options) { return full_like(t, 1, options); }
+Tensor full_like(const Tensor& t, const Scalar& value, std::optional<TensorOptions> options) {
+  Tensor out = empty_like(t, options);
+  out.fill_(value);
+  return out;
+}
+
+Tensor arange(const Scalar& end, TensorOptions options) { return arange(0, end, 1, options); }
+
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions options) {
+  bool all_int = !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
+  if (!options.has_dtype()) options = options.dtype(all_int ? kInt64 : kFloat32);
+  double s = start.to_double(), e = end.to_double(), st = step.to_double();
+  EMBER_CHECK(st != 0, "arange: step must be nonzero");
+  EMBER_CHECK(std::isfinite(s) && std::isfinite(e), "arange: unsupported range: ", s, " -> ", e);
+  EMBER_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "arange: upper bound and larger bound inconsistent with step sign");
+  int64_t n = all_int ? (end.to_long() - start.to_long() + step.to_long() - (st > 0 ? 1 : -1)) / step.to_long()
+                      : static_cast<int64_t>(std::ceil((e - s) / st));
+  Tensor out = empty({n}, TensorOptions(kFloat64));
+  double* p = out.data_ptr<double>();
+  for (int64_t i = 0; i < n; ++i) p[i] = s + static_cast<double>(i) * st;
+  return out.to(options.dtype()).to(options.device());
+}
+
+Tensor linspace(double start, double end, int64_t steps, TensorOptions options) {
+  EMBER_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
+  Tensor out = empty({steps}, TensorOptions(kFloat64));
+  double* p = out.data_ptr<double>();
+  double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0;
+  // Symmetric fill from both ends, as PyTorch, so the last element is exactly `end`.
+  int64_t half = steps / 2;
+  for (int64_t i = 0; i < steps; ++i)
+    p[i] = i < half ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - 1 - i);
+  return out.to(options.dtype()).to(options.device());
+}
+
+Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions options) {
+  int64_t cols = m.value_or(n);
+  EMBER_CHECK(n >= 0 && cols >= 0, "eye: n and m must be non-negative, got ", n, " and ", cols);
+  Tensor out = zeros({n, cols}, options);
+  int64_t k = std::min(n, cols);
+  if (k > 0) out.as_strided({k}, {cols + 1}, 0).fill_(1);
+  return out;
+}
+
+Tensor from_blob(void* data, IntArrayRef sizes, TensorOptions options, std::function<void(void*)> deleter) {
+  return from_blob(data, sizes, contiguous_strides(sizes), options, std::move(deleter));
+}
+
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, TensorOptions options,
+                 std::function<void(void*)> deleter) {
+  check_sizes("from_blob", sizes);
+  EMBER_CHECK(sizes.size() == strides.size(), "from_blob: got ", sizes.size(), " sizes but ",
+              strides.size(), " strides");
+  EMBER_CHECK(data || numel_of(sizes) == 0, "from_blob: data is null");
+  int64_t span = numel_of(sizes) == 0 ? 0 : 1;
+  for (size_t d = 0; d < sizes.size() && span > 0; ++d) span += (sizes[d] - 1) * strides[d];
+  DataPtr p{data, nullptr, nullptr, options.device()};
+  if (deleter) {
+    struct Ctx {
+      void* data;
+      std::function<void(void*)> fn;
+    };
+    p.ctx = new Ctx{data, std::move(deleter)};
+    p.deleter = [](void* c) {
+      auto* ctx = static_cast<Ctx*>(c);
+      ctx->fn(ctx->data);
+      delete ctx;
+    };
+  }
+  Storage storage = Storage::make(p, static_cast<size_t>(span) * element_size(options.dtype()));
+  return Tensor(IntrusivePtr<TensorImpl>::make(storage, options.dtype(), sizes, strides, 0));
+}
+
+namespace {
+
+void collect(const NestedList& l, size_t depth, const DimVector& shape, std::vector<Scalar>& out) {
+  if (l.is_scalar()) {
+    EMBER_CHECK(depth == shape.size(), "tensor: ragged nested list: a number at depth ", depth,
+                " where shape ", IntArrayRef(shape), " expects a list");
+    out.push_back(l.scalar());
+    return;
+  }
+  EMBER_CHECK(depth < shape.size() && shape[depth] == static_cast<int64_t>(l.list().size()),
+              "tensor: ragged nested list: a list of length ", l.list().size(), " at depth ", depth,
+              " where shape ", IntArrayRef(shape), " expects otherwise");
+  for (const NestedList& c : l.list()) collect(c, depth + 1, shape, out);
+}
+
+}  // namespace
+
+Tensor tensor(const NestedList& data, TensorOptions options) {
+  DimVector shape;  // from the first element at each depth; collect() checks the rest
+  for (const NestedList* c = &data; !c->is_scalar(); c = &c->list()[0]) {
+    shape.push_back(static_cast<int64_t>(c->list().size()));
+    if (c->list().empty()) break;
+  }
+  std::vector<Scalar> values;
+  collect(data, 0, shape, values);
+  ScalarType dt = options.has_dtype() ? options.dtype() : kBool;
+  if (!options.has_dtype())
+    for (const Scalar& v : values) {
+      ScalarType vt = v.default_dtype();
+      if (vt > dt) dt = vt;
+    }
+  if (values.empty() && !options.has_dtype()) dt = kFloat32;
+  Tensor out = empty(shape, TensorOptions(dt));
+  visit_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    T* p = out.data_ptr<T>();
+    for (size_t i = 0; i < values.size(); ++i) p[i] = values[i].to<T>();
+  });
+  return out.to(options.device());
+}
+
+}  // namespace ember

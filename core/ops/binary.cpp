@@ -1,0 +1,283 @@
+// Frontends of the binary elementwise ops, where and masked_fill: broadcasting, type
+// promotion and in-place rules, then the device's kernel.
+#include "ember/core/copy.h"
+#include "ember/core/factories.h"
+#include "ember/core/op_registry.h"
+#include "ember/core/ops/elementwise.h"
+#include "ember/core/shape.h"
+#include "ember/core/type_promotion.h"
+
+namespace ember {
+
+constinit DispatchStub<BinaryFn> binary_stub("binary");
+constinit DispatchStub<WhereFn> where_stub("where");
+
+namespace {
+
+using ops::BinaryOp;
+constexpr auto PROMOTE = AutocastPolicy::Promote;
+constexpr auto NONE = AutocastPolicy::None;
+
+const OpRegistrar registrar({
+    {"add", PROMOTE, true},       {"sub", PROMOTE, true},         {"mul", PROMOTE, true},
+    {"div", PROMOTE, true},       {"pow", AutocastPolicy::Float32, true},
+    {"maximum", PROMOTE, true},   {"minimum", PROMOTE, true},     {"eq", PROMOTE, false},
+    {"ne", PROMOTE, false},       {"lt", PROMOTE, false},         {"le", PROMOTE, false},
+    {"gt", PROMOTE, false},       {"ge", PROMOTE, false},         {"logical_and", NONE, false},
+    {"logical_or", NONE, false},  {"logical_xor", NONE, false},   {"logical_not", NONE, false},
+    {"where", PROMOTE, true},     {"masked_fill", NONE, true},
+});
+
+struct Dtypes {
+  ScalarType compute, out;
+};
+
+Dtypes binary_dtypes(const char* name, BinaryOp op, ScalarType common) {
+  if (ops::is_logical(op)) return {kBool, kBool};
+  if (ops::is_comparison(op)) return {common, kBool};
+  if (op == BinaryOp::Div) return {to_float_dtype(common), to_float_dtype(common)};
+  EMBER_CHECK(common != kBool || (op != BinaryOp::Sub && op != BinaryOp::Pow), name,
+              ": not supported for two bool tensors (use logical ops instead)");
+  return {common, common};
+}
+
+void check_devices(const char* name, const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(a.device() == b.device(), name,
+              ": expected all tensors to be on the same device, but found ", a.device(), " and ", b.device());
+}
+
+ops::ElementwiseParams alpha_params(const char* name, const Scalar& alpha, ScalarType common) {
+  EMBER_CHECK(is_floating_point(common) || !alpha.is_floating_point(), name,
+              ": for integral input tensors, argument alpha must not be a floating point number");
+  return {alpha.to_double()};
+}
+
+// A scalar operand as a 0-dim tensor on the other operand's device. Its dtype is wide (double
+// or int64): the kernel reads it as the compute dtype, so promotion is already decided.
+Tensor wrap(const Scalar& s, Device d) {
+  ScalarType t = s.is_floating_point() ? kFloat64 : s.default_dtype();
+  return full({}, s, TensorOptions(t).device(d));
+}
+
+Tensor run(const char* name, BinaryOp op, const Tensor& a, const Tensor& b, ScalarType common,
+           ops::ElementwiseParams p = {}) {
+  check_devices(name, a, b);
+  Dtypes dt = binary_dtypes(name, op, common);
+  Tensor out = empty(broadcast_shapes(name, a.sizes(), b.sizes()), TensorOptions(dt.out).device(a.device()));
+  if (out.numel() > 0) binary_stub(a.device())(op, dt.compute, out, a, b, p);
+  return out;
+}
+
+const Tensor& run_(const char* name, BinaryOp op, const Tensor& self, const Tensor& b, ScalarType common,
+                   ops::ElementwiseParams p = {}) {
+  check_devices(name, self, b);
+  Dtypes dt = binary_dtypes(name, op, common);
+  check_can_cast(name, dt.out, self.dtype());
+  DimVector shape = broadcast_shapes(name, self.sizes(), b.sizes());
+  EMBER_CHECK(IntArrayRef(shape).equals(self.sizes()), name, ": output with shape ", self.sizes(),
+              " doesn't match the broadcast shape ", IntArrayRef(shape));
+  check_no_internal_overlap(name, self);
+  if (self.numel() > 0) binary_stub(self.device())(op, dt.compute, self, self, b, p);
+  self.bump_version();
+  return self;
+}
+
+Tensor run(const char* name, BinaryOp op, const Tensor& a, const Scalar& b, ops::ElementwiseParams p = {}) {
+  return run(name, op, a, wrap(b, a.device()), result_type(a, b), p);
+}
+
+const Tensor& run_(const char* name, BinaryOp op, const Tensor& self, const Scalar& b,
+                   ops::ElementwiseParams p = {}) {
+  return run_(name, op, self, wrap(b, self.device()), result_type(self, b), p);
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  ScalarType c = result_type(a, b);
+  return run("add", BinaryOp::Add, a, b, c, alpha_params("add", alpha, c));
+}
+Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) {
+  return run("add", BinaryOp::Add, a, b, alpha_params("add", alpha, result_type(a, b)));
+}
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  ScalarType c = result_type(a, b);
+  return run("sub", BinaryOp::Sub, a, b, c, alpha_params("sub", alpha, c));
+}
+Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
+  return run("sub", BinaryOp::Sub, a, b, alpha_params("sub", alpha, result_type(a, b)));
+}
+Tensor rsub(const Tensor& a, const Scalar& b) {
+  return run("rsub", BinaryOp::Sub, wrap(b, a.device()), a, result_type(a, b), {1.0});
+}
+Tensor mul(const Tensor& a, const Tensor& b) { return run("mul", BinaryOp::Mul, a, b, result_type(a, b)); }
+Tensor mul(const Tensor& a, const Scalar& b) { return run("mul", BinaryOp::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return run("div", BinaryOp::Div, a, b, result_type(a, b)); }
+Tensor div(const Tensor& a, const Scalar& b) { return run("div", BinaryOp::Div, a, b); }
+Tensor pow(const Tensor& a, const Tensor& e) { return run("pow", BinaryOp::Pow, a, e, result_type(a, e)); }
+Tensor pow(const Tensor& a, const Scalar& e) {
+  EMBER_CHECK(is_floating_point(result_type(a, e)) || e.to_long() >= 0,
+              "pow: integers to negative integer powers are not allowed");
+  return run("pow", BinaryOp::Pow, a, e);
+}
+Tensor pow(const Scalar& base, const Tensor& e) {
+  return run("pow", BinaryOp::Pow, wrap(base, e.device()), e, result_type(e, base));
+}
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  return run("maximum", BinaryOp::Maximum, a, b, result_type(a, b));
+}
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  return run("minimum", BinaryOp::Minimum, a, b, result_type(a, b));
+}
+
+Tensor eq(const Tensor& a, const Tensor& b) { return run("eq", BinaryOp::Eq, a, b, result_type(a, b)); }
+Tensor ne(const Tensor& a, const Tensor& b) { return run("ne", BinaryOp::Ne, a, b, result_type(a, b)); }
+Tensor lt(const Tensor& a, const Tensor& b) { return run("lt", BinaryOp::Lt, a, b, result_type(a, b)); }
+Tensor le(const Tensor& a, const Tensor& b) { return run("le", BinaryOp::Le, a, b, result_type(a, b)); }
+Tensor gt(const Tensor& a, const Tensor& b) { return run("gt", BinaryOp::Gt, a, b, result_type(a, b)); }
+Tensor ge(const Tensor& a, const Tensor& b) { return run("ge", BinaryOp::Ge, a, b, result_type(a, b)); }
+Tensor eq(const Tensor& a, const Scalar& b) { return run("eq", BinaryOp::Eq, a, b); }
+Tensor ne(const Tensor& a, const Scalar& b) { return run("ne", BinaryOp::Ne, a, b); }
+Tensor lt(const Tensor& a, const Scalar& b) { return run("lt", BinaryOp::Lt, a, b); }
+Tensor le(const Tensor& a, const Scalar& b) { return run("le", BinaryOp::Le, a, b); }
+Tensor gt(const Tensor& a, const Scalar& b) { return run("gt", BinaryOp::Gt, a, b); }
+Tensor ge(const Tensor& a, const Scalar& b) { return run("ge", BinaryOp::Ge, a, b); }
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return run("logical_and", BinaryOp::LogicalAnd, a, b, kBool);
+}
+Tensor logical_or(const Tensor& a, const Tensor& b) { return run("logical_or", BinaryOp::LogicalOr, a, b, kBool); }
+Tensor logical_xor(const Tensor& a, const Tensor& b) {
+  return run("logical_xor", BinaryOp::LogicalXor, a, b, kBool);
+}
+Tensor logical_not(const Tensor& a) {
+  return run("logical_not", BinaryOp::Eq, a, zeros({}, TensorOptions(kBool).device(a.device())), kBool);
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(cond.dtype() == kBool, "where: expected condition to be a bool tensor, got ", cond.dtype());
+  check_devices("where", cond, a);
+  check_devices("where", a, b);
+  DimVector shape = broadcast_shapes("where", broadcast_shapes("where", cond.sizes(), a.sizes()), b.sizes());
+  Tensor out = empty(shape, TensorOptions(result_type(a, b)).device(a.device()));
+  if (out.numel() > 0) where_stub(a.device())(out, cond, a, b);
+  return out;
+}
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) {
+  Tensor bt = wrap(b, a.device());
+  return where(cond, a, bt.to(result_type(a, b)));
+}
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) {
+  Tensor at = wrap(a, b.device());
+  return where(cond, at.to(result_type(b, a)), b);
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
+  EMBER_CHECK(mask.dtype() == kBool, "masked_fill: expected a bool mask, got ", mask.dtype());
+  check_devices("masked_fill", x, mask);
+  Tensor out = empty(broadcast_shapes("masked_fill", x.sizes(), mask.sizes()), x.options());
+  if (out.numel() > 0) where_stub(x.device())(out, mask, wrap(value, x.device()), x);
+  return out;
+}
+
+const Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
+  EMBER_CHECK(mask.dtype() == kBool, "masked_fill_: expected a bool mask, got ", mask.dtype());
+  check_devices("masked_fill_", *this, mask);
+  DimVector shape = broadcast_shapes("masked_fill_", sizes(), mask.sizes());
+  EMBER_CHECK(IntArrayRef(shape).equals(sizes()), "masked_fill_: mask of shape ", mask.sizes(),
+              " cannot be broadcast to the tensor's shape ", sizes());
+  check_no_internal_overlap("masked_fill_", *this);
+  if (numel() > 0) where_stub(device())(*this, mask, wrap(value, device()), *this);
+  bump_version();
+  return *this;
+}
+
+Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return ember::add(*this, o, alpha); }
+Tensor Tensor::add(const Scalar& o, const Scalar& alpha) const { return ember::add(*this, o, alpha); }
+Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return ember::sub(*this, o, alpha); }
+Tensor Tensor::sub(const Scalar& o, const Scalar& alpha) const { return ember::sub(*this, o, alpha); }
+Tensor Tensor::mul(const Tensor& o) const { return ember::mul(*this, o); }
+Tensor Tensor::mul(const Scalar& o) const { return ember::mul(*this, o); }
+Tensor Tensor::div(const Tensor& o) const { return ember::div(*this, o); }
+Tensor Tensor::div(const Scalar& o) const { return ember::div(*this, o); }
+Tensor Tensor::pow(const Tensor& e) const { return ember::pow(*this, e); }
+Tensor Tensor::pow(const Scalar& e) const { return ember::pow(*this, e); }
+Tensor Tensor::maximum(const Tensor& o) const { return ember::maximum(*this, o); }
+Tensor Tensor::minimum(const Tensor& o) const { return ember::minimum(*this, o); }
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& v) const { return ember::masked_fill(*this, mask, v); }
+
+const Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) const {
+  ScalarType c = result_type(*this, o);
+  return run_("add_", BinaryOp::Add, *this, o, c, alpha_params("add_", alpha, c));
+}
+const Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) const {
+  return run_("add_", BinaryOp::Add, *this, o, alpha_params("add_", alpha, result_type(*this, o)));
+}
+const Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) const {
+  ScalarType c = result_type(*this, o);
+  return run_("sub_", BinaryOp::Sub, *this, o, c, alpha_params("sub_", alpha, c));
+}
+const Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) const {
+  return run_("sub_", BinaryOp::Sub, *this, o, alpha_params("sub_", alpha, result_type(*this, o)));
+}
+const Tensor& Tensor::mul_(const Tensor& o) const { return run_("mul_", BinaryOp::Mul, *this, o, result_type(*this, o)); }
+const Tensor& Tensor::mul_(const Scalar& o) const { return run_("mul_", BinaryOp::Mul, *this, o); }
+const Tensor& Tensor::div_(const Tensor& o) const { return run_("div_", BinaryOp::Div, *this, o, result_type(*this, o)); }
+const Tensor& Tensor::div_(const Scalar& o) const { return run_("div_", BinaryOp::Div, *this, o); }
+const Tensor& Tensor::pow_(const Scalar& e) const { return run_("pow_", BinaryOp::Pow, *this, e); }
+
+Tensor Tensor::eq(const Tensor& o) const { return ember::eq(*this, o); }
+Tensor Tensor::ne(const Tensor& o) const { return ember::ne(*this, o); }
+Tensor Tensor::lt(const Tensor& o) const { return ember::lt(*this, o); }
+Tensor Tensor::le(const Tensor& o) const { return ember::le(*this, o); }
+Tensor Tensor::gt(const Tensor& o) const { return ember::gt(*this, o); }
+Tensor Tensor::ge(const Tensor& o) const { return ember::ge(*this, o); }
+Tensor Tensor::eq(const Scalar& o) const { return ember::eq(*this, o); }
+Tensor Tensor::ne(const Scalar& o) const { return ember::ne(*this, o); }
+Tensor Tensor::lt(const Scalar& o) const { return ember::lt(*this, o); }
+Tensor Tensor::le(const Scalar& o) const { return ember::le(*this, o); }
+Tensor Tensor::gt(const Scalar& o) const { return ember::gt(*this, o); }
+Tensor Tensor::ge(const Scalar& o) const { return ember::ge(*this, o); }
+Tensor Tensor::logical_not() const { return ember::logical_not(*this); }
+Tensor Tensor::logical_and(const Tensor& o) const { return ember::logical_and(*this, o); }
+Tensor Tensor::logical_or(const Tensor& o) const { return ember::logical_or(*this, o); }
+Tensor Tensor::logical_xor(const Tensor& o) const { return ember::logical_xor(*this, o); }
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator+(const Tensor& a, const Scalar& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Scalar& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Scalar& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Scalar& b) { return div(a, b); }
+Tensor operator+(const Scalar& a, const Tensor& b) { return add(b, a); }
+Tensor operator-(const Scalar& a, const Tensor& b) { return rsub(b, a); }
+Tensor operator*(const Scalar& a, const Tensor& b) { return mul(b, a); }
+Tensor operator/(const Scalar& a, const Tensor& b) {
+  return run("div", BinaryOp::Div, wrap(a, b.device()), b, result_type(b, a));
+}
+Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator==(const Tensor& a, const Scalar& b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, const Scalar& b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, const Scalar& b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, const Scalar& b) { return le(a, b); }
+Tensor operator>(const Tensor& a, const Scalar& b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, const Scalar& b) { return ge(a, b); }
+Tensor operator&&(const Tensor& a, const Tensor& b) { return logical_and(a, b); }
+Tensor operator||(const Tensor& a, const Tensor& b) { return logical_or(a, b); }
+Tensor operator!(const Tensor& a) { return logical_not(a); }
+const Tensor& operator+=(const Tensor& a, const Tensor& b) { return a.add_(b); }
+const Tensor& operator-=(const Tensor& a, const Tensor& b) { return a.sub_(b); }
+const Tensor& operator*=(const Tensor& a, const Tensor& b) { return a.mul_(b); }
+const Tensor& operator/=(const Tensor& a, const Tensor& b) { return a.div_(b); }
+const Tensor& operator+=(const Tensor& a, const Scalar& b) { return a.add_(b); }
+const Tensor& operator-=(const Tensor& a, const Scalar& b) { return a.sub_(b); }
+const Tensor& operator*=(const Tensor& a, const Scalar& b) { return a.mul_(b); }
+const Tensor& operator/=(const Tensor& a, const Scalar& b) { return a.div_(b); }
+
+}  // namespace ember

@@ -1,0 +1,93 @@
+#include "ember/core/random.h"
+
+#include "ember/core/copy.h"
+#include "ember/core/factories.h"
+
+namespace ember {
+
+constinit DispatchStub<RandomFn> random_stub("random");
+
+namespace {
+
+const Tensor& fill_random(const char* op, const Tensor& t, RandomKind kind, double a, double b, Generator* gen) {
+  check_no_internal_overlap(op, t);
+  if (kind != RandomKind::Integer && kind != RandomKind::Bernoulli)
+    EMBER_CHECK(t.is_floating_point(), op, ": expects a floating point tensor, got ", t.dtype());
+  Generator& g = gen ? *gen : default_generator(t.device().type);
+  PhiloxState s = g.next();
+  if (t.numel() == 0) return t;
+  if (t.is_contiguous()) {
+    random_stub(t.device())(t, kind, s, a, b);
+  } else {
+    Tensor c = empty(t.sizes(), t.options());
+    random_stub(t.device())(c, kind, s, a, b);
+    t.copy_(c);
+  }
+  t.bump_version();
+  return t;
+}
+
+}  // namespace
+
+const Tensor& uniform_(const Tensor& t, double from, double to, Generator* gen) {
+  EMBER_CHECK(from <= to, "uniform_: expects from <= to, got from=", from, " to=", to);
+  return fill_random("uniform_", t, RandomKind::Uniform, from, to, gen);
+}
+
+const Tensor& normal_(const Tensor& t, double mean, double std, Generator* gen) {
+  EMBER_CHECK(std >= 0, "normal_: expects std >= 0.0, got std=", std);
+  return fill_random("normal_", t, RandomKind::Normal, mean, std, gen);
+}
+
+const Tensor& bernoulli_(const Tensor& t, double p, Generator* gen) {
+  EMBER_CHECK(p >= 0 && p <= 1, "bernoulli_: expects 0 <= p <= 1, got p=", p);
+  return fill_random("bernoulli_", t, RandomKind::Bernoulli, p, 0, gen);
+}
+
+Tensor rand(IntArrayRef sizes, TensorOptions options, Generator* gen) {
+  Tensor t = empty(sizes, options);
+  uniform_(t, 0, 1, gen);
+  return t;
+}
+
+Tensor randn(IntArrayRef sizes, TensorOptions options, Generator* gen) {
+  Tensor t = empty(sizes, options);
+  normal_(t, 0, 1, gen);
+  return t;
+}
+
+Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions options, Generator* gen) {
+  EMBER_CHECK(low < high, "randint: expects low < high, got low=", low, " high=", high);
+  EMBER_CHECK(options.dtype() != kBool, "randint: bool is not a supported dtype");
+  Tensor t = empty(sizes, options);
+  return fill_random("randint", t, RandomKind::Integer, static_cast<double>(low), static_cast<double>(high), gen);
+}
+
+Tensor rand_like(const Tensor& t, Generator* gen) { return rand(t.sizes(), t.options(), gen); }
+Tensor randn_like(const Tensor& t, Generator* gen) { return randn(t.sizes(), t.options(), gen); }
+
+Tensor randperm(int64_t n, TensorOptions options, Generator* gen) {
+  EMBER_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
+  // Fisher-Yates driven by one Philox draw of n 64-bit integers.
+  Tensor keys = empty({n}, kInt64);
+  fill_random("randperm", keys, RandomKind::Integer, 0, 9007199254740992.0, gen);
+  const int64_t* k = keys.data_ptr<int64_t>();
+  Tensor perm = arange(n, kInt64);
+  int64_t* p = perm.data_ptr<int64_t>();
+  for (int64_t i = n - 1; i > 0; --i) std::swap(p[i], p[k[i] % (i + 1)]);
+  return perm.to(options);
+}
+
+Tensor bernoulli(const Tensor& like, double p, Generator* gen) {
+  Tensor t = empty_like(like);
+  bernoulli_(t, p, gen);
+  return t;
+}
+
+Tensor bernoulli(const Tensor& p, Generator* gen) {
+  EMBER_CHECK(p.is_floating_point(), "bernoulli: expects a floating point tensor of probabilities, got ", p.dtype());
+  Tensor u = rand(p.sizes(), p.options(), gen);
+  return u.lt(p).to(p.dtype());
+}
+
+}  // namespace ember

@@ -1,0 +1,29 @@
+#pragma once
+
+#include <optional>
+
+#include "ember/core/small_vector.h"
+
+namespace ember {
+
+// Wraps a possibly negative dim into [0, ndim); throws naming `op` when out of range.
+// A 0-dim tensor accepts dims -1 and 0, as in PyTorch.
+int64_t wrap_dim(const char* op, int64_t dim, int64_t ndim);
+
+// Broadcasts two shapes by numpy's rules; throws naming `op` and both shapes.
+DimVector broadcast_shapes(const char* op, IntArrayRef a, IntArrayRef b);
+
+DimVector contiguous_strides(IntArrayRef sizes);
+int64_t numel_of(IntArrayRef sizes);
+
+// Resolves a single -1 in a requested shape against numel; throws naming `op`.
+DimVector infer_size(const char* op, IntArrayRef shape, int64_t numel);
+
+// Strides for viewing a (sizes, strides) tensor as `new_sizes` without a copy, or nullopt when
+// the memory layout makes that impossible (PyTorch's computeStride).
+std::optional<DimVector> view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef new_sizes);
+
+// A bitmask of dims from a dim list (empty list: all dims); throws on repeats.
+uint64_t dim_mask(const char* op, IntArrayRef dims, int64_t ndim);
+
+}  // namespace ember

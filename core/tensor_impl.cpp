@@ -1,0 +1,41 @@
+#include "ember/core/tensor_impl.h"
+
+#include "ember/core/error.h"
+
+namespace ember {
+
+Storage make_storage(size_t nbytes, Device device) {
+  DataPtr p = get_allocator(device.type)->allocate(nbytes);
+  return Storage::make(p, nbytes);
+}
+
+TensorImpl::TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes, IntArrayRef strides,
+                       int64_t offset)
+    : storage_(std::move(storage)), sizes_(sizes), strides_(strides), offset_(offset), dtype_(dtype) {
+  refresh();
+}
+
+void TensorImpl::set_geometry(IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
+  sizes_ = DimVector(sizes);
+  strides_ = DimVector(strides);
+  offset_ = offset;
+  refresh();
+}
+
+void TensorImpl::refresh() {
+  numel_ = 1;
+  for (int64_t s : sizes_) numel_ *= s;
+  // Contiguous as PyTorch defines it: row-major strides, ignoring dims of size 1.
+  is_contiguous_ = true;
+  int64_t expected = 1;
+  for (int64_t d = dim() - 1; d >= 0; --d) {
+    if (sizes_[d] == 1) continue;
+    if (strides_[d] != expected) {
+      is_contiguous_ = numel_ == 0;
+      break;
+    }
+    expected *= sizes_[d];
+  }
+}
+
+}  // namespace ember

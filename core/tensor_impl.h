@@ -1,0 +1,58 @@
+#pragma once
+
+#include <memory>
+
+#include "ember/core/dtype.h"
+#include "ember/core/small_vector.h"
+#include "ember/core/storage.h"
+
+namespace ember {
+
+// Autograd's per-tensor state (grad, grad_fn, requires_grad). Defined by the autograd layer;
+// core only owns it, so tensors that never need gradients carry one null pointer.
+class AutogradMetaInterface {
+ public:
+  virtual ~AutogradMetaInterface() = default;
+  virtual bool requires_grad() const = 0;
+};
+
+// The shared state behind a Tensor handle: a view of `storage` through sizes, strides (in
+// elements) and an offset. Always fully formed: it has a dtype and a storage from birth.
+class TensorImpl : public IntrusiveTarget {
+ public:
+  TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes, IntArrayRef strides,
+             int64_t offset);
+
+  const Storage& storage() const { return storage_; }
+  ScalarType dtype() const { return dtype_; }
+  Device device() const { return storage_->device(); }
+  IntArrayRef sizes() const { return sizes_; }
+  IntArrayRef strides() const { return strides_; }
+  int64_t dim() const { return static_cast<int64_t>(sizes_.size()); }
+  int64_t numel() const { return numel_; }
+  int64_t storage_offset() const { return offset_; }
+  bool is_contiguous() const { return is_contiguous_; }
+  void* data() const {
+    return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(element_size(dtype_));
+  }
+
+  // Re-points this impl at new geometry over the same storage (in-place views like squeeze_).
+  void set_geometry(IntArrayRef sizes, IntArrayRef strides, int64_t offset);
+
+  AutogradMetaInterface* autograd_meta() const { return autograd_meta_.get(); }
+  void set_autograd_meta(std::unique_ptr<AutogradMetaInterface> m) { autograd_meta_ = std::move(m); }
+
+ private:
+  void refresh();
+
+  Storage storage_;
+  DimVector sizes_;
+  DimVector strides_;
+  int64_t offset_ = 0;
+  int64_t numel_ = 1;
+  ScalarType dtype_;
+  bool is_contiguous_ = true;
+  std::unique_ptr<AutogradMetaInterface> autograd_meta_;
+};
+
+}  // namespace ember

@@ -1,0 +1,33 @@
+#pragma once
+
+#include <optional>
+
+#include "ember/core/tensor.h"
+
+namespace ember {
+
+// Python-style indexing: x.index({Slice(1, None), 0, Ellipsis, None}) is x[1:, 0, ..., None].
+inline constexpr std::nullopt_t None = std::nullopt;
+struct EllipsisIndex {};
+inline constexpr EllipsisIndex Ellipsis{};
+
+struct Slice {
+  std::optional<int64_t> start, stop;
+  int64_t step = 1;
+  Slice(std::optional<int64_t> start_ = std::nullopt, std::optional<int64_t> stop_ = std::nullopt,
+        int64_t step_ = 1)
+      : start(start_), stop(stop_), step(step_) {}
+};
+
+struct TensorIndex {
+  enum class Kind : int8_t { Integer, Slice, None, Ellipsis } kind;
+  int64_t integer = 0;
+  Slice slice;
+  TensorIndex(int64_t i) : kind(Kind::Integer), integer(i) {}
+  TensorIndex(int i) : kind(Kind::Integer), integer(i) {}
+  TensorIndex(Slice s) : kind(Kind::Slice), slice(s) {}
+  TensorIndex(std::nullopt_t) : kind(Kind::None) {}
+  TensorIndex(EllipsisIndex) : kind(Kind::Ellipsis) {}
+};
+
+}  // namespace ember

@@ -1,0 +1,268 @@
+// View ops: new sizes/strides/offset over the same storage, no data movement.
+#include <algorithm>
+#include <numeric>
+
+#include "ember/core/shape.h"
+#include "ember/core/tensor.h"
+#include "ember/core/tensor_index.h"
+
+namespace ember {
+namespace {
+
+Tensor make_view(const Tensor& t, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
+  return Tensor(IntrusivePtr<TensorImpl>::make(t.impl().storage(), t.dtype(), sizes, strides, offset));
+}
+
+}  // namespace
+
+int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim("size", d, dim())]; }
+int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim("stride", d, dim())]; }
+
+Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides, std::optional<int64_t> offset) const {
+  EMBER_CHECK(sizes.size() == strides.size(), "as_strided: got ", sizes.size(), " sizes but ",
+              strides.size(), " strides");
+  int64_t off = offset.value_or(storage_offset());
+  int64_t hi = off;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    EMBER_CHECK(sizes[d] >= 0 && strides[d] >= 0, "as_strided: negative size or stride in sizes ",
+                sizes, ", strides ", strides);
+    if (sizes[d] == 0) hi = off - 1;
+    else if (hi >= off) hi += (sizes[d] - 1) * strides[d];
+  }
+  EMBER_CHECK(off >= 0 && (hi < off || static_cast<size_t>(hi + 1) * element_size() <=
+                                           impl().storage()->nbytes()),
+              "as_strided: sizes ", sizes, " and strides ", strides, " at offset ", off,
+              " reach outside a storage of ", impl().storage()->nbytes() / element_size(), " elements");
+  return make_view(*this, sizes, strides, off);
+}
+
+Tensor Tensor::view(IntArrayRef sizes) const {
+  DimVector shape = infer_size("view", sizes, numel());
+  auto st = view_strides(this->sizes(), strides(), shape);
+  EMBER_CHECK(st.has_value(), "view: size ", sizes, " is not compatible with input of size ",
+              this->sizes(), " and strides ", strides(),
+              " (at least one dimension spans across two contiguous subspaces); use reshape instead");
+  return make_view(*this, shape, *st, storage_offset());
+}
+
+Tensor Tensor::reshape(IntArrayRef sizes) const {
+  DimVector shape = infer_size("reshape", sizes, numel());
+  if (auto st = view_strides(this->sizes(), strides(), shape))
+    return make_view(*this, shape, *st, storage_offset());
+  return contiguous().view(shape);
+}
+
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  int64_t n = dim();
+  d0 = wrap_dim("transpose", d0, n);
+  d1 = wrap_dim("transpose", d1, n);
+  if (n == 0) return make_view(*this, sizes(), strides(), storage_offset());
+  DimVector sz(sizes()), st(strides());
+  std::swap(sz[d0], sz[d1]);
+  std::swap(st[d0], st[d1]);
+  return make_view(*this, sz, st, storage_offset());
+}
+
+Tensor Tensor::permute(IntArrayRef dims) const {
+  int64_t n = dim();
+  EMBER_CHECK(static_cast<int64_t>(dims.size()) == n, "permute: number of dims don't match, tensor has ",
+              n, " dims but got dims ", dims);
+  DimVector sz(n), st(n);
+  uint64_t seen = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t d = wrap_dim("permute", dims[i], n);
+    EMBER_CHECK(!(seen >> d & 1), "permute: repeated dim in ", dims);
+    seen |= 1ull << d;
+    sz[i] = sizes()[d];
+    st[i] = strides()[d];
+  }
+  return make_view(*this, sz, st, storage_offset());
+}
+
+Tensor Tensor::t() const {
+  EMBER_CHECK(dim() <= 2, "t: expects a tensor with <= 2 dimensions, but got ", dim(), "D of shape ",
+              sizes());
+  return dim() < 2 ? *this : transpose(0, 1);
+}
+
+Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  EMBER_CHECK(dim() > 0, "narrow: cannot be applied to a 0-dim tensor");
+  d = wrap_dim("narrow", d, dim());
+  int64_t n = sizes()[d];
+  if (start < 0) start += n;
+  EMBER_CHECK(start >= 0 && length >= 0 && start + length <= n, "narrow: start ", start, " + length ",
+              length, " exceeds dimension ", d, " of size ", n, " (shape ", sizes(), ")");
+  return slice(d, start, start + length);
+}
+
+Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> end,
+                     int64_t step) const {
+  EMBER_CHECK(dim() > 0, "slice: cannot be applied to a 0-dim tensor");
+  d = wrap_dim("slice", d, dim());
+  EMBER_CHECK(step > 0, "slice: step must be positive, got ", step);
+  int64_t n = sizes()[d];
+  int64_t s = start.value_or(0), e = end.value_or(n);
+  if (s < 0) s += n;
+  if (e < 0) e += n;
+  s = std::clamp<int64_t>(s, 0, n);
+  e = std::clamp<int64_t>(e, s, n);
+  DimVector sz(sizes()), st(strides());
+  sz[d] = (e - s + step - 1) / step;
+  st[d] *= step;
+  return make_view(*this, sz, st, storage_offset() + s * strides()[d]);
+}
+
+Tensor Tensor::select(int64_t d, int64_t index) const {
+  EMBER_CHECK(dim() > 0, "select: cannot be applied to a 0-dim tensor");
+  d = wrap_dim("select", d, dim());
+  int64_t n = sizes()[d];
+  EMBER_CHECK(index >= -n && index < n, "select: index ", index, " out of range for tensor of size ",
+              sizes(), " at dimension ", d);
+  if (index < 0) index += n;
+  DimVector sz(sizes()), st(strides());
+  sz.erase(d);
+  st.erase(d);
+  return make_view(*this, sz, st, storage_offset() + index * strides()[d]);
+}
+
+Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
+  int64_t consumed = 0;
+  bool has_ellipsis = false;
+  for (const TensorIndex& i : indices) {
+    if (i.kind == TensorIndex::Kind::Integer || i.kind == TensorIndex::Kind::Slice) ++consumed;
+    if (i.kind == TensorIndex::Kind::Ellipsis) {
+      EMBER_CHECK(!has_ellipsis, "index: an index can only have a single ellipsis");
+      has_ellipsis = true;
+    }
+  }
+  EMBER_CHECK(consumed <= dim(), "index: too many indices for tensor of dimension ", dim());
+  Tensor r = *this;
+  int64_t d = 0;
+  for (const TensorIndex& i : indices) {
+    switch (i.kind) {
+      case TensorIndex::Kind::Integer: r = r.select(d, i.integer); break;
+      case TensorIndex::Kind::Slice: r = r.slice(d, i.slice.start, i.slice.stop, i.slice.step), ++d; break;
+      case TensorIndex::Kind::None: r = r.unsqueeze(d), ++d; break;
+      case TensorIndex::Kind::Ellipsis: d += dim() - consumed; break;
+    }
+  }
+  return r;
+}
+
+Tensor Tensor::expand(IntArrayRef sizes) const {
+  int64_t n = static_cast<int64_t>(sizes.size());
+  EMBER_CHECK(n >= dim(), "expand: the number of sizes provided (", n,
+              ") must be greater or equal to the number of dimensions in the tensor (", dim(), ")");
+  DimVector sz(n), st(n);
+  for (int64_t i = n - 1; i >= 0; --i) {
+    int64_t j = i - (n - dim());
+    int64_t have = j >= 0 ? this->sizes()[j] : 1;
+    int64_t want = sizes[i];
+    if (want == -1) {
+      EMBER_CHECK(j >= 0, "expand: -1 is not allowed in a leading, non-existing dimension ", i);
+      want = have;
+    }
+    EMBER_CHECK(want >= 0 && (have == want || have == 1), "expand: the expanded size of the tensor (",
+                want, ") must match the existing size (", have, ") at non-singleton dimension ", i,
+                ". Target sizes: ", sizes, ". Tensor sizes: ", this->sizes());
+    sz[i] = want;
+    st[i] = j >= 0 && have == want ? strides()[j] : 0;
+  }
+  return make_view(*this, sz, st, storage_offset());
+}
+
+Tensor Tensor::squeeze() const {
+  DimVector sz, st;
+  for (int64_t d = 0; d < dim(); ++d)
+    if (sizes()[d] != 1) sz.push_back(sizes()[d]), st.push_back(strides()[d]);
+  return make_view(*this, sz, st, storage_offset());
+}
+
+Tensor Tensor::squeeze(int64_t d) const {
+  d = wrap_dim("squeeze", d, dim());
+  if (dim() == 0 || sizes()[d] != 1) return make_view(*this, sizes(), strides(), storage_offset());
+  DimVector sz(sizes()), st(strides());
+  sz.erase(d);
+  st.erase(d);
+  return make_view(*this, sz, st, storage_offset());
+}
+
+Tensor Tensor::unsqueeze(int64_t d) const {
+  d = wrap_dim("unsqueeze", d, dim() + 1);
+  DimVector sz(sizes()), st(strides());
+  int64_t s = d < dim() ? sizes()[d] * strides()[d] : 1;
+  sz.insert(d, 1);
+  st.insert(d, s);
+  return make_view(*this, sz, st, storage_offset());
+}
+
+Tensor Tensor::flatten(int64_t start, int64_t end) const {
+  if (dim() == 0) return reshape({1});
+  start = wrap_dim("flatten", start, dim());
+  end = wrap_dim("flatten", end, dim());
+  EMBER_CHECK(start <= end, "flatten: start_dim (", start, ") cannot come after end_dim (", end, ")");
+  DimVector shape;
+  for (int64_t d = 0; d < start; ++d) shape.push_back(sizes()[d]);
+  int64_t m = 1;
+  for (int64_t d = start; d <= end; ++d) m *= sizes()[d];
+  shape.push_back(m);
+  for (int64_t d = end + 1; d < dim(); ++d) shape.push_back(sizes()[d]);
+  return reshape(shape);
+}
+
+Tensor Tensor::unflatten(int64_t d, IntArrayRef sizes) const {
+  EMBER_CHECK(dim() > 0, "unflatten: cannot be applied to a 0-dim tensor");
+  d = wrap_dim("unflatten", d, dim());
+  EMBER_CHECK(!sizes.empty(), "unflatten: sizes must be non-empty");
+  DimVector inner = infer_size("unflatten", sizes, this->sizes()[d]);
+  DimVector shape;
+  for (int64_t i = 0; i < d; ++i) shape.push_back(this->sizes()[i]);
+  for (int64_t s : inner) shape.push_back(s);
+  for (int64_t i = d + 1; i < dim(); ++i) shape.push_back(this->sizes()[i]);
+  return view(shape);
+}
+
+std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
+  EMBER_CHECK(dim() > 0, "split: cannot be applied to a 0-dim tensor");
+  d = wrap_dim("split", d, dim());
+  int64_t n = sizes()[d];
+  EMBER_CHECK(split_size > 0 || (split_size == 0 && n == 0), "split: split_size must be positive, got ",
+              split_size);
+  std::vector<Tensor> out;
+  if (n == 0) return {*this};
+  for (int64_t s = 0; s < n; s += split_size) out.push_back(narrow(d, s, std::min(split_size, n - s)));
+  return out;
+}
+
+std::vector<Tensor> Tensor::split(IntArrayRef split_sizes, int64_t d) const {
+  EMBER_CHECK(dim() > 0, "split: cannot be applied to a 0-dim tensor");
+  d = wrap_dim("split", d, dim());
+  int64_t total = 0;
+  for (int64_t s : split_sizes) {
+    EMBER_CHECK(s >= 0, "split: split sizes must be non-negative, got ", split_sizes);
+    total += s;
+  }
+  EMBER_CHECK(total == sizes()[d], "split: split sizes ", split_sizes, " must sum to the size ",
+              sizes()[d], " of dimension ", d);
+  std::vector<Tensor> out;
+  int64_t start = 0;
+  for (int64_t s : split_sizes) out.push_back(narrow(d, start, s)), start += s;
+  return out;
+}
+
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
+  EMBER_CHECK(chunks > 0, "chunk: number of chunks must be positive, got ", chunks);
+  EMBER_CHECK(dim() > 0, "chunk: cannot be applied to a 0-dim tensor");
+  int64_t n = sizes()[wrap_dim("chunk", d, dim())];
+  return split(std::max<int64_t>((n + chunks - 1) / chunks, 1), d);
+}
+
+std::vector<Tensor> Tensor::unbind(int64_t d) const {
+  EMBER_CHECK(dim() > 0, "unbind: cannot be applied to a 0-dim tensor");
+  d = wrap_dim("unbind", d, dim());
+  std::vector<Tensor> out;
+  for (int64_t i = 0; i < sizes()[d]; ++i) out.push_back(select(d, i));
+  return out;
+}
+
+}  // namespace ember

@@ -1,0 +1,14 @@
+#pragma once
+
+// The one header users include: all of ember's public API.
+
+#include "ember/core/factories.h"
+#include "ember/core/generator.h"
+#include "ember/core/op_registry.h"
+#include "ember/core/ops/elementwise.h"
+#include "ember/core/parallel.h"
+#include "ember/core/random.h"
+#include "ember/core/tensor.h"
+#include "ember/core/tensor_index.h"
+#include "ember/core/type_promotion.h"
+#include "ember/cuda/device.h"

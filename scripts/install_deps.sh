@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs what building ember needs from Debian's packages (skips apt when all are present).
+set -euo pipefail
+pkgs=(cmake ninja-build g++ libeigen3-dev libgtest-dev libbenchmark-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi

@@ -1,0 +1,107 @@
+#include "test_util.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace ember::testing {
+
+Tolerance default_tolerance(ScalarType t) {
+  switch (t) {
+    case kFloat32: return {1.3e-6, 1e-5};
+    case kFloat64: return {1e-7, 1e-7};
+    case kFloat16: return {1e-3, 1e-5};
+    case kBFloat16: return {1.6e-2, 1e-5};
+    default: return {0, 0};
+  }
+}
+
+::testing::AssertionResult assert_close(const Tensor& actual, const Tensor& expected, std::optional<Tolerance> tol,
+                                        bool check_dtype) {
+  if (!actual.sizes().equals(expected.sizes())) {
+    std::ostringstream os;
+    os << "shape mismatch: actual " << actual.sizes() << ", expected " << expected.sizes();
+    return ::testing::AssertionFailure() << os.str();
+  }
+  if (check_dtype && actual.dtype() != expected.dtype())
+    return ::testing::AssertionFailure() << "dtype mismatch: actual " << actual.dtype() << ", expected "
+                                         << expected.dtype();
+  Tolerance t = tol.value_or(default_tolerance(actual.dtype()));
+  Tensor a = actual.cpu().to(kFloat64).contiguous(), e = expected.cpu().to(kFloat64).contiguous();
+  const double* pa = a.data_ptr<double>();
+  const double* pe = e.data_ptr<double>();
+  int64_t bad = 0, worst = -1;
+  double worst_excess = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    double x = pa[i], y = pe[i];
+    if (std::isnan(x) && std::isnan(y)) continue;
+    if (x == y) continue;  // equal infinities
+    double allowed = t.atol + t.rtol * std::fabs(y);
+    double diff = std::fabs(x - y);
+    if (!(diff <= allowed)) {
+      ++bad;
+      double excess = std::isnan(diff) ? INFINITY : diff - allowed;
+      if (worst < 0 || excess > worst_excess) worst = i, worst_excess = excess;
+    }
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << bad << " of " << a.numel() << " elements differ beyond rtol=" << t.rtol
+                                       << " atol=" << t.atol << "; worst at flat index " << worst << ": actual "
+                                       << pa[worst] << ", expected " << pe[worst];
+}
+
+Tensor random_tensor(IntArrayRef sizes, ScalarType dtype, double low, double high) {
+  if (dtype == kBool) return rand(sizes) < 0.5;
+  if (!is_floating_point(dtype))
+    return randint(static_cast<int64_t>(low), static_cast<int64_t>(high), sizes, dtype);
+  return (rand(sizes, kFloat64) * (high - low) + low).to(dtype);
+}
+
+Tensor non_contiguous(const Tensor& t) {
+  // Double the last dim, take every other element: same values, stride 2.
+  if (t.dim() == 0) return t;
+  DimVector big(t.sizes());
+  big.back() *= 2;
+  Tensor buf = zeros(big, t.dtype());
+  Tensor view = buf.slice(-1, 0, std::nullopt, 2);
+  view.copy_(t);
+  return view;
+}
+
+std::vector<OpEntry>& op_table() {
+  static std::vector<OpEntry> table;
+  return table;
+}
+
+OpTableRegistrar::OpTableRegistrar(std::vector<OpEntry> entries) {
+  for (auto& e : entries) op_table().push_back(std::move(e));
+}
+
+std::vector<Sample> samples_from_shapes(ScalarType dtype, std::vector<std::vector<DimVector>> shapes, double low,
+                                        double high) {
+  std::vector<Sample> out;
+  for (const auto& call : shapes) {
+    Sample s;
+    std::ostringstream desc;
+    for (const DimVector& shape : call) {
+      s.inputs.push_back(random_tensor(shape, dtype, low, high));
+      desc << IntArrayRef(shape) << " ";
+    }
+    s.desc = desc.str();
+    out.push_back(s);
+  }
+  if (!out.empty()) {
+    Sample nc = out.front();
+    for (Tensor& t : nc.inputs) t = non_contiguous(t);
+    nc.desc += "(non-contiguous)";
+    out.push_back(nc);
+  }
+  return out;
+}
+
+std::vector<std::vector<DimVector>> unary_shapes() { return {{{4, 5}}, {{}}, {{3, 0}}, {{2, 3, 4}}}; }
+
+std::vector<std::vector<DimVector>> binary_shapes() {
+  return {{{4, 5}, {4, 5}}, {{3, 1, 5}, {4, 1}}, {{4, 5}, {}}, {{0, 5}, {1, 5}}, {{5}, {2, 5}}};
+}
+
+}  // namespace ember::testing

@@ -1,0 +1,78 @@
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ember/ember.h>
+
+namespace ember::testing {
+
+// torch.testing.assert_close's default tolerances for a dtype (exact for integers and bool).
+struct Tolerance {
+  double rtol, atol;
+};
+Tolerance default_tolerance(ScalarType t);
+
+// Passes when |actual - expected| <= atol + rtol * |expected| everywhere (NaN matches NaN),
+// shapes are equal and, unless check_dtype is false, dtypes too. The message names the worst
+// element.
+::testing::AssertionResult assert_close(const Tensor& actual, const Tensor& expected,
+                                        std::optional<Tolerance> tol = std::nullopt, bool check_dtype = true);
+#define EXPECT_CLOSE(actual, expected, ...) \
+  EXPECT_TRUE(::ember::testing::assert_close((actual), (expected), ##__VA_ARGS__))
+
+// Asserts that `stmt` throws ember::Error whose message contains every one of `parts`.
+#define EXPECT_EMBER_ERROR(stmt, ...)                                                       \
+  do {                                                                                      \
+    try {                                                                                   \
+      stmt;                                                                                 \
+      ADD_FAILURE() << "expected ember::Error from: " #stmt;                                \
+    } catch (const ::ember::Error& e) {                                                     \
+      for (const char* part : {__VA_ARGS__})                                                \
+        EXPECT_NE(std::string(e.what()).find(part), std::string::npos)                      \
+            << "message \"" << e.what() << "\" lacks \"" << part << "\"";                   \
+    }                                                                                       \
+  } while (0)
+
+// Random tensor of `sizes` and `dtype` with values in [low, high) (integers: [low, high)).
+Tensor random_tensor(IntArrayRef sizes, ScalarType dtype, double low = -2, double high = 2);
+
+// The same values in a non-contiguous layout (a strided slice of a larger buffer).
+Tensor non_contiguous(const Tensor& t);
+
+// --- The op table (STYLE.md #7): every registered op has an entry; a generic test runs each
+// entry's samples in several dtypes against the same op run in float64. ---
+struct Sample {
+  std::vector<Tensor> inputs;
+  std::string desc;
+};
+
+struct OpEntry {
+  std::string name;  // the op's name in the registry
+  // Sample inputs for a dtype; float inputs are upcast to float64 for the reference run.
+  std::function<std::vector<Sample>(ScalarType)> samples;
+  std::function<Tensor(const std::vector<Tensor>&)> fn;
+  std::vector<ScalarType> dtypes = {kFloat32, kFloat64, kFloat16, kBFloat16};
+  // Extra slack over the dtype's default tolerance (accumulating ops in low precision).
+  double tol_scale = 1;
+};
+
+std::vector<OpEntry>& op_table();
+struct OpTableRegistrar {
+  OpTableRegistrar(std::vector<OpEntry> entries);
+};
+
+// Samples from shape lists: each list is one call's input shapes. Adds a non-contiguous copy
+// of the first case and keeps zero-size cases as given. Inputs are random in [low, high).
+std::vector<Sample> samples_from_shapes(ScalarType dtype, std::vector<std::vector<DimVector>> shapes,
+                                        double low = -2, double high = 2);
+
+// Shape lists every elementwise op runs: same shape, broadcast, scalar, zero-size.
+std::vector<std::vector<DimVector>> unary_shapes();
+std::vector<std::vector<DimVector>> binary_shapes();
+
+}  // namespace ember::testing
