@@ -33,8 +33,8 @@ Tensor empty(IntArrayRef sizes, TensorOptions options) {
   return empty_strided(sizes, contiguous_strides(sizes), options);
 }
 
-Tensor zeros(IntArrayRef sizes, TensorOptions options) { return full(sizes, 0, options); }
-Tensor ones(IntArrayRef sizes, TensorOptions options) { return full(sizes, 1, options); }
+Tensor zeros(IntArrayRef sizes, TensorOptions options) { return full(sizes, 0, options.dtype(options.dtype())); }
+Tensor ones(IntArrayRef sizes, TensorOptions options) { return full(sizes, 1, options.dtype(options.dtype())); }
 
 Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions options) {
   if (!options.has_dtype()) options = options.dtype(value.default_dtype());

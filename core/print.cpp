@@ -54,7 +54,7 @@ void print_rec(std::ostream& os, const Tensor& t, const Format& f, bool summariz
   int64_t n = t.size(0);
   for (int64_t i = 0; i < n; ++i) {
     if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
-      os << (t.dim() == 1 ? "..., " : "...,\n" + std::string(static_cast<size_t>(indent + 1), ' '));
+      os << (t.dim() == 1 ? " ..., " : "...,\n" + std::string(static_cast<size_t>(indent + 1), ' '));
       i = n - kEdgeItems;
     }
     print_rec(os, t.select(0, i), f, summarize, indent + 1);
@@ -100,7 +100,11 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   os << "tensor(";
   if (c.numel() == 0) {
     os << "[]";
-    if (c.dim() != 1) os << ", size=" << c.sizes();
+    if (c.dim() != 1) {
+      os << ", size=(";
+      for (int64_t d = 0; d < c.dim(); ++d) os << (d ? ", " : "") << c.size(d);
+      os << (c.dim() == 1 ? ",)" : ")");
+    }
   } else {
     print_rec(os, c, f, summarize, 7);
   }

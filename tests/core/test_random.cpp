@@ -1,0 +1,102 @@
+#include "test_util.h"
+
+#include <ember/core/philox.h>
+
+namespace ember::testing {
+
+// Known-answer vectors of Random123's kat_vectors (Salmon et al.): counter, key -> output.
+TEST(Philox, MatchesRandom123KnownAnswers) {
+  Philox4x32 r = philox4x32_10(0, 0, 0, 0, 0, 0);
+  EXPECT_EQ(r.v[0], 0x6627e8d5u);
+  EXPECT_EQ(r.v[1], 0xe169c58du);
+  EXPECT_EQ(r.v[2], 0xbc57ac4cu);
+  EXPECT_EQ(r.v[3], 0x9b00dbd8u);
+  r = philox4x32_10(~0u, ~0u, ~0u, ~0u, ~0u, ~0u);
+  EXPECT_EQ(r.v[0], 0x408f276du);
+  EXPECT_EQ(r.v[3], 0x6d5451fdu);
+  r = philox4x32_10(0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0);
+  EXPECT_EQ(r.v[0], 0xd16cfe09u);
+  EXPECT_EQ(r.v[1], 0x94fdccebu);
+  EXPECT_EQ(r.v[2], 0x5001e420u);
+  EXPECT_EQ(r.v[3], 0x24126ea1u);
+}
+
+TEST(Random, SeedGivesTheSameNumbers) {
+  manual_seed(42);
+  Tensor a = randn({100});
+  Tensor b = rand({7, 3}, kFloat64);
+  manual_seed(42);
+  EXPECT_CLOSE(randn({100}), a, Tolerance{0, 0});
+  EXPECT_CLOSE(rand({7, 3}, kFloat64), b, Tolerance{0, 0});
+  manual_seed(43);
+  EXPECT_FALSE(assert_close(randn({100}), a));
+}
+
+TEST(Random, ElementDependsOnlyOnSeedOffsetAndIndex) {
+  // A prefix of a longer draw equals a shorter draw with the same state.
+  Generator g1(7), g2(7);
+  Tensor longer = rand({1000}, {}, &g1);
+  Tensor shorter = rand({10}, {}, &g2);
+  EXPECT_CLOSE(longer.slice(0, 0, 10), shorter, Tolerance{0, 0});
+  // The first element is word 0 of Philox block 0 under (seed 7, offset 0).
+  float expected = uniform_float(philox_block(7, 0, 0).v[0]);
+  EXPECT_EQ(shorter[0].item<float>(), expected);
+}
+
+TEST(Random, DistributionsHaveTheRightMoments) {
+  Generator g(123);
+  Tensor u = rand({200000}, kFloat64, &g);
+  double mean = 0, sq = 0;
+  const double* p = u.data_ptr<double>();
+  for (int64_t i = 0; i < u.numel(); ++i) mean += p[i], sq += p[i] * p[i];
+  mean /= u.numel();
+  EXPECT_NEAR(mean, 0.5, 0.005);
+  EXPECT_NEAR(sq / u.numel() - mean * mean, 1.0 / 12, 0.002);
+  Tensor n = randn({200000}, {}, &g);
+  const float* q = n.data_ptr<float>();
+  double m = 0, v = 0;
+  for (int64_t i = 0; i < n.numel(); ++i) m += q[i];
+  m /= n.numel();
+  for (int64_t i = 0; i < n.numel(); ++i) v += (q[i] - m) * (q[i] - m);
+  EXPECT_NEAR(m, 0, 0.01);
+  EXPECT_NEAR(v / n.numel(), 1, 0.02);
+  Tensor k = randint(3, 7, {10000}, kInt64, &g);
+  const int64_t* kp = k.data_ptr<int64_t>();
+  int counts[4] = {};
+  for (int64_t i = 0; i < k.numel(); ++i) {
+    ASSERT_GE(kp[i], 3);
+    ASSERT_LT(kp[i], 7);
+    ++counts[kp[i] - 3];
+  }
+  for (int c : counts) EXPECT_NEAR(c, 2500, 200);
+  Tensor bern = bernoulli(zeros({10000}), 0.25, &g);
+  double ones_frac = 0;
+  for (int64_t i = 0; i < bern.numel(); ++i) ones_frac += bern.data_ptr<float>()[i];
+  EXPECT_NEAR(ones_frac / bern.numel(), 0.25, 0.02);
+}
+
+TEST(Random, FillsNonContiguousAndLowPrecisionTensors) {
+  Tensor base = zeros({4, 6});
+  normal_(base.t(), 3, 0.5);
+  for (int64_t i = 0; i < 24; ++i) EXPECT_NE(base.data_ptr<float>()[i], 0.0f);
+  Tensor h = rand({64}, kBFloat16);
+  ASSERT_EQ(h.dtype(), kBFloat16);
+  for (int64_t i = 0; i < 64; ++i) {
+    float v = h.data_ptr<BFloat16>()[i];
+    EXPECT_TRUE(v >= 0 && v <= 1) << v;
+  }
+  Tensor perm = randperm(10);
+  std::vector<int> seen(10);
+  for (int64_t i = 0; i < 10; ++i) ++seen.at(static_cast<size_t>(perm.data_ptr<int64_t>()[i]));
+  for (int c : seen) EXPECT_EQ(c, 1);
+}
+
+TEST(Random, RejectsBadArguments) {
+  EXPECT_EMBER_ERROR(randint(5, 5, {3}), "randint", "low < high");
+  EXPECT_EMBER_ERROR(normal_(zeros({2}), 0, -1), "normal_", "std");
+  EXPECT_EMBER_ERROR(uniform_(zeros({2}, kInt64)), "uniform_", "floating point");
+  EXPECT_EMBER_ERROR(bernoulli_(zeros({2}), 1.5), "bernoulli_", "p");
+  EXPECT_EMBER_ERROR(uniform_(zeros({3}).expand({2, 3})), "uniform_", "memory location");
+}
+
+}  // namespace ember::testing
