@@ -35,8 +35,6 @@ Allocator* get_allocator(DeviceType type) {
   return a;
 }
 
-void set_allocator(DeviceType type, Allocator* allocator) {
-  allocators[static_cast<int>(type)] = allocator;
-}
+void set_allocator(DeviceType type, Allocator* allocator) { allocators[static_cast<int>(type)] = allocator; }
 
 }  // namespace ember

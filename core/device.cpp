@@ -21,8 +21,8 @@ Device::Device(const std::string& spec) {
       i = std::stoi(spec.substr(colon + 1), &used);
     } catch (const std::exception&) {
     }
-    EMBER_CHECK(used == spec.size() - colon - 1 && i >= 0 && i < 128,
-                "Device: bad device index in '", spec, "'");
+    EMBER_CHECK(used == spec.size() - colon - 1 && i >= 0 && i < 128, "Device: bad device index in '", spec,
+                "'");
     EMBER_CHECK(type == DeviceType::CUDA || i == 0, "Device: cpu has only index 0, got '", spec, "'");
     index = static_cast<int8_t>(i);
   }

@@ -50,9 +50,11 @@ ScalarType promote_types(ScalarType a, ScalarType b);
 // C++ type <-> ScalarType.
 template <class T>
 struct CppTypeToScalarType;
-#define EMBER_DTYPE_MAP(T, S) \
-  template <>                 \
-  struct CppTypeToScalarType<T> { static constexpr ScalarType value = ScalarType::S; };
+#define EMBER_DTYPE_MAP(T, S)                          \
+  template <>                                          \
+  struct CppTypeToScalarType<T> {                      \
+    static constexpr ScalarType value = ScalarType::S; \
+  };
 EMBER_DTYPE_MAP(bool, Bool)
 EMBER_DTYPE_MAP(uint8_t, UInt8)
 EMBER_DTYPE_MAP(int32_t, Int32)
@@ -69,14 +71,22 @@ inline constexpr ScalarType dtype_of = CppTypeToScalarType<std::remove_cv_t<T>>:
 template <class F>
 decltype(auto) visit_dtype(ScalarType t, F&& f) {
   switch (t) {
-    case ScalarType::Bool: return f(bool{});
-    case ScalarType::UInt8: return f(uint8_t{});
-    case ScalarType::Int32: return f(int32_t{});
-    case ScalarType::Int64: return f(int64_t{});
-    case ScalarType::Float16: return f(Half{});
-    case ScalarType::BFloat16: return f(BFloat16{});
-    case ScalarType::Float32: return f(float{});
-    case ScalarType::Float64: return f(double{});
+    case ScalarType::Bool:
+      return f(bool{});
+    case ScalarType::UInt8:
+      return f(uint8_t{});
+    case ScalarType::Int32:
+      return f(int32_t{});
+    case ScalarType::Int64:
+      return f(int64_t{});
+    case ScalarType::Float16:
+      return f(Half{});
+    case ScalarType::BFloat16:
+      return f(BFloat16{});
+    case ScalarType::Float32:
+      return f(float{});
+    case ScalarType::Float64:
+      return f(double{});
   }
   return f(float{});
 }

@@ -24,7 +24,7 @@ std::string str_cat(const Args&... args) {
 }  // namespace ember
 
 // EMBER_CHECK(cond, "op: ", what, ...) throws ember::Error with the concatenated message.
-#define EMBER_CHECK(cond, ...)                                      \
-  do {                                                              \
+#define EMBER_CHECK(cond, ...)                                                \
+  do {                                                                        \
     if (!(cond)) throw ::ember::Error(::ember::detail::str_cat(__VA_ARGS__)); \
   } while (0)

@@ -33,8 +33,12 @@ Tensor empty(IntArrayRef sizes, TensorOptions options) {
   return empty_strided(sizes, contiguous_strides(sizes), options);
 }
 
-Tensor zeros(IntArrayRef sizes, TensorOptions options) { return full(sizes, 0, options.dtype(options.dtype())); }
-Tensor ones(IntArrayRef sizes, TensorOptions options) { return full(sizes, 1, options.dtype(options.dtype())); }
+Tensor zeros(IntArrayRef sizes, TensorOptions options) {
+  return full(sizes, 0, options.dtype(options.dtype()));
+}
+Tensor ones(IntArrayRef sizes, TensorOptions options) {
+  return full(sizes, 1, options.dtype(options.dtype()));
+}
 
 Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions options) {
   if (!options.has_dtype()) options = options.dtype(value.default_dtype());
@@ -44,12 +48,11 @@ Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions options) {
 }
 
 Tensor empty_like(const Tensor& t, std::optional<TensorOptions> options) {
-  return empty(t.sizes(), options.value_or(t.options()).dtype(
-                              options && options->has_dtype() ? options->dtype() : t.dtype()));
+  return empty(
+      t.sizes(),
+      options.value_or(t.options()).dtype(options && options->has_dtype() ? options->dtype() : t.dtype()));
 }
-Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> options) {
-  return full_like(t, 0, options);
-}
+Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> options) { return full_like(t, 0, options); }
 Tensor ones_like(const Tensor& t, std::optional<TensorOptions> options) { return full_like(t, 1, options); }
 Tensor full_like(const Tensor& t, const Scalar& value, std::optional<TensorOptions> options) {
   Tensor out = empty_like(t, options);
@@ -65,9 +68,11 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
   double s = start.to_double(), e = end.to_double(), st = step.to_double();
   EMBER_CHECK(st != 0, "arange: step must be nonzero");
   EMBER_CHECK(std::isfinite(s) && std::isfinite(e), "arange: unsupported range: ", s, " -> ", e);
-  EMBER_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "arange: upper bound and larger bound inconsistent with step sign");
-  int64_t n = all_int ? (end.to_long() - start.to_long() + step.to_long() - (st > 0 ? 1 : -1)) / step.to_long()
-                      : static_cast<int64_t>(std::ceil((e - s) / st));
+  EMBER_CHECK((st > 0 && e >= s) || (st < 0 && e <= s),
+              "arange: upper bound and larger bound inconsistent with step sign");
+  int64_t n = all_int
+                  ? (end.to_long() - start.to_long() + step.to_long() - (st > 0 ? 1 : -1)) / step.to_long()
+                  : static_cast<int64_t>(std::ceil((e - s) / st));
   Tensor out = empty({n}, TensorOptions(kFloat64));
   double* p = out.data_ptr<double>();
   for (int64_t i = 0; i < n; ++i) p[i] = s + static_cast<double>(i) * st;
@@ -102,8 +107,8 @@ Tensor from_blob(void* data, IntArrayRef sizes, TensorOptions options, std::func
 Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, TensorOptions options,
                  std::function<void(void*)> deleter) {
   check_sizes("from_blob", sizes);
-  EMBER_CHECK(sizes.size() == strides.size(), "from_blob: got ", sizes.size(), " sizes but ",
-              strides.size(), " strides");
+  EMBER_CHECK(sizes.size() == strides.size(), "from_blob: got ", sizes.size(), " sizes but ", strides.size(),
+              " strides");
   EMBER_CHECK(data || numel_of(sizes) == 0, "from_blob: data is null");
   int64_t span = numel_of(sizes) == 0 ? 0 : 1;
   for (size_t d = 0; d < sizes.size() && span > 0; ++d) span += (sizes[d] - 1) * strides[d];

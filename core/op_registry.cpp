@@ -20,7 +20,8 @@ const OpSchema* find_op(std::string_view name) {
 
 OpRegistrar::OpRegistrar(std::initializer_list<OpSchema> list) {
   for (const OpSchema& s : list) {
-    if (find_op(s.name)) throw Error(std::string("op registry: '") + std::string(s.name) + "' declared twice");
+    if (find_op(s.name))
+      throw Error(std::string("op registry: '") + std::string(s.name) + "' declared twice");
     ops().push_back(s);
   }
 }

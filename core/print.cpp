@@ -22,11 +22,20 @@ std::string format_value(double v, const Format& f) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   switch (f.kind) {
-    case Format::Kind::Bool: return v != 0 ? "True" : "False";
-    case Format::Kind::Int: std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v)); break;
-    case Format::Kind::FloatInt: std::snprintf(buf, sizeof buf, "%.0f.", v); break;
-    case Format::Kind::Fixed: std::snprintf(buf, sizeof buf, "%.4f", v); break;
-    case Format::Kind::Sci: std::snprintf(buf, sizeof buf, "%.4e", v); break;
+    case Format::Kind::Bool:
+      return v != 0 ? "True" : "False";
+    case Format::Kind::Int:
+      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+      break;
+    case Format::Kind::FloatInt:
+      std::snprintf(buf, sizeof buf, "%.0f.", v);
+      break;
+    case Format::Kind::Fixed:
+      std::snprintf(buf, sizeof buf, "%.4f", v);
+      break;
+    case Format::Kind::Sci:
+      std::snprintf(buf, sizeof buf, "%.4e", v);
+      break;
   }
   return buf;
 }
@@ -94,7 +103,8 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
     bool sci = amax > 1e8 || (amin < 1e-4 && amin > 0) || (amin != INFINITY && amax / amin > 1000);
     f.kind = all_int && amax < 1e8 ? Format::Kind::FloatInt : sci ? Format::Kind::Sci : Format::Kind::Fixed;
   }
-  if (c.numel() > 0) visit_shown(c, summarize, [&](double v) {
+  if (c.numel() > 0)
+    visit_shown(c, summarize, [&](double v) {
       f.width = std::max<int>(f.width, static_cast<int>(format_value(v, f).size()));
     });
   os << "tensor(";

@@ -9,7 +9,8 @@ constinit DispatchStub<RandomFn> random_stub("random");
 
 namespace {
 
-const Tensor& fill_random(const char* op, const Tensor& t, RandomKind kind, double a, double b, Generator* gen) {
+const Tensor& fill_random(const char* op, const Tensor& t, RandomKind kind, double a, double b,
+                          Generator* gen) {
   check_no_internal_overlap(op, t);
   if (kind != RandomKind::Integer && kind != RandomKind::Bernoulli)
     EMBER_CHECK(t.is_floating_point(), op, ": expects a floating point tensor, got ", t.dtype());
@@ -60,7 +61,8 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions optio
   EMBER_CHECK(low < high, "randint: expects low < high, got low=", low, " high=", high);
   EMBER_CHECK(options.dtype() != kBool, "randint: bool is not a supported dtype");
   Tensor t = empty(sizes, options);
-  return fill_random("randint", t, RandomKind::Integer, static_cast<double>(low), static_cast<double>(high), gen);
+  return fill_random("randint", t, RandomKind::Integer, static_cast<double>(low), static_cast<double>(high),
+                     gen);
 }
 
 Tensor rand_like(const Tensor& t, Generator* gen) { return rand(t.sizes(), t.options(), gen); }
@@ -85,7 +87,8 @@ Tensor bernoulli(const Tensor& like, double p, Generator* gen) {
 }
 
 Tensor bernoulli(const Tensor& p, Generator* gen) {
-  EMBER_CHECK(p.is_floating_point(), "bernoulli: expects a floating point tensor of probabilities, got ", p.dtype());
+  EMBER_CHECK(p.is_floating_point(), "bernoulli: expects a floating point tensor of probabilities, got ",
+              p.dtype());
   Tensor u = rand(p.sizes(), p.options(), gen);
   return u.lt(p).to(p.dtype());
 }

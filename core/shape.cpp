@@ -6,8 +6,8 @@ namespace ember {
 
 int64_t wrap_dim(const char* op, int64_t dim, int64_t ndim) {
   int64_t n = ndim > 0 ? ndim : 1;
-  EMBER_CHECK(dim >= -n && dim < n, op, ": dimension out of range (expected to be in range of [",
-              -n, ", ", n - 1, "], but got ", dim, ")");
+  EMBER_CHECK(dim >= -n && dim < n, op, ": dimension out of range (expected to be in range of [", -n, ", ",
+              n - 1, "], but got ", dim, ")");
   return dim < 0 ? dim + n : dim;
 }
 
@@ -17,8 +17,8 @@ DimVector broadcast_shapes(const char* op, IntArrayRef a, IntArrayRef b) {
   for (size_t i = 0; i < n; ++i) {
     int64_t sa = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t sb = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    EMBER_CHECK(sa == sb || sa == 1 || sb == 1, op, ": shapes ", a, " and ", b,
-                " cannot be broadcast (size ", sa, " vs ", sb, " at dimension ", i, ")");
+    EMBER_CHECK(sa == sb || sa == 1 || sb == 1, op, ": shapes ", a, " and ", b, " cannot be broadcast (size ",
+                sa, " vs ", sb, " at dimension ", i, ")");
     out[i] = sa == 1 ? sb : sa;
   }
   return out;
@@ -54,8 +54,8 @@ DimVector infer_size(const char* op, IntArrayRef shape, int64_t numel) {
     }
   }
   if (infer >= 0) {
-    EMBER_CHECK(known != 0 && numel % known == 0, op, ": shape ", shape,
-                " is invalid for input of size ", numel);
+    EMBER_CHECK(known != 0 && numel % known == 0, op, ": shape ", shape, " is invalid for input of size ",
+                numel);
     out[infer] = numel / known;
   } else {
     EMBER_CHECK(known == numel, op, ": shape ", shape, " is invalid for input of size ", numel);

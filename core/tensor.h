@@ -58,8 +58,7 @@ class Tensor {
   void* data_ptr() const { return impl().data(); }
   template <class T>
   T* data_ptr() const {
-    EMBER_CHECK(dtype_of<T> == dtype(), "data_ptr: tensor has dtype ", dtype(),
-                ", asked for ", dtype_of<T>);
+    EMBER_CHECK(dtype_of<T> == dtype(), "data_ptr: tensor has dtype ", dtype(), ", asked for ", dtype_of<T>);
     return static_cast<T*>(impl().data());
   }
   template <class T>
@@ -183,8 +182,7 @@ class Tensor {
 
   // --- Reductions (core/ops/reduce.h) ---
   Tensor sum(std::optional<ScalarType> dtype = std::nullopt) const;
-  Tensor sum(IntArrayRef dims, bool keepdim = false,
-             std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor sum(IntArrayRef dims, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) const;
   Tensor mean() const;
   Tensor mean(IntArrayRef dims, bool keepdim = false) const;
   Tensor prod() const;

@@ -20,8 +20,7 @@ class AutogradMetaInterface {
 // elements) and an offset. Always fully formed: it has a dtype and a storage from birth.
 class TensorImpl : public IntrusiveTarget {
  public:
-  TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes, IntArrayRef strides,
-             int64_t offset);
+  TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes, IntArrayRef strides, int64_t offset);
 
   const Storage& storage() const { return storage_; }
   ScalarType dtype() const { return dtype_; }

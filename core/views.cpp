@@ -19,28 +19,30 @@ int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim("size", d, dim()
 int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim("stride", d, dim())]; }
 
 Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides, std::optional<int64_t> offset) const {
-  EMBER_CHECK(sizes.size() == strides.size(), "as_strided: got ", sizes.size(), " sizes but ",
-              strides.size(), " strides");
+  EMBER_CHECK(sizes.size() == strides.size(), "as_strided: got ", sizes.size(), " sizes but ", strides.size(),
+              " strides");
   int64_t off = offset.value_or(storage_offset());
   int64_t hi = off;
   for (size_t d = 0; d < sizes.size(); ++d) {
-    EMBER_CHECK(sizes[d] >= 0 && strides[d] >= 0, "as_strided: negative size or stride in sizes ",
-                sizes, ", strides ", strides);
-    if (sizes[d] == 0) hi = off - 1;
-    else if (hi >= off) hi += (sizes[d] - 1) * strides[d];
+    EMBER_CHECK(sizes[d] >= 0 && strides[d] >= 0, "as_strided: negative size or stride in sizes ", sizes,
+                ", strides ", strides);
+    if (sizes[d] == 0)
+      hi = off - 1;
+    else if (hi >= off)
+      hi += (sizes[d] - 1) * strides[d];
   }
-  EMBER_CHECK(off >= 0 && (hi < off || static_cast<size_t>(hi + 1) * element_size() <=
-                                           impl().storage()->nbytes()),
-              "as_strided: sizes ", sizes, " and strides ", strides, " at offset ", off,
-              " reach outside a storage of ", impl().storage()->nbytes() / element_size(), " elements");
+  EMBER_CHECK(
+      off >= 0 && (hi < off || static_cast<size_t>(hi + 1) * element_size() <= impl().storage()->nbytes()),
+      "as_strided: sizes ", sizes, " and strides ", strides, " at offset ", off,
+      " reach outside a storage of ", impl().storage()->nbytes() / element_size(), " elements");
   return make_view(*this, sizes, strides, off);
 }
 
 Tensor Tensor::view(IntArrayRef sizes) const {
   DimVector shape = infer_size("view", sizes, numel());
   auto st = view_strides(this->sizes(), strides(), shape);
-  EMBER_CHECK(st.has_value(), "view: size ", sizes, " is not compatible with input of size ",
-              this->sizes(), " and strides ", strides(),
+  EMBER_CHECK(st.has_value(), "view: size ", sizes, " is not compatible with input of size ", this->sizes(),
+              " and strides ", strides(),
               " (at least one dimension spans across two contiguous subspaces); use reshape instead");
   return make_view(*this, shape, *st, storage_offset());
 }
@@ -65,8 +67,8 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
 
 Tensor Tensor::permute(IntArrayRef dims) const {
   int64_t n = dim();
-  EMBER_CHECK(static_cast<int64_t>(dims.size()) == n, "permute: number of dims don't match, tensor has ",
-              n, " dims but got dims ", dims);
+  EMBER_CHECK(static_cast<int64_t>(dims.size()) == n, "permute: number of dims don't match, tensor has ", n,
+              " dims but got dims ", dims);
   DimVector sz(n), st(n);
   uint64_t seen = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -90,8 +92,8 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   d = wrap_dim("narrow", d, dim());
   int64_t n = sizes()[d];
   if (start < 0) start += n;
-  EMBER_CHECK(start >= 0 && length >= 0 && start + length <= n, "narrow: start ", start, " + length ",
-              length, " exceeds dimension ", d, " of size ", n, " (shape ", sizes(), ")");
+  EMBER_CHECK(start >= 0 && length >= 0 && start + length <= n, "narrow: start ", start, " + length ", length,
+              " exceeds dimension ", d, " of size ", n, " (shape ", sizes(), ")");
   return slice(d, start, start + length);
 }
 
@@ -116,8 +118,8 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   EMBER_CHECK(dim() > 0, "select: cannot be applied to a 0-dim tensor");
   d = wrap_dim("select", d, dim());
   int64_t n = sizes()[d];
-  EMBER_CHECK(index >= -n && index < n, "select: index ", index, " out of range for tensor of size ",
-              sizes(), " at dimension ", d);
+  EMBER_CHECK(index >= -n && index < n, "select: index ", index, " out of range for tensor of size ", sizes(),
+              " at dimension ", d);
   if (index < 0) index += n;
   DimVector sz(sizes()), st(strides());
   sz.erase(d);
@@ -140,10 +142,18 @@ Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
   int64_t d = 0;
   for (const TensorIndex& i : indices) {
     switch (i.kind) {
-      case TensorIndex::Kind::Integer: r = r.select(d, i.integer); break;
-      case TensorIndex::Kind::Slice: r = r.slice(d, i.slice.start, i.slice.stop, i.slice.step), ++d; break;
-      case TensorIndex::Kind::None: r = r.unsqueeze(d), ++d; break;
-      case TensorIndex::Kind::Ellipsis: d += dim() - consumed; break;
+      case TensorIndex::Kind::Integer:
+        r = r.select(d, i.integer);
+        break;
+      case TensorIndex::Kind::Slice:
+        r = r.slice(d, i.slice.start, i.slice.stop, i.slice.step), ++d;
+        break;
+      case TensorIndex::Kind::None:
+        r = r.unsqueeze(d), ++d;
+        break;
+      case TensorIndex::Kind::Ellipsis:
+        d += dim() - consumed;
+        break;
     }
   }
   return r;
@@ -162,8 +172,8 @@ Tensor Tensor::expand(IntArrayRef sizes) const {
       EMBER_CHECK(j >= 0, "expand: -1 is not allowed in a leading, non-existing dimension ", i);
       want = have;
     }
-    EMBER_CHECK(want >= 0 && (have == want || have == 1), "expand: the expanded size of the tensor (",
-                want, ") must match the existing size (", have, ") at non-singleton dimension ", i,
+    EMBER_CHECK(want >= 0 && (have == want || have == 1), "expand: the expanded size of the tensor (", want,
+                ") must match the existing size (", have, ") at non-singleton dimension ", i,
                 ". Target sizes: ", sizes, ". Tensor sizes: ", this->sizes());
     sz[i] = want;
     st[i] = j >= 0 && have == want ? strides()[j] : 0;
@@ -242,8 +252,8 @@ std::vector<Tensor> Tensor::split(IntArrayRef split_sizes, int64_t d) const {
     EMBER_CHECK(s >= 0, "split: split sizes must be non-negative, got ", split_sizes);
     total += s;
   }
-  EMBER_CHECK(total == sizes()[d], "split: split sizes ", split_sizes, " must sum to the size ",
-              sizes()[d], " of dimension ", d);
+  EMBER_CHECK(total == sizes()[d], "split: split sizes ", split_sizes, " must sum to the size ", sizes()[d],
+              " of dimension ", d);
   std::vector<Tensor> out;
   int64_t start = 0;
   for (int64_t s : split_sizes) out.push_back(narrow(d, start, s)), start += s;

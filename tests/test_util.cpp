@@ -7,24 +7,29 @@ namespace ember::testing {
 
 Tolerance default_tolerance(ScalarType t) {
   switch (t) {
-    case kFloat32: return {1.3e-6, 1e-5};
-    case kFloat64: return {1e-7, 1e-7};
-    case kFloat16: return {1e-3, 1e-5};
-    case kBFloat16: return {1.6e-2, 1e-5};
-    default: return {0, 0};
+    case kFloat32:
+      return {1.3e-6, 1e-5};
+    case kFloat64:
+      return {1e-7, 1e-7};
+    case kFloat16:
+      return {1e-3, 1e-5};
+    case kBFloat16:
+      return {1.6e-2, 1e-5};
+    default:
+      return {0, 0};
   }
 }
 
-::testing::AssertionResult assert_close(const Tensor& actual, const Tensor& expected, std::optional<Tolerance> tol,
-                                        bool check_dtype) {
+::testing::AssertionResult assert_close(const Tensor& actual, const Tensor& expected,
+                                        std::optional<Tolerance> tol, bool check_dtype) {
   if (!actual.sizes().equals(expected.sizes())) {
     std::ostringstream os;
     os << "shape mismatch: actual " << actual.sizes() << ", expected " << expected.sizes();
     return ::testing::AssertionFailure() << os.str();
   }
   if (check_dtype && actual.dtype() != expected.dtype())
-    return ::testing::AssertionFailure() << "dtype mismatch: actual " << actual.dtype() << ", expected "
-                                         << expected.dtype();
+    return ::testing::AssertionFailure()
+           << "dtype mismatch: actual " << actual.dtype() << ", expected " << expected.dtype();
   Tolerance t = tol.value_or(default_tolerance(actual.dtype()));
   Tensor a = actual.cpu().to(kFloat64).contiguous(), e = expected.cpu().to(kFloat64).contiguous();
   const double* pa = a.data_ptr<double>();
@@ -44,9 +49,9 @@ Tolerance default_tolerance(ScalarType t) {
     }
   }
   if (bad == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << bad << " of " << a.numel() << " elements differ beyond rtol=" << t.rtol
-                                       << " atol=" << t.atol << "; worst at flat index " << worst << ": actual "
-                                       << pa[worst] << ", expected " << pe[worst];
+  return ::testing::AssertionFailure()
+         << bad << " of " << a.numel() << " elements differ beyond rtol=" << t.rtol << " atol=" << t.atol
+         << "; worst at flat index " << worst << ": actual " << pa[worst] << ", expected " << pe[worst];
 }
 
 Tensor random_tensor(IntArrayRef sizes, ScalarType dtype, double low, double high) {
@@ -76,8 +81,8 @@ OpTableRegistrar::OpTableRegistrar(std::vector<OpEntry> entries) {
   for (auto& e : entries) op_table().push_back(std::move(e));
 }
 
-std::vector<Sample> samples_from_shapes(ScalarType dtype, std::vector<std::vector<DimVector>> shapes, double low,
-                                        double high) {
+std::vector<Sample> samples_from_shapes(ScalarType dtype, std::vector<std::vector<DimVector>> shapes,
+                                        double low, double high) {
   std::vector<Sample> out;
   for (const auto& call : shapes) {
     Sample s;

@@ -26,16 +26,16 @@ Tolerance default_tolerance(ScalarType t);
   EXPECT_TRUE(::ember::testing::assert_close((actual), (expected), ##__VA_ARGS__))
 
 // Asserts that `stmt` throws ember::Error whose message contains every one of `parts`.
-#define EXPECT_EMBER_ERROR(stmt, ...)                                                       \
-  do {                                                                                      \
-    try {                                                                                   \
-      stmt;                                                                                 \
-      ADD_FAILURE() << "expected ember::Error from: " #stmt;                                \
-    } catch (const ::ember::Error& e) {                                                     \
-      for (const char* part : {__VA_ARGS__})                                                \
-        EXPECT_NE(std::string(e.what()).find(part), std::string::npos)                      \
-            << "message \"" << e.what() << "\" lacks \"" << part << "\"";                   \
-    }                                                                                       \
+#define EXPECT_EMBER_ERROR(stmt, ...)                                     \
+  do {                                                                    \
+    try {                                                                 \
+      stmt;                                                               \
+      ADD_FAILURE() << "expected ember::Error from: " #stmt;              \
+    } catch (const ::ember::Error& e) {                                   \
+      for (const char* part : {__VA_ARGS__})                              \
+        EXPECT_NE(std::string(e.what()).find(part), std::string::npos)    \
+            << "message \"" << e.what() << "\" lacks \"" << part << "\""; \
+    }                                                                     \
   } while (0)
 
 // Random tensor of `sizes` and `dtype` with values in [low, high) (integers: [low, high)).

@@ -20,7 +20,8 @@ void copy_kernel(const Tensor& dst, const Tensor& src, bool) {
       using S = decltype(s);
       it.for_each([](char** p, const int64_t* st, int64_t n) {
         for (int64_t i = 0; i < n; ++i)
-          *reinterpret_cast<D*>(p[0] + i * st[0]) = static_cast<D>(*reinterpret_cast<const S*>(p[1] + i * st[1]));
+          *reinterpret_cast<D*>(p[0] + i * st[0]) =
+              static_cast<D>(*reinterpret_cast<const S*>(p[1] + i * st[1]));
       });
     });
   });

@@ -66,7 +66,7 @@ class ElementwiseIter {
 
   int n_ = 0;
   int64_t numel_ = 0;
-  DimVector shape_;  // coalesced, at least one dim
+  DimVector shape_;                              // coalesced, at least one dim
   std::array<DimVector, kMaxOperands> strides_;  // in bytes
   std::array<char*, kMaxOperands> data_{};
   std::array<ScalarType, kMaxOperands> dtypes_{};
@@ -102,7 +102,8 @@ void cpu_kernel(const ElementwiseIter& it, const F& f) {
       Out* out = reinterpret_cast<Out*>(ptrs[0]);
       [&]<size_t... I>(std::index_sequence<I...>) {
         for (int64_t i = 0; i < n; ++i) out[i] = f(reinterpret_cast<const C*>(ptrs[I + 1])[i]...);
-      }(std::make_index_sequence<N>{});
+      }
+      (std::make_index_sequence<N>{});
       return;
     }
     C in[N > 0 ? N : 1][kChunk];
@@ -120,7 +121,8 @@ void cpu_kernel(const ElementwiseIter& it, const F& f) {
       }
       [&]<size_t... I>(std::index_sequence<I...>) {
         for (int64_t i = 0; i < m; ++i) out[i] = f(in[I][i]...);
-      }(std::make_index_sequence<N>{});
+      }
+      (std::make_index_sequence<N>{});
       store_as<Out>(out, ptrs[0] + off * strides[0], strides[0], it.dtype(0), m);
     }
   });
@@ -130,12 +132,16 @@ void cpu_kernel(const ElementwiseIter& it, const F& f) {
 template <class F>
 decltype(auto) visit_compute_type(ScalarType t, F&& f) {
   switch (t) {
-    case kFloat64: return f(double{});
+    case kFloat64:
+      return f(double{});
     case kFloat32:
     case kFloat16:
-    case kBFloat16: return f(float{});
-    case kBool: return f(bool{});
-    default: return f(int64_t{});
+    case kBFloat16:
+      return f(float{});
+    case kBool:
+      return f(bool{});
+    default:
+      return f(int64_t{});
   }
 }
 

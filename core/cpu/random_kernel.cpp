@@ -56,9 +56,15 @@ void random_kernel(const Tensor& out, RandomKind kind, PhiloxState s, double a, 
     parallel_for(0, out.numel(), 4096, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         switch (kind) {
-          case RandomKind::Uniform: p[i] = static_cast<T>(static_cast<C>(a + (b - a) * uniform_at<C>(s, i))); break;
-          case RandomKind::Normal: p[i] = static_cast<T>(static_cast<C>(a + b * normal_at<C>(s, i))); break;
-          case RandomKind::Bernoulli: p[i] = static_cast<T>(uniform_at<double>(s, i) < a); break;
+          case RandomKind::Uniform:
+            p[i] = static_cast<T>(static_cast<C>(a + (b - a) * uniform_at<C>(s, i)));
+            break;
+          case RandomKind::Normal:
+            p[i] = static_cast<T>(static_cast<C>(a + b * normal_at<C>(s, i)));
+            break;
+          case RandomKind::Bernoulli:
+            p[i] = static_cast<T>(uniform_at<double>(s, i) < a);
+            break;
           case RandomKind::Integer: {
             auto range = static_cast<uint64_t>(b - a);
             p[i] = static_cast<T>(static_cast<int64_t>(a) + static_cast<int64_t>(bits64_at(s, i) % range));

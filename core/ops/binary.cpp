@@ -19,13 +19,25 @@ constexpr auto PROMOTE = AutocastPolicy::Promote;
 constexpr auto NONE = AutocastPolicy::None;
 
 const OpRegistrar registrar({
-    {"add", PROMOTE, true},       {"sub", PROMOTE, true},         {"mul", PROMOTE, true},
-    {"div", PROMOTE, true},       {"pow", AutocastPolicy::Float32, true},
-    {"maximum", PROMOTE, true},   {"minimum", PROMOTE, true},     {"eq", PROMOTE, false},
-    {"ne", PROMOTE, false},       {"lt", PROMOTE, false},         {"le", PROMOTE, false},
-    {"gt", PROMOTE, false},       {"ge", PROMOTE, false},         {"logical_and", NONE, false},
-    {"logical_or", NONE, false},  {"logical_xor", NONE, false},   {"logical_not", NONE, false},
-    {"where", PROMOTE, true},     {"masked_fill", NONE, true},
+    {"add", PROMOTE, true},
+    {"sub", PROMOTE, true},
+    {"mul", PROMOTE, true},
+    {"div", PROMOTE, true},
+    {"pow", AutocastPolicy::Float32, true},
+    {"maximum", PROMOTE, true},
+    {"minimum", PROMOTE, true},
+    {"eq", PROMOTE, false},
+    {"ne", PROMOTE, false},
+    {"lt", PROMOTE, false},
+    {"le", PROMOTE, false},
+    {"gt", PROMOTE, false},
+    {"ge", PROMOTE, false},
+    {"logical_and", NONE, false},
+    {"logical_or", NONE, false},
+    {"logical_xor", NONE, false},
+    {"logical_not", NONE, false},
+    {"where", PROMOTE, true},
+    {"masked_fill", NONE, true},
 });
 
 struct Dtypes {
@@ -42,8 +54,8 @@ Dtypes binary_dtypes(const char* name, BinaryOp op, ScalarType common) {
 }
 
 void check_devices(const char* name, const Tensor& a, const Tensor& b) {
-  EMBER_CHECK(a.device() == b.device(), name,
-              ": expected all tensors to be on the same device, but found ", a.device(), " and ", b.device());
+  EMBER_CHECK(a.device() == b.device(), name, ": expected all tensors to be on the same device, but found ",
+              a.device(), " and ", b.device());
 }
 
 ops::ElementwiseParams alpha_params(const char* name, const Scalar& alpha, ScalarType common) {
@@ -145,7 +157,9 @@ Tensor ge(const Tensor& a, const Scalar& b) { return run("ge", BinaryOp::Ge, a, 
 Tensor logical_and(const Tensor& a, const Tensor& b) {
   return run("logical_and", BinaryOp::LogicalAnd, a, b, kBool);
 }
-Tensor logical_or(const Tensor& a, const Tensor& b) { return run("logical_or", BinaryOp::LogicalOr, a, b, kBool); }
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  return run("logical_or", BinaryOp::LogicalOr, a, b, kBool);
+}
 Tensor logical_xor(const Tensor& a, const Tensor& b) {
   return run("logical_xor", BinaryOp::LogicalXor, a, b, kBool);
 }
@@ -203,7 +217,9 @@ Tensor Tensor::pow(const Tensor& e) const { return ember::pow(*this, e); }
 Tensor Tensor::pow(const Scalar& e) const { return ember::pow(*this, e); }
 Tensor Tensor::maximum(const Tensor& o) const { return ember::maximum(*this, o); }
 Tensor Tensor::minimum(const Tensor& o) const { return ember::minimum(*this, o); }
-Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& v) const { return ember::masked_fill(*this, mask, v); }
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& v) const {
+  return ember::masked_fill(*this, mask, v);
+}
 
 const Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) const {
   ScalarType c = result_type(*this, o);
@@ -219,9 +235,13 @@ const Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) const {
 const Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) const {
   return run_("sub_", BinaryOp::Sub, *this, o, alpha_params("sub_", alpha, result_type(*this, o)));
 }
-const Tensor& Tensor::mul_(const Tensor& o) const { return run_("mul_", BinaryOp::Mul, *this, o, result_type(*this, o)); }
+const Tensor& Tensor::mul_(const Tensor& o) const {
+  return run_("mul_", BinaryOp::Mul, *this, o, result_type(*this, o));
+}
 const Tensor& Tensor::mul_(const Scalar& o) const { return run_("mul_", BinaryOp::Mul, *this, o); }
-const Tensor& Tensor::div_(const Tensor& o) const { return run_("div_", BinaryOp::Div, *this, o, result_type(*this, o)); }
+const Tensor& Tensor::div_(const Tensor& o) const {
+  return run_("div_", BinaryOp::Div, *this, o, result_type(*this, o));
+}
 const Tensor& Tensor::div_(const Scalar& o) const { return run_("div_", BinaryOp::Div, *this, o); }
 const Tensor& Tensor::pow_(const Scalar& e) const { return run_("pow_", BinaryOp::Pow, *this, e); }
 

@@ -73,7 +73,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value);
 
 // Kernel families: one CPU and one CUDA kernel each, selected by op. `compute` is the dtype
 // the math runs in (inputs are read as it, the result is stored into out's dtype).
-using UnaryFn = void (*)(ops::UnaryOp op, const Tensor& out, const Tensor& in, const ops::ElementwiseParams& p);
+using UnaryFn = void (*)(ops::UnaryOp op, const Tensor& out, const Tensor& in,
+                         const ops::ElementwiseParams& p);
 using BinaryFn = void (*)(ops::BinaryOp op, ScalarType compute, const Tensor& out, const Tensor& a,
                           const Tensor& b, const ops::ElementwiseParams& p);
 using WhereFn = void (*)(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);

@@ -16,14 +16,12 @@ constexpr auto F32 = AutocastPolicy::Float32;
 constexpr auto NONE = AutocastPolicy::None;
 
 const OpRegistrar registrar({
-    {"neg", NONE, true},       {"abs", NONE, true},        {"sign", NONE, true},
-    {"relu", NONE, true},      {"square", NONE, true},     {"clamp", NONE, true},
-    {"exp", F32, true},        {"log", F32, true},         {"log1p", F32, true},
-    {"expm1", F32, true},      {"sqrt", NONE, true},       {"rsqrt", F32, true},
-    {"sin", NONE, true},       {"cos", NONE, true},        {"tanh", NONE, true},
-    {"sigmoid", NONE, true},   {"gelu", NONE, true},       {"silu", NONE, true},
-    {"softplus", F32, true},   {"leaky_relu", NONE, true}, {"reciprocal", F32, true},
-    {"erf", F32, true},
+    {"neg", NONE, true},       {"abs", NONE, true},   {"sign", NONE, true},    {"relu", NONE, true},
+    {"square", NONE, true},    {"clamp", NONE, true}, {"exp", F32, true},      {"log", F32, true},
+    {"log1p", F32, true},      {"expm1", F32, true},  {"sqrt", NONE, true},    {"rsqrt", F32, true},
+    {"sin", NONE, true},       {"cos", NONE, true},   {"tanh", NONE, true},    {"sigmoid", NONE, true},
+    {"gelu", NONE, true},      {"silu", NONE, true},  {"softplus", F32, true}, {"leaky_relu", NONE, true},
+    {"reciprocal", F32, true}, {"erf", F32, true},
 });
 
 ScalarType result_dtype(const char* name, UnaryOp op, ScalarType in) {
@@ -34,7 +32,8 @@ ScalarType result_dtype(const char* name, UnaryOp op, ScalarType in) {
 
 Tensor unary(const char* name, UnaryOp op, const Tensor& x, ops::ElementwiseParams p = {},
              std::optional<ScalarType> dtype = std::nullopt) {
-  Tensor out = empty(x.sizes(), TensorOptions(dtype.value_or(result_dtype(name, op, x.dtype()))).device(x.device()));
+  Tensor out =
+      empty(x.sizes(), TensorOptions(dtype.value_or(result_dtype(name, op, x.dtype()))).device(x.device()));
   if (out.numel() > 0) unary_stub(x.device())(op, out, x, p);
   return out;
 }

@@ -4,13 +4,14 @@
 namespace ember::testing {
 namespace {
 
-OpEntry unary(const std::string& name, std::function<Tensor(const Tensor&)> f, double low = -2, double high = 2) {
+OpEntry unary(const std::string& name, std::function<Tensor(const Tensor&)> f, double low = -2,
+              double high = 2) {
   return {name, [=](ScalarType dt) { return samples_from_shapes(dt, unary_shapes(), low, high); },
           [f](const std::vector<Tensor>& in) { return f(in[0]); }};
 }
 
-OpEntry binary(const std::string& name, std::function<Tensor(const Tensor&, const Tensor&)> f, double low = -2,
-               double high = 2) {
+OpEntry binary(const std::string& name, std::function<Tensor(const Tensor&, const Tensor&)> f,
+               double low = -2, double high = 2) {
   return {name, [=](ScalarType dt) { return samples_from_shapes(dt, binary_shapes(), low, high); },
           [f](const std::vector<Tensor>& in) { return f(in[0], in[1]); }};
 }
@@ -23,11 +24,15 @@ const OpTableRegistrar registrar({
     unary("square", [](const Tensor& x) { return square(x); }),
     unary("clamp", [](const Tensor& x) { return clamp(x, -0.5, 0.75); }),
     unary("exp", [](const Tensor& x) { return exp(x); }),
-    unary("log", [](const Tensor& x) { return log(x); }, 0.1, 4),
-    unary("log1p", [](const Tensor& x) { return log1p(x); }, -0.9, 4),
+    unary(
+        "log", [](const Tensor& x) { return log(x); }, 0.1, 4),
+    unary(
+        "log1p", [](const Tensor& x) { return log1p(x); }, -0.9, 4),
     unary("expm1", [](const Tensor& x) { return expm1(x); }),
-    unary("sqrt", [](const Tensor& x) { return sqrt(x); }, 0, 4),
-    unary("rsqrt", [](const Tensor& x) { return rsqrt(x); }, 0.1, 4),
+    unary(
+        "sqrt", [](const Tensor& x) { return sqrt(x); }, 0, 4),
+    unary(
+        "rsqrt", [](const Tensor& x) { return rsqrt(x); }, 0.1, 4),
     unary("sin", [](const Tensor& x) { return sin(x); }),
     unary("cos", [](const Tensor& x) { return cos(x); }),
     unary("tanh", [](const Tensor& x) { return tanh(x); }),
@@ -36,13 +41,16 @@ const OpTableRegistrar registrar({
     unary("silu", [](const Tensor& x) { return silu(x); }),
     unary("softplus", [](const Tensor& x) { return softplus(x, 2, 3); }),
     unary("leaky_relu", [](const Tensor& x) { return leaky_relu(x, 0.2); }),
-    unary("reciprocal", [](const Tensor& x) { return reciprocal(x); }, 0.5, 4),
+    unary(
+        "reciprocal", [](const Tensor& x) { return reciprocal(x); }, 0.5, 4),
     unary("erf", [](const Tensor& x) { return erf(x); }),
     binary("add", [](const Tensor& a, const Tensor& b) { return add(a, b, 2); }),
     binary("sub", [](const Tensor& a, const Tensor& b) { return a - b; }),
     binary("mul", [](const Tensor& a, const Tensor& b) { return a * b; }),
-    binary("div", [](const Tensor& a, const Tensor& b) { return a / b; }, 0.5, 3),
-    binary("pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); }, 0.5, 2),
+    binary(
+        "div", [](const Tensor& a, const Tensor& b) { return a / b; }, 0.5, 3),
+    binary(
+        "pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); }, 0.5, 2),
     binary("maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }),
     binary("minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); }),
     binary("eq", [](const Tensor& a, const Tensor& b) { return eq(a.clamp(-1, 1), b.clamp(-1, 1)); }),

@@ -9,8 +9,8 @@ namespace ember::testing {
 TEST(Half, ConvertsExactValuesBothWays) {
   EXPECT_EQ(Half(1.0f).x, 0x3c00);
   EXPECT_EQ(Half(-2.0f).x, 0xc000);
-  EXPECT_EQ(Half(65504.0f).x, 0x7bff);              // largest finite half
-  EXPECT_EQ(Half(6.103515625e-05f).x, 0x0400);      // smallest normal, 2^-14
+  EXPECT_EQ(Half(65504.0f).x, 0x7bff);                 // largest finite half
+  EXPECT_EQ(Half(6.103515625e-05f).x, 0x0400);         // smallest normal, 2^-14
   EXPECT_EQ(Half(5.9604644775390625e-08f).x, 0x0001);  // smallest subnormal, 2^-24
   EXPECT_EQ(static_cast<float>(Half::from_bits(0x0001)), 5.9604644775390625e-08f);
   EXPECT_EQ(static_cast<float>(Half::from_bits(0x03ff)), 6.097555160522461e-05f);  // largest subnormal
@@ -23,7 +23,7 @@ TEST(Half, RoundsToNearestEven) {
   // 1 + 3 * 2^-11 is halfway between 1 + 2^-10 (odd) and 1 + 2^-9 (even): rounds up.
   EXPECT_EQ(Half(1.0f + 3 * 0x1p-11f).x, 0x3c02);
   EXPECT_EQ(Half(1.0f + 0x1p-11f + 0x1p-20f).x, 0x3c01);  // just above halfway
-  EXPECT_EQ(Half(65520.0f).x, 0x7c00);  // halfway to the next binade: ties to even = inf
+  EXPECT_EQ(Half(65520.0f).x, 0x7c00);                    // halfway to the next binade: ties to even = inf
   EXPECT_EQ(Half(65519.0f).x, 0x7bff);
   EXPECT_EQ(Half(0x1p-25f).x, 0x0000);  // half the smallest subnormal: ties to zero
   EXPECT_EQ(Half(0x1.8p-25f).x, 0x0001);
@@ -49,8 +49,8 @@ TEST(Half, EveryHalfRoundTripsThroughFloat) {
 
 TEST(BFloat16, RoundsToNearestEven) {
   EXPECT_EQ(BFloat16(1.0f).x, 0x3f80);
-  EXPECT_EQ(BFloat16(1.0f + 0x1p-8f).x, 0x3f80);            // tie, even stays
-  EXPECT_EQ(BFloat16(1.0f + 3 * 0x1p-8f).x, 0x3f82);        // tie, odd rounds up
+  EXPECT_EQ(BFloat16(1.0f + 0x1p-8f).x, 0x3f80);      // tie, even stays
+  EXPECT_EQ(BFloat16(1.0f + 3 * 0x1p-8f).x, 0x3f82);  // tie, odd rounds up
   EXPECT_EQ(BFloat16(1.0f + 0x1p-8f + 0x1p-20f).x, 0x3f81);
   EXPECT_EQ(static_cast<float>(BFloat16::from_bits(0x4049)), 3.140625f);
   EXPECT_TRUE(std::isnan(static_cast<float>(BFloat16(NAN))));
@@ -75,9 +75,9 @@ TEST(TypePromotion, ResultTypeFollowsPyTorch) {
   Tensor b = ones({2}, kBool), f16 = ones({2}, kFloat16), u8 = ones({2}, kUInt8);
   EXPECT_EQ(result_type(f32, f64), kFloat64);
   EXPECT_EQ(result_type(i32, f16), kFloat16);
-  EXPECT_EQ(result_type(i32, Scalar(5)), kInt32);         // int scalar keeps the tensor's int type
-  EXPECT_EQ(result_type(i32, Scalar(2.5)), kFloat32);     // float scalar: default float dtype
-  EXPECT_EQ(result_type(f16, Scalar(2.5)), kFloat16);     // same category: tensor wins
+  EXPECT_EQ(result_type(i32, Scalar(5)), kInt32);      // int scalar keeps the tensor's int type
+  EXPECT_EQ(result_type(i32, Scalar(2.5)), kFloat32);  // float scalar: default float dtype
+  EXPECT_EQ(result_type(f16, Scalar(2.5)), kFloat16);  // same category: tensor wins
   EXPECT_EQ(result_type(b, Scalar(3)), kInt64);
   EXPECT_EQ(result_type(u8, Scalar(1000)), kUInt8);
   // A 0-dim tensor counts less than a dimensioned one of the same category...

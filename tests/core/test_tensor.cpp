@@ -87,7 +87,7 @@ TEST(Tensor, CopyCastsAndBroadcasts) {
   EXPECT_CLOSE(dst, tensor({{1, 2, 3}, {1, 2, 3}}, kFloat64));
   Tensor h = tensor({0.1, 1000.7}).to(kFloat16);
   EXPECT_EQ(h.dtype(), kFloat16);
-  EXPECT_NEAR(h[1].item<double>(), 1000.5, 1e-9);  // nearest half to 1000.7
+  EXPECT_NEAR(h[1].item<double>(), 1000.5, 1e-9);                // nearest half to 1000.7
   EXPECT_EQ(tensor({1.7, -1.7}).to(kInt32)[1].item<int>(), -1);  // truncation, as C++ and PyTorch
   EXPECT_EQ(tensor({0.0, 0.5}).to(kBool)[1].item<bool>(), true);
   Tensor c = dst.clone();

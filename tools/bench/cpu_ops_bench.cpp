@@ -10,8 +10,9 @@ void BM_add(benchmark::State& state) {
   int64_t n = state.range(0);
   ember::Tensor a = ember::rand({n}), b = ember::rand({n});
   for (auto _ : state) benchmark::DoNotOptimize(a + b);
-  state.counters["GB/s"] = benchmark::Counter(3.0 * 4 * static_cast<double>(n) * static_cast<double>(state.iterations()),
-                                              benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  state.counters["GB/s"] =
+      benchmark::Counter(3.0 * 4 * static_cast<double>(n) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_add)->Arg(1 << 24)->Unit(benchmark::kMillisecond)->UseRealTime();
 
