@@ -1,0 +1,239 @@
+// Frontends of the indexing ops: dtype, device and shape checks, a range check of every index
+// value, then the gather or scatter kernel. index_select, take_along_dim and index_add reach
+// those kernels through index views that broadcast along the other dims.
+#include "ember/core/ops/indexing.h"
+
+#include "ember/core/copy.h"
+#include "ember/core/factories.h"
+#include "ember/core/op_registry.h"
+#include "ember/core/ops/shape_ops.h"
+#include "ember/core/shape.h"
+
+namespace ember {
+
+constinit DispatchStub<GatherFn> gather_stub("gather");
+constinit DispatchStub<ScatterFn> scatter_stub("scatter");
+constinit DispatchStub<IndexRangeFn> index_range_stub("index_range");
+
+namespace {
+
+constexpr auto PROMOTE = AutocastPolicy::Promote;
+constexpr auto NONE = AutocastPolicy::None;
+
+const OpRegistrar registrar({
+    {"index_select", NONE, true},
+    {"gather", NONE, true},
+    {"scatter", NONE, true},
+    {"scatter_add", PROMOTE, true},
+    {"index_add", PROMOTE, true},
+    {"take_along_dim", NONE, true},
+    {"one_hot", NONE, false},
+});
+
+// A 0-dim tensor takes part as a 1-element 1-D one (atleast_1d), as in PyTorch.
+int64_t size_or_1(const Tensor& t, int64_t d) { return t.dim() == 0 ? 1 : t.size(d); }
+
+void check_device(const char* op, const Tensor& self, const Tensor& t, const char* name) {
+  EMBER_CHECK(t.device() == self.device(), op, ": expected ", name, " on the device of self (", self.device(),
+              "), got ", t.device());
+}
+
+void check_index_dtype(const char* op, const Tensor& index, bool int32_ok) {
+  EMBER_CHECK(index.dtype() == kInt64 || (int32_ok && index.dtype() == kInt32), op, ": expected dtype int64",
+              int32_ok ? " or int32" : "", " for index, got ", index.dtype());
+}
+
+void check_index_range(const char* op, const Tensor& index, int64_t dim, int64_t size) {
+  if (index.numel() == 0) return;
+  IndexRange r = index_range_stub(index.device())(index);
+  EMBER_CHECK(r.min >= 0 && r.max < size, op, ": index ", r.min < 0 ? r.min : r.max,
+              " is out of bounds for dimension ", dim, " with size ", size);
+}
+
+// gather's and scatter's rule: index has self's number of dims and is no larger than self apart
+// from dim, and no larger than src (when given) anywhere.
+void check_index_shape(const char* op, const Tensor& self, int64_t dim, const Tensor& index,
+                       const Tensor* src) {
+  const int64_t nd = std::max<int64_t>(self.dim(), 1);
+  EMBER_CHECK(std::max<int64_t>(index.dim(), 1) == nd, op,
+              ": index tensor must have the same number of dimensions as self tensor, got index ",
+              index.sizes(), " and self ", self.sizes());
+  EMBER_CHECK(!src || std::max<int64_t>(src->dim(), 1) == nd, op,
+              ": index tensor must have the same number of dimensions as src tensor, got index ",
+              index.sizes(), " and src ", src->sizes());
+  for (int64_t d = 0; d < nd; ++d) {
+    EMBER_CHECK(d == dim || size_or_1(index, d) <= size_or_1(self, d), op,
+                ": size does not match at dimension ", d, ", expected index ", index.sizes(),
+                " to be no larger than self ", self.sizes(), " apart from dimension ", dim);
+    EMBER_CHECK(!src || size_or_1(index, d) <= size_or_1(*src, d), op, ": size does not match at dimension ",
+                d, ", expected index ", index.sizes(), " to be no larger than src ", src->sizes());
+  }
+}
+
+Tensor gather_checked(const char* op, const Tensor& x, int64_t dim, const Tensor& index) {
+  check_index_dtype(op, index, false);
+  check_device(op, x, index, "index");
+  dim = wrap_dim(op, dim, x.dim());
+  check_index_shape(op, x, dim, index, nullptr);
+  check_index_range(op, index, dim, size_or_1(x, dim));
+  Tensor out = empty(index.sizes(), x.options());
+  if (out.numel() > 0) gather_stub(x.device())(atleast_1d(out), atleast_1d(x), dim, atleast_1d(index));
+  return out;
+}
+
+// The in-place scatter once index values are known to be in range.
+const Tensor& run_scatter(ScatterOp op, const Tensor& self, int64_t dim, const Tensor& index,
+                          const Tensor& src, const Scalar& alpha) {
+  if (index.numel() > 0)
+    scatter_stub(self.device())(op, atleast_1d(self), dim, atleast_1d(index), atleast_1d(src), alpha);
+  self.bump_version();
+  return self;
+}
+
+const Tensor& scatter_checked(const char* op, ScatterOp sop, const Tensor& self, int64_t dim,
+                              const Tensor& index, const Tensor& src) {
+  check_index_dtype(op, index, false);
+  check_device(op, self, index, "index");
+  check_device(op, self, src, "src");
+  EMBER_CHECK(self.dtype() == src.dtype(), op, ": expected self.dtype to be equal to src.dtype, got ",
+              self.dtype(), " and ", src.dtype());
+  dim = wrap_dim(op, dim, self.dim());
+  check_index_shape(op, self, dim, index, &src);
+  check_no_internal_overlap(op, self);
+  check_index_range(op, index, dim, size_or_1(self, dim));
+  return run_scatter(sop, self, dim, index, src, 1);
+}
+
+// `value` as a src of index's shape.
+Tensor value_src(const Tensor& self, const Tensor& index, const Scalar& value) {
+  return full({}, value, self.options()).expand(index.sizes());
+}
+
+const Tensor& index_add_checked(const char* op, const Tensor& self, int64_t dim, const Tensor& index,
+                                const Tensor& source, const Scalar& alpha) {
+  check_index_dtype(op, index, true);
+  check_device(op, self, index, "index");
+  check_device(op, self, source, "source");
+  EMBER_CHECK(index.dim() <= 1, op, ": index is supposed to be a vector, got shape ", index.sizes());
+  EMBER_CHECK(self.dtype() == source.dtype(), op, ": self (", self.dtype(), ") and source (", source.dtype(),
+              ") must have the same scalar type");
+  EMBER_CHECK(self.is_floating_point() || !alpha.is_floating_point(), op,
+              ": for integral input tensors, argument alpha must not be a floating point number");
+  dim = wrap_dim(op, dim, self.dim());
+  Tensor idx = atleast_1d(index.to(kInt64));
+  const int64_t n = idx.numel();
+  bool same_shape = std::max<int64_t>(source.dim(), 1) == std::max<int64_t>(self.dim(), 1);
+  for (int64_t d = 0; same_shape && d < std::max<int64_t>(self.dim(), 1); ++d)
+    same_shape = size_or_1(source, d) == (d == dim ? n : size_or_1(self, d));
+  EMBER_CHECK(same_shape, op, ": source ", source.sizes(), " should have the shape of self ", self.sizes(),
+              " except at dimension ", dim, ", where it must have size ", n, " (the number of indices)");
+  check_no_internal_overlap(op, self);
+  check_index_range(op, idx, dim, size_or_1(self, dim));
+  // The index seen at every element of source: idx along dim, broadcast elsewhere.
+  Tensor src = atleast_1d(source);
+  DimVector strides(src.dim(), 0);
+  strides[dim] = idx.stride(0);
+  return run_scatter(ScatterOp::Add, self, dim, idx.as_strided(src.sizes(), strides), src, alpha);
+}
+
+}  // namespace
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  return gather_checked("gather", x, dim, index);
+}
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  const char* op = "index_select";
+  check_index_dtype(op, index, true);
+  check_device(op, x, index, "index");
+  EMBER_CHECK(index.dim() <= 1, op, ": index is supposed to be a vector, got shape ", index.sizes());
+  dim = wrap_dim(op, dim, x.dim());
+  Tensor idx = atleast_1d(index.to(kInt64));
+  check_index_range(op, idx, dim, size_or_1(x, dim));
+  if (x.dim() == 0) {
+    EMBER_CHECK(idx.numel() == 1, op, ": index of a 0-dim tensor can have only 1 value, got ", idx.numel());
+    return x.clone();
+  }
+  DimVector shape(x.sizes());
+  shape[dim] = idx.numel();
+  Tensor out = empty(shape, x.options());
+  DimVector strides(shape.size(), 0);
+  strides[dim] = idx.stride(0);
+  if (out.numel() > 0) gather_stub(x.device())(out, x, dim, idx.as_strided(shape, strides));
+  return out;
+}
+
+Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) {
+  const char* op = "take_along_dim";
+  EMBER_CHECK(indices.dtype() == kInt64, op, ": dtype of indices should be int64, got ", indices.dtype());
+  if (!dim) return gather_checked(op, atleast_1d(x).reshape({-1}), 0, atleast_1d(indices).reshape({-1}));
+  EMBER_CHECK(x.dim() == indices.dim(), op,
+              ": input and indices should have the same number of dimensions, got ", x.sizes(), " and ",
+              indices.sizes());
+  if (x.dim() == 0) return gather_checked(op, x, *dim, indices);
+  int64_t d = wrap_dim(op, *dim, x.dim());
+  // Broadcast all dims but d: x keeps its size along d, indices theirs.
+  DimVector x_sizes(x.sizes()), index_sizes(indices.sizes());
+  x_sizes[d] = indices.size(d);
+  index_sizes[d] = x.size(d);
+  Tensor index_b = indices.expand(broadcast_shapes(op, x_sizes, indices.sizes()));
+  Tensor x_b = x.expand(broadcast_shapes(op, index_sizes, x.sizes()));
+  return gather_checked(op, x_b, d, index_b);
+}
+
+const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_checked("scatter_", ScatterOp::Assign, self, dim, index, src);
+}
+const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
+  return scatter_checked("scatter_", ScatterOp::Assign, self, dim, index, value_src(self, index, value));
+}
+const Tensor& scatter_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_checked("scatter_add_", ScatterOp::Add, self, dim, index, src);
+}
+const Tensor& index_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                         const Scalar& alpha) {
+  return index_add_checked("index_add_", self, dim, index, source, alpha);
+}
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_checked("scatter", ScatterOp::Assign, x.clone(), dim, index, src);
+}
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Scalar& value) {
+  return scatter_checked("scatter", ScatterOp::Assign, x.clone(), dim, index, value_src(x, index, value));
+}
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_checked("scatter_add", ScatterOp::Add, x.clone(), dim, index, src);
+}
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
+                 const Scalar& alpha) {
+  return index_add_checked("index_add", x.clone(), dim, index, source, alpha);
+}
+
+Tensor one_hot(const Tensor& indices, int64_t num_classes) {
+  const char* op = "one_hot";
+  EMBER_CHECK(indices.dtype() == kInt64, op, ": expected an int64 index tensor, got ", indices.dtype());
+  EMBER_CHECK(num_classes >= -1, op, ": num_classes must be -1 or non-negative, got ", num_classes);
+  EMBER_CHECK(num_classes >= 0 || indices.numel() > 0, op,
+              ": can not infer the number of classes from an empty tensor");
+  if (indices.numel() > 0) {
+    IndexRange r = index_range_stub(indices.device())(indices);
+    EMBER_CHECK(r.min >= 0, op, ": class values must be non-negative, got ", r.min);
+    if (num_classes < 0) num_classes = r.max + 1;
+    EMBER_CHECK(r.max < num_classes, op, ": class values must be smaller than num_classes (", num_classes,
+                "), got ", r.max);
+  }
+  DimVector shape(indices.sizes());
+  shape.push_back(num_classes);
+  Tensor out = zeros(shape, TensorOptions(kInt64).device(indices.device()));
+  if (out.numel() == 0) return out;
+  Tensor index = indices.unsqueeze(-1);
+  run_scatter(ScatterOp::Assign, out, out.dim() - 1, index, value_src(out, index, 1), 1);
+  return out;
+}
+
+Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
+  return ember::index_select(*this, dim, index);
+}
+Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return ember::gather(*this, dim, index); }
+
+}  // namespace ember

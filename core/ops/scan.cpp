@@ -1,0 +1,31 @@
+// Frontend of cumsum: output dtype, then the device's kernel.
+#include "ember/core/ops/scan.h"
+
+#include "ember/core/factories.h"
+#include "ember/core/op_registry.h"
+#include "ember/core/ops/shape_ops.h"
+#include "ember/core/shape.h"
+
+namespace ember {
+
+constinit DispatchStub<CumsumFn> cumsum_stub("cumsum");
+
+namespace {
+
+const OpRegistrar registrar({{"cumsum", AutocastPolicy::None, true}});
+
+}  // namespace
+
+Tensor cumsum(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
+  dim = wrap_dim("cumsum", dim, x.dim());
+  ScalarType out_dtype = dtype.value_or(is_integral(x.dtype(), true) ? kInt64 : x.dtype());
+  EMBER_CHECK(out_dtype != kBool, "cumsum: bool is not a supported output dtype");
+  Tensor in = x.to(out_dtype);
+  Tensor out = empty(x.sizes(), in.options());
+  if (out.numel() > 0) cumsum_stub(x.device())(atleast_1d(out), atleast_1d(in), dim);
+  return out;
+}
+
+Tensor Tensor::cumsum(int64_t dim) const { return ember::cumsum(*this, dim); }
+
+}  // namespace ember

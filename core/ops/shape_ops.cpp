@@ -1,0 +1,215 @@
+// Frontends of the shape ops: cat and stack copy slices into place; flip, roll, pad and repeat
+// describe each output dim by the input index it reads and run one remap pass.
+#include "ember/core/ops/shape_ops.h"
+
+#include "ember/core/factories.h"
+#include "ember/core/op_registry.h"
+#include "ember/core/shape.h"
+
+namespace ember {
+
+constinit DispatchStub<RemapFn> remap_stub("remap");
+constinit DispatchStub<TriFn> tri_stub("tri");
+
+namespace {
+
+constexpr auto PROMOTE = AutocastPolicy::Promote;
+constexpr auto NONE = AutocastPolicy::None;
+
+const OpRegistrar registrar({
+    {"cat", PROMOTE, true},
+    {"stack", PROMOTE, true},
+    {"flip", NONE, true},
+    {"roll", NONE, true},
+    {"pad", NONE, true},
+    {"repeat", NONE, true},
+    {"tril", NONE, true},
+    {"triu", NONE, true},
+});
+
+// For each dim of x, the input index each output index reads (kRemapFill: the fill value).
+using IndexMaps = std::vector<std::vector<int64_t>>;
+
+IndexMaps identity_maps(const Tensor& x) {
+  IndexMaps maps(x.dim());
+  for (int64_t d = 0; d < x.dim(); ++d)
+    for (int64_t i = 0; i < x.size(d); ++i) maps[d].push_back(i);
+  return maps;
+}
+
+Tensor remap(const Tensor& x, const IndexMaps& maps, const Scalar& fill = 0) {
+  if (x.dim() == 0) return x.clone();
+  DimVector sizes;
+  int64_t total = 0;
+  for (const auto& m : maps) {
+    sizes.push_back(static_cast<int64_t>(m.size()));
+    total += sizes.back();
+  }
+  Tensor offsets = empty({total}, kInt64);
+  int64_t* p = offsets.data_ptr<int64_t>();
+  for (int64_t d = 0; d < x.dim(); ++d)
+    for (int64_t i : maps[d]) *p++ = i == kRemapFill ? kRemapFill : i * x.stride(d);
+  Tensor out = empty(sizes, x.options());
+  if (out.numel() > 0) remap_stub(x.device())(out, x, offsets.to(x.device()), fill);
+  return out;
+}
+
+bool skipped_in_cat(const Tensor& t) { return t.dim() == 1 && t.size(0) == 0; }
+
+Tensor tri(const char* name, const Tensor& x, int64_t diagonal, bool upper) {
+  EMBER_CHECK(x.dim() >= 2, name, ": input tensor must have at least 2 dimensions, got shape ", x.sizes());
+  diagonal = std::clamp(diagonal, -x.size(-2), x.size(-1));  // beyond these all or nothing is kept
+  Tensor out = empty(x.sizes(), x.options());
+  if (out.numel() > 0) tri_stub(x.device())(out, x, diagonal, upper);
+  return out;
+}
+
+}  // namespace
+
+Tensor atleast_1d(const Tensor& x) { return x.dim() == 0 ? x.as_strided({1}, {1}) : x; }
+
+Tensor cat(ArrayRef<Tensor> tensors, int64_t dim) {
+  EMBER_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
+  const Tensor& first = tensors[0];
+  const Tensor* ref = nullptr;  // the first tensor that is not skipped: it fixes the shape
+  ScalarType dtype = first.dtype();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    EMBER_CHECK(t.dim() > 0, "cat: zero-dimensional tensor (at position ", i, ") cannot be concatenated");
+    EMBER_CHECK(t.device() == first.device(),
+                "cat: expected all tensors to be on the same device, but found ", first.device(),
+                " (tensor 0) and ", t.device(), " (tensor ", i, ")");
+    dtype = promote_types(dtype, t.dtype());
+    if (!ref && !skipped_in_cat(t)) ref = &t;
+  }
+  TensorOptions options = TensorOptions(dtype).device(first.device());
+  if (!ref) return empty({0}, options);
+  dim = wrap_dim("cat", dim, ref->dim());
+  DimVector shape(ref->sizes());
+  shape[dim] = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (skipped_in_cat(t)) continue;
+    EMBER_CHECK(t.dim() == ref->dim(), "cat: tensors must have the same number of dimensions, got ",
+                ref->sizes(), " and ", t.sizes(), " (tensor number ", i, " in the list)");
+    for (int64_t d = 0; d < t.dim(); ++d)
+      EMBER_CHECK(d == dim || t.size(d) == ref->size(d),
+                  "cat: sizes of tensors must match except in dimension ", dim, ", expected size ",
+                  ref->size(d), " but got size ", t.size(d), " for tensor number ", i,
+                  " in the list (shapes ", ref->sizes(), " and ", t.sizes(), ")");
+    shape[dim] += t.size(dim);
+  }
+  Tensor out = empty(shape, options);
+  int64_t offset = 0;
+  for (const Tensor& t : tensors) {
+    if (skipped_in_cat(t)) continue;
+    out.narrow(dim, offset, t.size(dim)).copy_(t);
+    offset += t.size(dim);
+  }
+  return out;
+}
+
+Tensor stack(ArrayRef<Tensor> tensors, int64_t dim) {
+  EMBER_CHECK(!tensors.empty(), "stack: expected a non-empty list of tensors");
+  dim = wrap_dim("stack", dim, tensors[0].dim() + 1);
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    EMBER_CHECK(tensors[i].sizes().equals(tensors[0].sizes()),
+                "stack: expects each tensor to be equal size, but got ", tensors[0].sizes(),
+                " at entry 0 and ", tensors[i].sizes(), " at entry ", i);
+    parts.push_back(tensors[i].unsqueeze(dim));
+  }
+  return cat(parts, dim);
+}
+
+Tensor flip(const Tensor& x, IntArrayRef dims) {
+  uint64_t mask = dims.empty() ? 0 : dim_mask("flip", dims, x.dim());
+  IndexMaps maps = identity_maps(x);
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (mask >> d & 1) std::reverse(maps[d].begin(), maps[d].end());
+  return remap(x, maps);
+}
+
+Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims) {
+  EMBER_CHECK(!shifts.empty(), "roll: shifts must not be empty");
+  if (dims.empty()) {
+    EMBER_CHECK(shifts.size() == 1, "roll: shifts and dims must align, got ", shifts.size(),
+                " shifts and no dims (a roll of the flattened tensor takes one shift)");
+    return roll(atleast_1d(x).flatten(), shifts, {0}).view(x.sizes());
+  }
+  EMBER_CHECK(shifts.size() == dims.size(), "roll: shifts and dims must align, got ", shifts.size(),
+              " shifts and ", dims.size(), " dims");
+  DimVector shift(std::max<int64_t>(x.dim(), 1), 0);  // per dim, in [0, size); repeated dims add up
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d = wrap_dim("roll", dims[i], x.dim()), n = x.dim() == 0 ? 1 : x.size(d);
+    if (n > 0) shift[d] = (shift[d] + shifts[i] % n + n) % n;
+  }
+  IndexMaps maps = identity_maps(x);
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    int64_t n = x.size(d);
+    for (int64_t i = 0; i < n; ++i) maps[d][i] = (i - shift[d] + n) % n;
+  }
+  return remap(x, maps);
+}
+
+Tensor pad(const Tensor& x, IntArrayRef pad, const std::string& mode, std::optional<Scalar> value) {
+  EMBER_CHECK(mode == "constant" || mode == "reflect" || mode == "replicate",
+              "pad: mode must be 'constant', 'reflect' or 'replicate', got '", mode, "'");
+  EMBER_CHECK(mode == "constant" || !value, "pad: padding mode '", mode, "' doesn't take a value argument");
+  EMBER_CHECK(pad.size() % 2 == 0, "pad: padding length must be divisible by 2, got ", pad.size());
+  EMBER_CHECK(static_cast<int64_t>(pad.size()) <= 2 * x.dim(), "pad: padding length ", pad.size(),
+              " is too large for an input of shape ", x.sizes());
+  IndexMaps maps = identity_maps(x);
+  for (size_t k = 0; k < pad.size() / 2; ++k) {
+    int64_t d = x.dim() - 1 - static_cast<int64_t>(k);
+    int64_t n = x.size(d), before = pad[2 * k], after = pad[2 * k + 1], m = n + before + after;
+    EMBER_CHECK(m >= 0, "pad: the input size ", n, " plus padding (", before, ", ", after,
+                ") gives a negative size ", m, " at dimension ", d);
+    EMBER_CHECK(mode != "reflect" || ((before <= 0 || before < n) && (after <= 0 || after < n)),
+                "pad: reflect padding (", before, ", ", after, ") must be less than the size ", n,
+                " of dimension ", d, " of input ", x.sizes());
+    EMBER_CHECK(mode != "replicate" || n > 0 || m == 0, "pad: replicate padding (", before, ", ", after,
+                ") needs a non-empty dimension ", d, " of input ", x.sizes());
+    std::vector<int64_t>& map = maps[d];
+    map.resize(m);
+    for (int64_t i = 0; i < m; ++i) {
+      int64_t j = i - before;
+      if (mode == "reflect")
+        map[i] = j < 0 ? -j : j >= n ? 2 * (n - 1) - j : j;
+      else if (mode == "replicate")
+        map[i] = std::clamp<int64_t>(j, 0, n - 1);
+      else
+        map[i] = j >= 0 && j < n ? j : kRemapFill;
+    }
+  }
+  return remap(x, maps, value.value_or(0));
+}
+
+Tensor repeat(const Tensor& x, IntArrayRef repeats) {
+  EMBER_CHECK(static_cast<int64_t>(repeats.size()) >= x.dim(), "repeat: number of repeat dims (",
+              repeats.size(), ") can not be smaller than the number of dimensions of the tensor (", x.dim(),
+              ")");
+  for (int64_t r : repeats) EMBER_CHECK(r >= 0, "repeat: repeats can not be negative, got ", repeats);
+  if (repeats.empty()) return x.clone();
+  // x with leading size-1 dims to match repeats.
+  DimVector sizes(repeats.size() - x.dim(), 1), strides(repeats.size() - x.dim(), 0);
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    sizes.push_back(x.size(d));
+    strides.push_back(x.stride(d));
+  }
+  Tensor xv = x.as_strided(sizes, strides);
+  IndexMaps maps(sizes.size());
+  for (size_t d = 0; d < sizes.size(); ++d)
+    for (int64_t i = 0; i < sizes[d] * repeats[d]; ++i) maps[d].push_back(i % sizes[d]);
+  return remap(xv, maps);
+}
+
+Tensor tril(const Tensor& x, int64_t diagonal) { return tri("tril", x, diagonal, false); }
+Tensor triu(const Tensor& x, int64_t diagonal) { return tri("triu", x, diagonal, true); }
+
+Tensor Tensor::flip(IntArrayRef dims) const { return ember::flip(*this, dims); }
+Tensor Tensor::repeat(IntArrayRef repeats) const { return ember::repeat(*this, repeats); }
+Tensor Tensor::tril(int64_t diagonal) const { return ember::tril(*this, diagonal); }
+Tensor Tensor::triu(int64_t diagonal) const { return ember::triu(*this, diagonal); }
+
+}  // namespace ember
