@@ -74,7 +74,7 @@ void mask_softmax_dropout(Mat<C>& scores, int64_t r0, const MaskView& m, bool is
       for (int64_t j = q + 1; j < S; ++j) row[j] = kNegInf;
     if (S == 0) continue;
     ArrayMap<C> r(row, S);
-    r = (r - r.maxCoeff()).exp();
+    r = exp_ftz(r - r.maxCoeff());
     r /= r.sum();
     if (p > 0) {
       // Element (q, j) of this batch entry uses word idx % 4 of Philox block idx / 4.
@@ -88,7 +88,8 @@ void mask_softmax_dropout(Mat<C>& scores, int64_t r0, const MaskView& m, bool is
 }
 
 void sdpa_kernel(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
-                 const Tensor& mask, bool is_causal, double scale, double dropout_p, PhiloxState rng) {
+                 const Tensor& mask, bool is_causal, double scale, double dropout_p,
+                 PhiloxState rng) {
   int64_t nb = q.dim() - 2, L = q.size(-2), S = k.size(-2), Ev = v.size(-1);
   int64_t batches = out.numel() / (L * Ev);
   int64_t blocks = (L + kQueryBlock - 1) / kQueryBlock;

@@ -19,10 +19,12 @@ void gather_rows(const Tensor& out, const Tensor& weight, const I* idx, int64_t 
   int64_t row_stride = weight.stride(0) * es;
   const char* src = static_cast<const char*>(weight.data_ptr());
   char* dst = static_cast<char*>(out.data_ptr());
-  int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(static_cast<int64_t>(row_bytes), 1));
+  int64_t grain =
+      std::max<int64_t>(1, 65536 / std::max<int64_t>(static_cast<int64_t>(row_bytes), 1));
   parallel_for(0, n, grain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i)
-      std::memcpy(dst + i * static_cast<int64_t>(row_bytes), src + static_cast<int64_t>(idx[i]) * row_stride, row_bytes);
+      std::memcpy(dst + i * static_cast<int64_t>(row_bytes),
+                  src + static_cast<int64_t>(idx[i]) * row_stride, row_bytes);
   });
 }
 

@@ -44,25 +44,26 @@ void nll_loss_kernel(const Tensor& loss, const Tensor& total_weight, const Tenso
     C* lo = loss.data_ptr<C>();
     C* tw = total_weight.data_ptr<C>();
     C* sm = smooth.defined() ? smooth.data_ptr<C>() : nullptr;
-    parallel_for(0, n, std::max<int64_t>(1, 16384 / (sm ? std::max<int64_t>(nc, 1) : 1)), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        // Class c of position i is at row + c * D.
-        const C* row = lp + (i / D) * nc * D + i % D;
-        if (t[i] == ignore_index) {
-          lo[i] = tw[i] = 0;
-          if (sm) sm[i] = 0;
-          continue;
-        }
-        C wt = w ? w[t[i]] : C(1);
-        lo[i] = -wt * row[t[i] * D];
-        tw[i] = wt;
-        if (sm) {
-          C s = 0;
-          for (int64_t c = 0; c < nc; ++c) s += (w ? w[c] : C(1)) * row[c * D];
-          sm[i] = -s;
-        }
-      }
-    });
+    parallel_for(0, n, std::max<int64_t>(1, 16384 / (sm ? std::max<int64_t>(nc, 1) : 1)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t i = b; i < e; ++i) {
+                     // Class c of position i is at row + c * D.
+                     const C* row = lp + (i / D) * nc * D + i % D;
+                     if (t[i] == ignore_index) {
+                       lo[i] = tw[i] = 0;
+                       if (sm) sm[i] = 0;
+                       continue;
+                     }
+                     C wt = w ? w[t[i]] : C(1);
+                     lo[i] = -wt * row[t[i] * D];
+                     tw[i] = wt;
+                     if (sm) {
+                       C s = 0;
+                       for (int64_t c = 0; c < nc; ++c) s += (w ? w[c] : C(1)) * row[c * D];
+                       sm[i] = -s;
+                     }
+                   }
+                 });
   });
 }
 
@@ -77,17 +78,18 @@ void soft_cross_entropy_kernel(const Tensor& loss, const Tensor& logp, const Ten
     C* lo = loss.data_ptr<C>();
     auto keep = static_cast<C>(1 - label_smoothing);
     auto uniform = static_cast<C>(label_smoothing / static_cast<double>(nc));
-    parallel_for(0, n, std::max<int64_t>(1, 16384 / std::max<int64_t>(nc, 1)), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        int64_t base = (i / D) * nc * D + i % D;
-        C s = 0;
-        for (int64_t c = 0; c < nc; ++c) {
-          int64_t k = base + c * D;
-          s += lp[k] * (tg[k] * keep + uniform) * (w ? w[c] : C(1));
-        }
-        lo[i] = -s;
-      }
-    });
+    parallel_for(0, n, std::max<int64_t>(1, 16384 / std::max<int64_t>(nc, 1)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t i = b; i < e; ++i) {
+                     int64_t base = (i / D) * nc * D + i % D;
+                     C s = 0;
+                     for (int64_t c = 0; c < nc; ++c) {
+                       int64_t k = base + c * D;
+                       s += lp[k] * (tg[k] * keep + uniform) * (w ? w[c] : C(1));
+                     }
+                     lo[i] = -s;
+                   }
+                 });
   });
 }
 
@@ -102,7 +104,8 @@ void bce_with_logits_kernel(const Tensor& out, const Tensor& x, const Tensor& t,
 
 KernelRegistrar<LossSumFn> reg_sum(loss_sum_stub, kCPU, &loss_sum_kernel);
 KernelRegistrar<NllLossFn> reg_nll(nll_loss_stub, kCPU, &nll_loss_kernel);
-KernelRegistrar<SoftCrossEntropyFn> reg_soft(soft_cross_entropy_stub, kCPU, &soft_cross_entropy_kernel);
+KernelRegistrar<SoftCrossEntropyFn> reg_soft(soft_cross_entropy_stub, kCPU,
+                                             &soft_cross_entropy_kernel);
 KernelRegistrar<BceWithLogitsFn> reg_bce(bce_with_logits_stub, kCPU, &bce_with_logits_kernel);
 
 }  // namespace

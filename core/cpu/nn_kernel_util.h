@@ -4,6 +4,7 @@
 // row between a tensor's dtype and the compute type without a copy when they agree.
 
 #include <Eigen/Core>
+#include <limits>
 
 #include "ember/core/cpu/elementwise_loop.h"
 
@@ -22,6 +23,18 @@ template <class C>
 using ArrayMap = Eigen::Map<ArrayX<C>>;
 template <class C>
 using ConstArrayMap = Eigen::Map<const ArrayX<C>>;
+
+// exp(x) of an Eigen array expression, with results below the smallest normal number flushed
+// to 0. Eigen's vectorized exp clamps its input, so exp(-inf) would be a subnormal 2.9e-39 instead
+// of 0: masked softmax entries would not be exactly 0, and subnormals slow later arithmetic
+// (attention's P V product) a hundredfold.
+template <class Derived>
+auto exp_ftz(const Eigen::ArrayBase<Derived>& x) {
+  using C = typename Derived::Scalar;
+  const C min_arg =
+      std::is_same_v<C, double> ? C(-708.3964185322641) : C(-87.33654475);  // log(min)
+  return (x.derived() < min_arg).select(C(0), x.derived().exp());
+}
 
 // n contiguous elements of dtype `dt` at p as C: p itself when dt is C, else converted into buf.
 template <class C>

@@ -17,7 +17,9 @@ using RowMajor = Eigen::Array<C, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor
 template <class C>
 using ConstRowMajorMap = Eigen::Map<const RowMajor<C>>;
 
-int64_t rows_per_task(int64_t row_len) { return std::max<int64_t>(1, kGrainElems / std::max<int64_t>(row_len, 1)); }
+int64_t rows_per_task(int64_t row_len) {
+  return std::max<int64_t>(1, kGrainElems / std::max<int64_t>(row_len, 1));
+}
 
 // Mean and 1/sqrt(biased variance + eps) of a row.
 template <class C>
@@ -83,7 +85,8 @@ Eigen::ArrayXd channel_sums(const Tensor& x, const F& f) {
     std::vector<C> buf(dt == dtype_of<C> ? 0 : Cn * B);
     for (int64_t k = b; k < e; ++k) {
       for (int64_t a = k * chunk; a < std::min(A, (k + 1) * chunk); ++a) {
-        ConstRowMajorMap<C> xa(load_compute<C>(byte_ptr(x, a * Cn * B), dt, Cn * B, buf.data()), Cn, B);
+        ConstRowMajorMap<C> xa(load_compute<C>(byte_ptr(x, a * Cn * B), dt, Cn * B, buf.data()), Cn,
+                               B);
         partial.col(k) += f(xa).rowwise().sum().template cast<double>();
       }
     }
@@ -95,14 +98,17 @@ void channel_moments_kernel(const Tensor& mean, const Tensor& var, const Tensor&
   double count = static_cast<double>(x.size(0) * x.size(2));
   visit_float_compute(x.dtype(), [&](auto tag) {
     using C = decltype(tag);
-    ArrayX<C> mu = (channel_sums<C>(x, [](const auto& xa) { return xa; }) / count).template cast<C>();
-    Eigen::ArrayXd sq = channel_sums<C>(x, [&](const auto& xa) { return (xa.colwise() - mu).square(); });
+    ArrayX<C> mu =
+        (channel_sums<C>(x, [](const auto& xa) { return xa; }) / count).template cast<C>();
+    Eigen::ArrayXd sq =
+        channel_sums<C>(x, [&](const auto& xa) { return (xa.colwise() - mu).square(); });
     ArrayMap<C>(mean.data_ptr<C>(), mu.size()) = mu;
     ArrayMap<C>(var.data_ptr<C>(), mu.size()) = (sq / count).template cast<C>();
   });
 }
 
-void channel_affine_kernel(const Tensor& out, const Tensor& x, const Tensor& scale, const Tensor& shift) {
+void channel_affine_kernel(const Tensor& out, const Tensor& x, const Tensor& scale,
+                           const Tensor& shift) {
   int64_t A = x.size(0), Cn = x.size(1), B = x.size(2);
   ScalarType dt = x.dtype();
   // Tasks are blocks of cb channels of one a: [cb, B] contiguous.
@@ -129,8 +135,10 @@ void channel_affine_kernel(const Tensor& out, const Tensor& x, const Tensor& sca
 
 KernelRegistrar<LayerNormFn> reg_layer_norm(layer_norm_stub, kCPU, &layer_norm_kernel);
 KernelRegistrar<RowMomentsFn> reg_row_moments(row_moments_stub, kCPU, &row_moments_kernel);
-KernelRegistrar<ChannelMomentsFn> reg_channel_moments(channel_moments_stub, kCPU, &channel_moments_kernel);
-KernelRegistrar<ChannelAffineFn> reg_channel_affine(channel_affine_stub, kCPU, &channel_affine_kernel);
+KernelRegistrar<ChannelMomentsFn> reg_channel_moments(channel_moments_stub, kCPU,
+                                                      &channel_moments_kernel);
+KernelRegistrar<ChannelAffineFn> reg_channel_affine(channel_affine_stub, kCPU,
+                                                    &channel_affine_kernel);
 
 }  // namespace
 }  // namespace ember::cpu

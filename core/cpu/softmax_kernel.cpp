@@ -25,12 +25,11 @@ void softmax_rows(const Tensor& out, const Tensor& in, int64_t outer, int64_t K,
       C* y_ptr = out_compute<C>(byte_ptr(out, r * K), dt, obuf.data());
       ArrayMap<C> y(y_ptr, K);
       C m = x.maxCoeff();
-      y = x - m;
       if (log) {
-        y -= std::log(y.exp().sum());
+        y = x - (m + std::log(exp_ftz(x - m).sum()));
       } else {
-        y = y.exp();
-        y /= y.sum();
+        y = exp_ftz(x - m);
+        y *= C(1) / y.sum();
       }
       store_compute<C>(y_ptr, byte_ptr(out, r * K), dt, K);
     }
@@ -38,10 +37,13 @@ void softmax_rows(const Tensor& out, const Tensor& in, int64_t outer, int64_t K,
 }
 
 // inner > 1: walk K rows of a block of w contiguous columns, keeping per-column max and sum.
+// softmax in the compute dtype stores exp(x - max) in the output, then scales it in place;
+// otherwise the last pass recomputes it.
 template <class C>
 void softmax_columns(const Tensor& out, const Tensor& in, int64_t outer, int64_t K, int64_t inner,
                      bool log) {
   ScalarType dt = in.dtype();
+  bool reuse_exp = !log && dt == dtype_of<C>;
   int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
   int64_t grain = std::max<int64_t>(1, kGrainElems / (K * std::min(inner, kColumnBlock)));
   parallel_for(0, outer * blocks, grain, [&](int64_t b, int64_t e) {
@@ -50,26 +52,38 @@ void softmax_columns(const Tensor& out, const Tensor& in, int64_t outer, int64_t
     for (int64_t task = b; task < e; ++task) {
       int64_t o = task / blocks, j0 = task % blocks * kColumnBlock;
       int64_t w = std::min(kColumnBlock, inner - j0);
+      auto offset = [&](int64_t k) { return (o * K + k) * inner + j0; };
       auto row = [&](int64_t k) {
-        int64_t off = (o * K + k) * inner + j0;
-        return ConstArrayMap<C>(load_compute<C>(byte_ptr(in, off), dt, w, ibuf.data()), w);
+        return ConstArrayMap<C>(load_compute<C>(byte_ptr(in, offset(k)), dt, w, ibuf.data()), w);
       };
       auto mh = m.head(w);
       auto sh = s.head(w);
       mh.setConstant(-std::numeric_limits<C>::infinity());
       for (int64_t k = 0; k < K; ++k) mh = mh.max(row(k));
       sh.setZero();
-      for (int64_t k = 0; k < K; ++k) sh += (row(k) - mh).exp();
-      if (log) sh = mh + sh.log();
       for (int64_t k = 0; k < K; ++k) {
-        int64_t off = (o * K + k) * inner + j0;
-        C* y_ptr = out_compute<C>(byte_ptr(out, off), dt, obuf.data());
+        if (reuse_exp) {
+          ArrayMap<C> y(reinterpret_cast<C*>(byte_ptr(out, offset(k))), w);
+          y = exp_ftz(row(k) - mh);
+          sh += y;
+        } else {
+          sh += exp_ftz(row(k) - mh);
+        }
+      }
+      if (log)
+        sh = mh + sh.log();
+      else
+        sh = sh.inverse();
+      for (int64_t k = 0; k < K; ++k) {
+        C* y_ptr = out_compute<C>(byte_ptr(out, offset(k)), dt, obuf.data());
         ArrayMap<C> y(y_ptr, w);
         if (log)
           y = row(k) - sh;
+        else if (reuse_exp)
+          y *= sh;
         else
-          y = (row(k) - mh).exp() / sh;
-        store_compute<C>(y_ptr, byte_ptr(out, off), dt, w);
+          y = exp_ftz(row(k) - mh) * sh;
+        store_compute<C>(y_ptr, byte_ptr(out, offset(k)), dt, w);
       }
     }
   });

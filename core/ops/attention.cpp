@@ -56,7 +56,8 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
               query.sizes(), ", ", key.sizes(), " and ", value.sizes());
   DimVector batch = broadcast_shapes(kOp, broadcast_shapes(kOp, batch_dims(query), batch_dims(key)),
                                      batch_dims(value));
-  EMBER_CHECK(dropout_p >= 0 && dropout_p <= 1, kOp, ": dropout_p must be in [0, 1], got ", dropout_p);
+  EMBER_CHECK(dropout_p >= 0 && dropout_p <= 1, kOp, ": dropout_p must be in [0, 1], got ",
+              dropout_p);
 
   ScalarType cd = nn_detail::compute_dtype(query.dtype());
   Tensor mask;
@@ -66,8 +67,8 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     EMBER_CHECK(attn_mask.dtype() == kBool || attn_mask.is_floating_point(), kOp,
                 ": expected attn_mask of dtype bool or floating point, got ", attn_mask.dtype());
     DimVector scores = with_last2(batch, L, S);
-    EMBER_CHECK(nn_detail::broadcasts_to(attn_mask.sizes(), scores), kOp,
-                ": attn_mask of shape ", attn_mask.sizes(), " does not broadcast to the scores' shape ",
+    EMBER_CHECK(nn_detail::broadcasts_to(attn_mask.sizes(), scores), kOp, ": attn_mask of shape ",
+                attn_mask.sizes(), " does not broadcast to the scores' shape ",
                 IntArrayRef(scores));
     // Cast before expanding, so a broadcast mask is never materialized.
     mask = (attn_mask.dtype() == kBool ? attn_mask : attn_mask.to(cd)).expand(scores);
@@ -76,7 +77,8 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   Tensor out = empty(with_last2(batch, L, Ev), query.options());
   if (out.numel() == 0) return out;
   double s = scale.value_or(1 / std::sqrt(static_cast<double>(E)));
-  PhiloxState rng = dropout_p > 0 ? default_generator(query.device().type).next() : PhiloxState{0, 0};
+  PhiloxState rng =
+      dropout_p > 0 ? default_generator(query.device().type).next() : PhiloxState{0, 0};
   sdpa_stub(query.device())(out, expand_operand(query, batch), expand_operand(key, batch),
                             expand_operand(value, batch), mask, is_causal, s, dropout_p, rng);
   return out;

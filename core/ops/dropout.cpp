@@ -19,7 +19,8 @@ void check_args(const Tensor& x, double p) {
 
 }  // namespace
 
-std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, bool training, Generator* gen) {
+std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, bool training,
+                                          Generator* gen) {
   check_args(x, p);
   if (!training || p == 0)
     return {x.clone(), ones(x.sizes(), TensorOptions(kBool).device(x.device()))};

@@ -53,7 +53,8 @@ struct ClassShape {
 };
 
 ClassShape class_shape(const char* op, const Tensor& input) {
-  EMBER_CHECK(input.dim() >= 1, op, ": expected an input of shape (C), (N, C) or (N, C, d1, ...), got a 0-dim tensor");
+  EMBER_CHECK(input.dim() >= 1, op,
+              ": expected an input of shape (C), (N, C) or (N, C, d1, ...), got a 0-dim tensor");
   IntArrayRef s = input.sizes();
   if (input.dim() == 1) return {1, s[0], 1, {}};
   DimVector ts(s.begin(), s.end());
@@ -61,11 +62,13 @@ ClassShape class_shape(const char* op, const Tensor& input) {
   return {s[0], s[1], numel_of(IntArrayRef(s.data() + 2, s.size() - 2)), ts};
 }
 
-void check_class_target(const char* op, const Tensor& input, const Tensor& target, const ClassShape& cs) {
+// `or_probabilities`: the op also takes class probabilities (cross_entropy), for the message.
+void check_class_target(const char* op, const Tensor& input, const Tensor& target,
+                        const ClassShape& cs, bool or_probabilities) {
   check_same_device(op, input, target, "target");
   EMBER_CHECK(target.dtype() == kInt64, op, ": expected target of dtype int64 (class indices)",
-              op == std::string_view("cross_entropy") ? " or of the input's shape (class probabilities)" : "",
-              ", got ", target.dtype(), " target of shape ", target.sizes(), " for input of shape ",
+              or_probabilities ? " or of the input's shape (class probabilities)" : "", ", got ",
+              target.dtype(), " target of shape ", target.sizes(), " for input of shape ",
               input.sizes());
   EMBER_CHECK(target.sizes().equals(cs.target_shape), op, ": expected target of shape ",
               IntArrayRef(cs.target_shape), " for input of shape ", input.sizes(), ", got ",
@@ -117,17 +120,17 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
   int64_t class_dim = input.dim() == 1 ? 0 : 1;
 
   if (!target.sizes().equals(input.sizes())) {
-    check_class_target(op, input, target, cs);
-    return nll(op, log_softmax(input, class_dim, cd), target, w, ignore_index, r, label_smoothing, cs,
-               input.dtype());
+    check_class_target(op, input, target, cs, true);
+    return nll(op, log_softmax(input, class_dim, cd), target, w, ignore_index, r, label_smoothing,
+               cs, input.dtype());
   }
   // Same shape as the input: class probabilities.
   check_same_device(op, input, target, "target");
   EMBER_CHECK(target.is_floating_point(), op,
               ": expected a floating point target of class probabilities (the input's shape ",
               input.sizes(), "), got ", target.dtype());
-  EMBER_CHECK(ignore_index < 0, op, ": ignore_index is not supported for class-probability targets, got ",
-              ignore_index);
+  EMBER_CHECK(ignore_index < 0, op,
+              ": ignore_index is not supported for class-probability targets, got ", ignore_index);
   Tensor logp = log_softmax(input, class_dim, cd);
   Tensor loss = empty({cs.N, cs.D}, logp.options());
   if (loss.numel() > 0 && cs.C > 0)
@@ -145,7 +148,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
   check_floating(op, log_probs, "input");
   Reduction r = parse_reduction(op, reduction);
   ClassShape cs = class_shape(op, log_probs);
-  check_class_target(op, log_probs, target, cs);
+  check_class_target(op, log_probs, target, cs, false);
   ScalarType cd = compute_dtype(log_probs.dtype());
   Tensor w = nn_detail::param_as(op, weight, "weight", {cs.C}, log_probs, cd);
   return nll(op, log_probs.to(cd), target, w, ignore_index, r, 0, cs, log_probs.dtype());
@@ -178,9 +181,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   auto broadcast_param = [&](const Tensor& p, const char* what) {
     check_same_device(op, input, p, what);
     check_floating(op, p, what);
-    EMBER_CHECK(nn_detail::broadcasts_to(p.sizes(), input.sizes()), op,
-                ": ", what, " of shape ", p.sizes(), " does not broadcast to the input's shape ",
-                input.sizes());
+    EMBER_CHECK(nn_detail::broadcasts_to(p.sizes(), input.sizes()), op, ": ", what, " of shape ",
+                p.sizes(), " does not broadcast to the input's shape ", input.sizes());
     return p.to(cd);
   };
   Tensor pw = pos_weight.defined() ? broadcast_param(pos_weight, "pos_weight")

@@ -37,8 +37,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 // out (0-dim) = the sum of all elements of in.
 using LossSumFn = void (*)(const Tensor& out, const Tensor& in);
 // For logp [N, C, D] and int64 target [N, D]: loss = -w[t] * logp[n, t, d] and total_weight = w[t]
-// (w = 1 when weight is undefined); smooth, when defined, = -sum_c w[c] * logp[n, c, d]; all 0 where
-// t == ignore_index. A target outside [0, C) otherwise throws an error naming `op`.
+// (w = 1 when weight is undefined); smooth, when defined, = -sum_c w[c] * logp[n, c, d]; all 0
+// where t == ignore_index. A target outside [0, C) otherwise throws an error naming `op`.
 using NllLossFn = void (*)(const Tensor& loss, const Tensor& total_weight, const Tensor& smooth,
                            const Tensor& logp, const Tensor& target, const Tensor& weight,
                            int64_t ignore_index, const char* op);

@@ -10,13 +10,15 @@ namespace ember::nn_detail {
 inline ScalarType compute_dtype(ScalarType t) { return t == kFloat64 ? kFloat64 : kFloat32; }
 
 inline void check_floating(const char* op, const Tensor& t, const char* what) {
-  EMBER_CHECK(t.is_floating_point(), op, ": expected ", what, " to be a floating point tensor, got ",
-              t.dtype());
+  EMBER_CHECK(t.is_floating_point(), op, ": expected ", what,
+              " to be a floating point tensor, got ", t.dtype());
 }
 
-inline void check_same_device(const char* op, const Tensor& ref, const Tensor& t, const char* what) {
-  EMBER_CHECK(t.device() == ref.device(), op, ": expected all tensors to be on the same device, but ",
-              what, " is on ", t.device(), " and the input on ", ref.device());
+inline void check_same_device(const char* op, const Tensor& ref, const Tensor& t,
+                              const char* what) {
+  EMBER_CHECK(t.device() == ref.device(), op,
+              ": expected all tensors to be on the same device, but ", what, " is on ", t.device(),
+              " and the input on ", ref.device());
 }
 
 // Whether a tensor of shape `from` broadcasts to exactly `to`.

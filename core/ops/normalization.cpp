@@ -44,8 +44,8 @@ Tensor channel_affine(const Tensor& x, int64_t A, int64_t C, int64_t B, const Te
 }
 
 // The per-channel scale and shift that apply (x - mean) * invstd * weight + bias.
-std::pair<Tensor, Tensor> scale_shift(const Tensor& mean, const Tensor& invstd, const Tensor& weight,
-                                      const Tensor& bias) {
+std::pair<Tensor, Tensor> scale_shift(const Tensor& mean, const Tensor& invstd,
+                                      const Tensor& weight, const Tensor& bias) {
   Tensor scale = weight.defined() ? invstd * weight : invstd.contiguous();
   Tensor shift = bias.defined() ? bias - mean * scale : -(mean * scale);
   return {scale, shift};
@@ -60,10 +60,9 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, IntArrayRe
   check_floating(op, x, "input");
   auto nd = static_cast<int64_t>(normalized_shape.size());
   EMBER_CHECK(nd >= 1, op, ": expected normalized_shape to have at least one dim, got []");
-  EMBER_CHECK(x.dim() >= nd &&
-                  IntArrayRef(x.sizes().data() + x.dim() - nd, nd).equals(normalized_shape),
-              op, ": input of shape ", x.sizes(), " does not end with normalized_shape ",
-              normalized_shape);
+  EMBER_CHECK(
+      x.dim() >= nd && IntArrayRef(x.sizes().data() + x.dim() - nd, nd).equals(normalized_shape),
+      op, ": input of shape ", x.sizes(), " does not end with normalized_shape ", normalized_shape);
   ScalarType cd = compute_dtype(x.dtype());
   Tensor w = param_as(op, weight, "weight", normalized_shape, x, cd);
   Tensor b = param_as(op, bias, "bias", normalized_shape, x, cd);
@@ -88,9 +87,9 @@ Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& w
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& x, const Tensor& running_mean,
-                                                     const Tensor& running_var, const Tensor& weight,
-                                                     const Tensor& bias, bool training,
-                                                     double momentum, double eps) {
+                                                     const Tensor& running_var,
+                                                     const Tensor& weight, const Tensor& bias,
+                                                     bool training, double momentum, double eps) {
   const char* op = "batch_norm";
   check_nc_input(op, x);
   EMBER_CHECK(running_mean.defined() == running_var.defined(), op,

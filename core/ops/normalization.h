@@ -29,9 +29,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                   double momentum = 0.1, double eps = 1e-5);
 // (out, mean, invstd): the per-channel statistics used, float32 (float64 for a float64 x).
 std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& x, const Tensor& running_mean,
-                                                     const Tensor& running_var, const Tensor& weight,
-                                                     const Tensor& bias, bool training,
-                                                     double momentum, double eps);
+                                                     const Tensor& running_var,
+                                                     const Tensor& weight, const Tensor& bias,
+                                                     bool training, double momentum, double eps);
 
 // x is (N, C, *); C must be divisible by num_groups. weight and bias are (C).
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = {},

@@ -16,11 +16,14 @@ const OpRegistrar registrar({
     {"log_softmax", AutocastPolicy::Float32, true},
 });
 
-Tensor run(const char* op, const Tensor& x, int64_t dim, std::optional<ScalarType> dtype, bool log) {
+Tensor run(const char* op, const Tensor& x, int64_t dim, std::optional<ScalarType> dtype,
+           bool log) {
   int64_t d = wrap_dim(op, dim, x.dim());
   Tensor in = dtype ? x.to(*dtype) : x;
-  EMBER_CHECK(in.is_floating_point(), op, ": expected a floating point input (or a floating dtype "
-              "argument), got ", in.dtype());
+  EMBER_CHECK(in.is_floating_point(), op,
+              ": expected a floating point input (or a floating dtype "
+              "argument), got ",
+              in.dtype());
   in = in.contiguous();
   Tensor out = empty(in.sizes(), in.options());
   // A 0-dim tensor is one row of one element.

@@ -1,14 +1,13 @@
 // Op-table entries for the nn families: softmax, normalization, dropout, embedding, losses and
 // attention. Options an op takes beyond its tensors (dim, reduction, ...) travel as a trailing
 // 0-dim int64 "config" input, which the reference run leaves as is.
-#include "test_util.h"
-
 #include "ember/core/ops/attention.h"
 #include "ember/core/ops/dropout.h"
 #include "ember/core/ops/embedding.h"
 #include "ember/core/ops/loss.h"
 #include "ember/core/ops/normalization.h"
 #include "ember/core/ops/softmax.h"
+#include "test_util.h"
 
 namespace ember::testing {
 namespace {
@@ -57,8 +56,10 @@ std::vector<Sample> softmax_samples(ScalarType dt) {
 std::vector<Sample> layer_norm_samples(ScalarType dt) {
   std::vector<Sample> s = {
       sample({rnd(dt, {4, 6}), rnd(dt, {6}), rnd(dt, {6}), config(0)}, "[4, 6] affine"),
-      sample({rnd(dt, {2, 3, 4}), rnd(dt, {3, 4}), rnd(dt, {3, 4}), config(0)}, "[2, 3, 4] over [3, 4]"),
-      sample({rnd(dt, {3, 5}, 90, 110), rnd(dt, {5}), rnd(dt, {5}), config(1)}, "[3, 5] mean >> std, no affine"),
+      sample({rnd(dt, {2, 3, 4}), rnd(dt, {3, 4}), rnd(dt, {3, 4}), config(0)},
+             "[2, 3, 4] over [3, 4]"),
+      sample({rnd(dt, {3, 5}, 90, 110), rnd(dt, {5}), rnd(dt, {5}), config(1)},
+             "[3, 5] mean >> std, no affine"),
       sample({rnd(dt, {0, 5}), rnd(dt, {5}), rnd(dt, {5}), config(0)}, "[0, 5]"),
   };
   s.push_back(non_contiguous_of(s[1]));
@@ -72,9 +73,10 @@ std::vector<Sample> batch_norm_samples(ScalarType dt) {
   auto make = [&](DimVector shape, int64_t cfg) {
     int64_t C = shape[1];
     ScalarType st = cfg == 0 && is_reduced_float(dt) ? kFloat32 : dt;
-    return sample({rnd(dt, shape), rnd(dt, {C}), rnd(dt, {C}), rnd(st, {C}), rnd(st, {C}, 0.5, 2),
-                   config(cfg)},
-                  std::string(cfg ? "eval " : "training ") + ::testing::PrintToString(shape.size()) + "-d");
+    return sample(
+        {rnd(dt, shape), rnd(dt, {C}), rnd(dt, {C}), rnd(st, {C}), rnd(st, {C}, 0.5, 2),
+         config(cfg)},
+        std::string(cfg ? "eval " : "training ") + ::testing::PrintToString(shape.size()) + "-d");
   };
   std::vector<Sample> s = {make({8, 3}, 0), make({4, 3, 5}, 0), make({2, 3, 4, 5}, 0),
                            make({4, 3, 5}, 1), make({0, 3, 2}, 1)};
@@ -142,8 +144,8 @@ std::vector<Sample> class_loss_samples(ScalarType dt, bool log_probs_given, bool
       make({0, 4}, 1, false),
   };
   if (!log_probs_given) {
-    for (int64_t cfg : {1 + kSmooth, kSmooth + kWeight, 1 + kSmooth + kWeight + kIgnore,
-                        2 + kSmooth + kIgnore})
+    for (int64_t cfg :
+         {1 + kSmooth, kSmooth + kWeight, 1 + kSmooth + kWeight + kIgnore, 2 + kSmooth + kIgnore})
       s.push_back(make({5, 4}, cfg, false));
     s.push_back(make({2, 3, 4}, 1 + kSmooth + kWeight, false));
   }
@@ -161,23 +163,29 @@ std::vector<Sample> mse_samples(ScalarType dt) {
   std::vector<Sample> s;
   std::vector<std::vector<DimVector>> shapes = binary_shapes();
   for (size_t i = 0; i < shapes.size(); ++i)
-    s.push_back(sample({rnd(dt, shapes[i][0]), rnd(dt, shapes[i][1]), config(static_cast<int64_t>(i))},
-                       "shapes #" + std::to_string(i) + " " + reduction_of(static_cast<int64_t>(i))));
+    s.push_back(
+        sample({rnd(dt, shapes[i][0]), rnd(dt, shapes[i][1]), config(static_cast<int64_t>(i))},
+               "shapes #" + std::to_string(i) + " " + reduction_of(static_cast<int64_t>(i))));
   s.push_back(non_contiguous_of(s[1]));
   return s;
 }
 
 // Config: reduction (cfg % 3), weight (cfg / 3 % 2), pos_weight (cfg / 6 % 2).
+constexpr int64_t kPosWeight = 6;
 std::vector<Sample> bce_samples(ScalarType dt) {
-  auto make = [&](DimVector shape, DimVector w_shape, DimVector pw_shape, int64_t cfg, double range) {
+  auto make = [&](DimVector shape, DimVector w_shape, DimVector pw_shape, int64_t cfg,
+                  double range) {
     return sample({rnd(dt, shape, -range, range), rnd(dt, shape, 0, 1), rnd(dt, w_shape, 0.5, 2),
                    rnd(dt, pw_shape, 0.5, 3), config(cfg)},
                   "cfg " + std::to_string(cfg));
   };
   std::vector<Sample> s = {
-      make({4, 5}, {4, 5}, {5}, 1, 3),      make({4, 5}, {4, 5}, {5}, 0 + 3 + 6, 3),
-      make({4, 5}, {5}, {5}, 2 + 6, 3),     make({4, 5}, {}, {4, 1}, 1 + 3 + 6, 30),
-      make({3}, {3}, {3}, 0, 3),            make({0, 5}, {5}, {5}, 1 + 3 + 6, 3),
+      make({4, 5}, {4, 5}, {5}, 1, 3),
+      make({4, 5}, {4, 5}, {5}, kWeight + kPosWeight, 3),
+      make({4, 5}, {5}, {5}, 2 + kPosWeight, 3),
+      make({4, 5}, {}, {4, 1}, 1 + kWeight + kPosWeight, 30),
+      make({3}, {3}, {3}, 0, 3),
+      make({0, 5}, {5}, {5}, 1 + kWeight + kPosWeight, 3),
   };
   s.push_back(non_contiguous_of(s[1]));
   return s;
@@ -187,7 +195,8 @@ std::vector<Sample> bce_samples(ScalarType dt) {
 std::vector<Sample> sdpa_samples(ScalarType dt) {
   auto make = [&](DimVector q, DimVector k, DimVector v, DimVector m, int64_t cfg) {
     Tensor mask = cfg == 1 ? random_tensor(m, kBool) : rnd(dt, m);
-    return sample({rnd(dt, q), rnd(dt, k), rnd(dt, v), mask, config(cfg)}, "cfg " + std::to_string(cfg));
+    return sample({rnd(dt, q), rnd(dt, k), rnd(dt, v), mask, config(cfg)},
+                  "cfg " + std::to_string(cfg));
   };
   std::vector<Sample> s = {
       make({2, 3, 4, 5}, {2, 3, 6, 5}, {2, 3, 6, 7}, {}, 0),
@@ -220,7 +229,8 @@ const OpTableRegistrar registrar({
     {"layer_norm", layer_norm_samples,
      [](const Inputs& in) {
        bool affine = config_of(in) == 0;
-       return layer_norm(in[0], in[1].sizes(), affine ? in[1] : Tensor(), affine ? in[2] : Tensor());
+       return layer_norm(in[0], in[1].sizes(), affine ? in[1] : Tensor(),
+                         affine ? in[2] : Tensor());
      }},
     {"batch_norm", batch_norm_samples,
      [](const Inputs& in) {
@@ -252,8 +262,9 @@ const OpTableRegistrar registrar({
     {"binary_cross_entropy_with_logits", bce_samples,
      [](const Inputs& in) {
        int64_t cfg = config_of(in);
-       return binary_cross_entropy_with_logits(in[0], in[1], cfg / 3 % 2 ? in[2] : Tensor(),
-                                               reduction_of(cfg), cfg / 6 % 2 ? in[3] : Tensor());
+       return binary_cross_entropy_with_logits(in[0], in[1], cfg / kWeight % 2 ? in[2] : Tensor(),
+                                               reduction_of(cfg),
+                                               cfg / kPosWeight % 2 ? in[3] : Tensor());
      }},
     {"scaled_dot_product_attention", sdpa_samples, sdpa},
 });

@@ -3,10 +3,9 @@
 // in double, plus every error the frontends raise.
 #include <cmath>
 
-#include "test_util.h"
-
 #include "ember/core/ops/loss.h"
 #include "ember/core/ops/softmax.h"
+#include "test_util.h"
 
 namespace ember::testing {
 namespace {
@@ -22,8 +21,10 @@ TEST(CrossEntropy, UniformLogitsGiveLogC) {
     Tensor x = zeros({4, C}, kFloat32);
     Tensor t = tensor({0, 1, 0, 1});
     EXPECT_CLOSE(cross_entropy(x, t), full({}, std::log(static_cast<double>(C)), kFloat32));
-    EXPECT_CLOSE(cross_entropy(x, t, {}, -100, "sum"), full({}, 4 * std::log(static_cast<double>(C)), kFloat32));
-    EXPECT_CLOSE(cross_entropy(x, t, {}, -100, "none"), full({4}, std::log(static_cast<double>(C)), kFloat32));
+    EXPECT_CLOSE(cross_entropy(x, t, {}, -100, "sum"),
+                 full({}, 4 * std::log(static_cast<double>(C)), kFloat32));
+    EXPECT_CLOSE(cross_entropy(x, t, {}, -100, "none"),
+                 full({4}, std::log(static_cast<double>(C)), kFloat32));
   }
 }
 
@@ -50,7 +51,8 @@ TEST(CrossEntropy, IgnoreIndex) {
   EXPECT_CLOSE(cross_entropy(x, t), scalar64((2 * kLse123 - 4) / 2));
   // ignore_index may be a valid class; weights of ignored rows are left out too.
   Tensor w = f64({1, 2, 3});
-  EXPECT_CLOSE(cross_entropy(x, tensor({2, 1, 0}), w, 1), scalar64((3 * (kLse123 - 3) + kLse123 - 1) / 4));
+  EXPECT_CLOSE(cross_entropy(x, tensor({2, 1, 0}), w, 1),
+               scalar64((3 * (kLse123 - 3) + kLse123 - 1) / 4));
   // Everything ignored: the mean is 0 / 0 = NaN, the sum 0 (as PyTorch).
   Tensor all_ignored = tensor({-100, -100, -100});
   EXPECT_TRUE(std::isnan(cross_entropy(x, all_ignored).item<double>()));
@@ -90,7 +92,8 @@ TEST(CrossEntropy, ProbabilityTargets) {
   for (int64_t i = 0; i < 4; ++i) onehot[i][t[i].item<int64_t>()].fill_(1);
   // One-hot probabilities are the class indices, label smoothing included.
   EXPECT_CLOSE(cross_entropy(x, onehot, {}, -100, "none"), cross_entropy(x, t, {}, -100, "none"));
-  EXPECT_CLOSE(cross_entropy(x, onehot, {}, -100, "mean", 0.2), cross_entropy(x, t, {}, -100, "mean", 0.2));
+  EXPECT_CLOSE(cross_entropy(x, onehot, {}, -100, "mean", 0.2),
+               cross_entropy(x, t, {}, -100, "mean", 0.2));
   // With class weights the probability form's mean divides by N, not by the weights.
   Tensor w = f64({1, 2, 3, 4, 5});
   Tensor none = cross_entropy(x, t, w, -100, "none");
@@ -140,7 +143,9 @@ TEST(MseLoss, Values) {
 }
 
 // max(x, 0) - x t + log(1 + exp(-|x|)): the textbook stable form, evaluated in double.
-double bce_reference(double x, double t) { return std::max(x, 0.0) - x * t + std::log1p(std::exp(-std::fabs(x))); }
+double bce_reference(double x, double t) {
+  return std::max(x, 0.0) - x * t + std::log1p(std::exp(-std::fabs(x)));
+}
 
 TEST(BceWithLogits, LargeLogitsDoNotOverflow) {
   std::vector<double> xs = {-100, -30, -2.5, 0, 1, 30, 100}, ts = {1, 0, 0.3, 0.5, 1, 1, 0};
@@ -163,21 +168,26 @@ TEST(BceWithLogits, WeightAndPosWeight) {
   std::vector<double> expected;
   for (size_t i = 0; i < 4; ++i) {
     double s = 1 / (1 + std::exp(-xs[i]));
-    expected.push_back(-w[i % 2] * (pw[i % 2] * ts[i] * std::log(s) + (1 - ts[i]) * std::log(1 - s)));
+    expected.push_back(-w[i % 2] *
+                       (pw[i % 2] * ts[i] * std::log(s) + (1 - ts[i]) * std::log(1 - s)));
   }
   Tensor x = tensor(xs, kFloat64).view({2, 2}), t = tensor(ts, kFloat64).view({2, 2});
-  Tensor out = binary_cross_entropy_with_logits(x, t, tensor(w, kFloat64), "none", tensor(pw, kFloat64));
+  Tensor out =
+      binary_cross_entropy_with_logits(x, t, tensor(w, kFloat64), "none", tensor(pw, kFloat64));
   EXPECT_CLOSE(out, tensor(expected, kFloat64).view({2, 2}));
-  EXPECT_CLOSE(binary_cross_entropy_with_logits(x, t, tensor(w, kFloat64), "sum", tensor(pw, kFloat64)),
-               scalar64(expected[0] + expected[1] + expected[2] + expected[3]));
+  EXPECT_CLOSE(
+      binary_cross_entropy_with_logits(x, t, tensor(w, kFloat64), "sum", tensor(pw, kFloat64)),
+      scalar64(expected[0] + expected[1] + expected[2] + expected[3]));
 }
 
 TEST(Losses, InvalidReduction) {
   Tensor x = zeros({2, 3}, kFloat32), t = tensor({0, 1});
-  EXPECT_EMBER_ERROR(cross_entropy(x, t, {}, -100, "avg"), "cross_entropy", "'none', 'mean' or 'sum'", "'avg'");
+  EXPECT_EMBER_ERROR(cross_entropy(x, t, {}, -100, "avg"), "cross_entropy",
+                     "'none', 'mean' or 'sum'", "'avg'");
   EXPECT_EMBER_ERROR(nll_loss(x, t, {}, -100, "Mean"), "nll_loss", "'Mean'");
   EXPECT_EMBER_ERROR(mse_loss(x, x, ""), "mse_loss", "reduction");
-  EXPECT_EMBER_ERROR(binary_cross_entropy_with_logits(x, x, {}, "max"), "binary_cross_entropy_with_logits", "'max'");
+  EXPECT_EMBER_ERROR(binary_cross_entropy_with_logits(x, x, {}, "max"),
+                     "binary_cross_entropy_with_logits", "'max'");
 }
 
 TEST(Losses, ClassLossErrors) {
@@ -187,26 +197,34 @@ TEST(Losses, ClassLossErrors) {
   EXPECT_EMBER_ERROR(nll_loss(x, tensor({0, 5})), "nll_loss", "target 5");
   EXPECT_EMBER_ERROR(cross_entropy(x, tensor({0, 1}, kInt32)), "cross_entropy", "int64", "int32");
   EXPECT_EMBER_ERROR(nll_loss(x, tensor({0.0, 1.0})), "nll_loss", "int64", "float32");
-  EXPECT_EMBER_ERROR(cross_entropy(x, tensor({0, 1, 2})), "cross_entropy", "target of shape [2]", "[3]");
+  EXPECT_EMBER_ERROR(cross_entropy(x, tensor({0, 1, 2})), "cross_entropy", "target of shape [2]",
+                     "[3]");
   EXPECT_EMBER_ERROR(nll_loss(zeros({2, 3, 4}, kFloat32), tensor({0, 1})), "nll_loss", "[2, 4]");
-  EXPECT_EMBER_ERROR(cross_entropy(x, tensor({0, 1}), zeros({2}, kFloat32)), "cross_entropy", "weight of shape [3]");
-  EXPECT_EMBER_ERROR(cross_entropy(x, tensor({0, 1}), {}, -100, "mean", 1.5), "cross_entropy", "label_smoothing", "1.5");
-  EXPECT_EMBER_ERROR(cross_entropy(x, zeros({2, 3}, kInt64)), "cross_entropy", "floating point target", "int64");
-  EXPECT_EMBER_ERROR(cross_entropy(x, zeros({2, 3}, kFloat32), {}, 0), "cross_entropy", "ignore_index");
+  EXPECT_EMBER_ERROR(cross_entropy(x, tensor({0, 1}), zeros({2}, kFloat32)), "cross_entropy",
+                     "weight of shape [3]");
+  EXPECT_EMBER_ERROR(cross_entropy(x, tensor({0, 1}), {}, -100, "mean", 1.5), "cross_entropy",
+                     "label_smoothing", "1.5");
+  EXPECT_EMBER_ERROR(cross_entropy(x, zeros({2, 3}, kInt64)), "cross_entropy",
+                     "floating point target", "int64");
+  EXPECT_EMBER_ERROR(cross_entropy(x, zeros({2, 3}, kFloat32), {}, 0), "cross_entropy",
+                     "ignore_index");
   EXPECT_EMBER_ERROR(cross_entropy(full({}, 1.0), full({}, 0, kInt64)), "cross_entropy", "0-dim");
-  EXPECT_EMBER_ERROR(cross_entropy(zeros({2, 3}, kInt64), tensor({0, 1})), "cross_entropy", "input", "int64");
+  EXPECT_EMBER_ERROR(cross_entropy(zeros({2, 3}, kInt64), tensor({0, 1})), "cross_entropy", "input",
+                     "int64");
 }
 
 TEST(Losses, ElementwiseLossErrors) {
   Tensor x = zeros({2, 3}, kFloat32);
   EXPECT_EMBER_ERROR(mse_loss(x, zeros({4}, kFloat32)), "mse_loss", "cannot be broadcast");
-  EXPECT_EMBER_ERROR(mse_loss(tensor({1, 2}), tensor({1, 2})), "mse_loss", "floating point", "int64");
-  EXPECT_EMBER_ERROR(binary_cross_entropy_with_logits(x, zeros({3}, kFloat32)), "binary_cross_entropy_with_logits",
-                     "target of shape [3]", "[2, 3]");
-  EXPECT_EMBER_ERROR(binary_cross_entropy_with_logits(x, zeros({2, 3}, kInt64)), "binary_cross_entropy_with_logits",
-                     "target", "int64");
-  EXPECT_EMBER_ERROR(binary_cross_entropy_with_logits(x, x, zeros({4}, kFloat32)), "binary_cross_entropy_with_logits",
-                     "weight of shape [4]", "does not broadcast");
+  EXPECT_EMBER_ERROR(mse_loss(tensor({1, 2}), tensor({1, 2})), "mse_loss", "floating point",
+                     "int64");
+  EXPECT_EMBER_ERROR(binary_cross_entropy_with_logits(x, zeros({3}, kFloat32)),
+                     "binary_cross_entropy_with_logits", "target of shape [3]", "[2, 3]");
+  EXPECT_EMBER_ERROR(binary_cross_entropy_with_logits(x, zeros({2, 3}, kInt64)),
+                     "binary_cross_entropy_with_logits", "target", "int64");
+  EXPECT_EMBER_ERROR(binary_cross_entropy_with_logits(x, x, zeros({4}, kFloat32)),
+                     "binary_cross_entropy_with_logits", "weight of shape [4]",
+                     "does not broadcast");
   EXPECT_EMBER_ERROR(binary_cross_entropy_with_logits(x, x, {}, "mean", zeros({2, 2, 3}, kFloat32)),
                      "binary_cross_entropy_with_logits", "pos_weight of shape [2, 2, 3]");
 }
