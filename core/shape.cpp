@@ -66,6 +66,7 @@ DimVector infer_size(const char* op, IntArrayRef shape, int64_t numel) {
 std::optional<DimVector> view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef new_sizes) {
   DimVector out(new_sizes.size());
   if (numel_of(sizes) == 0) return contiguous_strides(new_sizes);
+  if (sizes.empty()) return contiguous_strides(new_sizes);  // 0-dim: any shape of ones
   // Walk old dims in chunks that are contiguous among themselves; each chunk must be
   // exactly covered by a run of new dims.
   int64_t view_d = static_cast<int64_t>(new_sizes.size()) - 1;

@@ -1,0 +1,112 @@
+// CPU kernels of the loss family: a deterministic sum, nll with class weights, ignore_index and
+// the label-smoothing term, cross entropy against class probabilities, and BCE with logits.
+#include <vector>
+
+#include "ember/core/cpu/nn_kernel_util.h"
+#include "ember/core/ops/loss.h"
+#include "ember/core/ops/loss_functors.h"
+
+namespace ember::cpu {
+namespace {
+
+// Sums fixed blocks in double, then the block sums in order: the same bits for any thread count.
+void loss_sum_kernel(const Tensor& out, const Tensor& in) {
+  constexpr int64_t kBlock = 8192;
+  int64_t n = in.numel(), blocks = (n + kBlock - 1) / kBlock;
+  visit_float_compute(in.dtype(), [&](auto tag) {
+    using C = decltype(tag);
+    const C* p = in.data_ptr<C>();
+    std::vector<double> partial(blocks);
+    parallel_for(0, blocks, 4, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) {
+        int64_t len = std::min(kBlock, n - k * kBlock);
+        partial[k] = ConstArrayMap<C>(p + k * kBlock, len).template cast<double>().sum();
+      }
+    });
+    double s = 0;
+    for (double v : partial) s += v;
+    *out.data_ptr<C>() = static_cast<C>(s);
+  });
+}
+
+void nll_loss_kernel(const Tensor& loss, const Tensor& total_weight, const Tensor& smooth,
+                     const Tensor& logp, const Tensor& target, const Tensor& weight,
+                     int64_t ignore_index, const char* op) {
+  int64_t nc = logp.size(1), D = logp.size(2), n = target.numel();
+  const int64_t* t = target.data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i)
+    EMBER_CHECK(t[i] == ignore_index || (t[i] >= 0 && t[i] < nc), op, ": target ", t[i],
+                " is out of bounds for ", nc, " classes");
+  visit_float_compute(logp.dtype(), [&](auto tag) {
+    using C = decltype(tag);
+    const C* lp = logp.data_ptr<C>();
+    const C* w = weight.defined() ? weight.data_ptr<C>() : nullptr;
+    C* lo = loss.data_ptr<C>();
+    C* tw = total_weight.data_ptr<C>();
+    C* sm = smooth.defined() ? smooth.data_ptr<C>() : nullptr;
+    parallel_for(0, n, std::max<int64_t>(1, 16384 / (sm ? std::max<int64_t>(nc, 1) : 1)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t i = b; i < e; ++i) {
+                     // Class c of position i is at row + c * D.
+                     const C* row = lp + (i / D) * nc * D + i % D;
+                     if (t[i] == ignore_index) {
+                       lo[i] = tw[i] = 0;
+                       if (sm) sm[i] = 0;
+                       continue;
+                     }
+                     C wt = w ? w[t[i]] : C(1);
+                     lo[i] = -wt * row[t[i] * D];
+                     tw[i] = wt;
+                     if (sm) {
+                       C s = 0;
+                       for (int64_t c = 0; c < nc; ++c) s += (w ? w[c] : C(1)) * row[c * D];
+                       sm[i] = -s;
+                     }
+                   }
+                 });
+  });
+}
+
+void soft_cross_entropy_kernel(const Tensor& loss, const Tensor& logp, const Tensor& target,
+                               const Tensor& weight, double label_smoothing) {
+  int64_t nc = logp.size(1), D = logp.size(2), n = loss.numel();
+  visit_float_compute(logp.dtype(), [&](auto tag) {
+    using C = decltype(tag);
+    const C* lp = logp.data_ptr<C>();
+    const C* tg = target.data_ptr<C>();
+    const C* w = weight.defined() ? weight.data_ptr<C>() : nullptr;
+    C* lo = loss.data_ptr<C>();
+    auto keep = static_cast<C>(1 - label_smoothing);
+    auto uniform = static_cast<C>(label_smoothing / static_cast<double>(nc));
+    parallel_for(0, n, std::max<int64_t>(1, 16384 / std::max<int64_t>(nc, 1)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t i = b; i < e; ++i) {
+                     int64_t base = (i / D) * nc * D + i % D;
+                     C s = 0;
+                     for (int64_t c = 0; c < nc; ++c) {
+                       int64_t k = base + c * D;
+                       s += lp[k] * (tg[k] * keep + uniform) * (w ? w[c] : C(1));
+                     }
+                     lo[i] = -s;
+                   }
+                 });
+  });
+}
+
+void bce_with_logits_kernel(const Tensor& out, const Tensor& x, const Tensor& t,
+                            const Tensor& pos_weight) {
+  ElementwiseIter it({out, x, t, pos_weight});
+  visit_float_compute(out.dtype(), [&](auto tag) {
+    using C = decltype(tag);
+    cpu_kernel<C, C, 3>(it, ops::BceWithLogits<C>{});
+  });
+}
+
+KernelRegistrar<LossSumFn> reg_sum(loss_sum_stub, kCPU, &loss_sum_kernel);
+KernelRegistrar<NllLossFn> reg_nll(nll_loss_stub, kCPU, &nll_loss_kernel);
+KernelRegistrar<SoftCrossEntropyFn> reg_soft(soft_cross_entropy_stub, kCPU,
+                                             &soft_cross_entropy_kernel);
+KernelRegistrar<BceWithLogitsFn> reg_bce(bce_with_logits_stub, kCPU, &bce_with_logits_kernel);
+
+}  // namespace
+}  // namespace ember::cpu

@@ -1,0 +1,197 @@
+// Frontends of the losses: shape and dtype checks, the per-element kernels, then the reduction.
+// Losses are computed in float32 (float64 for float64 inputs) and cast to the input's dtype.
+#include "ember/core/ops/loss.h"
+
+#include "ember/core/factories.h"
+#include "ember/core/op_registry.h"
+#include "ember/core/ops/elementwise.h"
+#include "ember/core/ops/nn_util.h"
+#include "ember/core/ops/softmax.h"
+#include "ember/core/shape.h"
+#include "ember/core/type_promotion.h"
+
+namespace ember {
+
+constinit DispatchStub<LossSumFn> loss_sum_stub("loss_sum");
+constinit DispatchStub<NllLossFn> nll_loss_stub("nll_loss");
+constinit DispatchStub<SoftCrossEntropyFn> soft_cross_entropy_stub("soft_cross_entropy");
+constinit DispatchStub<BceWithLogitsFn> bce_with_logits_stub("binary_cross_entropy_with_logits");
+
+namespace {
+
+using nn_detail::check_floating;
+using nn_detail::check_same_device;
+using nn_detail::compute_dtype;
+
+constexpr auto F32 = AutocastPolicy::Float32;
+const OpRegistrar registrar({
+    {"cross_entropy", F32, true},
+    {"nll_loss", F32, true},
+    {"mse_loss", F32, true},
+    {"binary_cross_entropy_with_logits", F32, true},
+});
+
+Tensor loss_sum(const Tensor& l) {
+  Tensor out = empty({}, l.options());
+  loss_sum_stub(l.device())(out, l.contiguous());
+  return out;
+}
+
+// `l` holds per-element losses in the compute dtype; the result is cast to `dt`. A mean over
+// zero elements is 0 / 0 = NaN, as in PyTorch.
+Tensor reduce(const Tensor& l, Reduction r, ScalarType dt) {
+  if (r == Reduction::None) return l.to(dt);
+  Tensor s = loss_sum(l);
+  if (r == Reduction::Mean) s = s / static_cast<double>(l.numel());
+  return s.to(dt);
+}
+
+// The class-index losses: input [N, C, d...] (or [C]) with class dim 1 (or 0).
+struct ClassShape {
+  int64_t N, C, D;
+  DimVector target_shape;  // the input's shape without the class dim
+};
+
+ClassShape class_shape(const char* op, const Tensor& input) {
+  EMBER_CHECK(input.dim() >= 1, op,
+              ": expected an input of shape (C), (N, C) or (N, C, d1, ...), got a 0-dim tensor");
+  IntArrayRef s = input.sizes();
+  if (input.dim() == 1) return {1, s[0], 1, {}};
+  DimVector ts(s.begin(), s.end());
+  ts.erase(1);
+  return {s[0], s[1], numel_of(IntArrayRef(s.data() + 2, s.size() - 2)), ts};
+}
+
+// `or_probabilities`: the op also takes class probabilities (cross_entropy), for the message.
+void check_class_target(const char* op, const Tensor& input, const Tensor& target,
+                        const ClassShape& cs, bool or_probabilities) {
+  check_same_device(op, input, target, "target");
+  EMBER_CHECK(target.dtype() == kInt64, op, ": expected target of dtype int64 (class indices)",
+              or_probabilities ? " or of the input's shape (class probabilities)" : "", ", got ",
+              target.dtype(), " target of shape ", target.sizes(), " for input of shape ",
+              input.sizes());
+  EMBER_CHECK(target.sizes().equals(cs.target_shape), op, ": expected target of shape ",
+              IntArrayRef(cs.target_shape), " for input of shape ", input.sizes(), ", got ",
+              target.sizes());
+}
+
+// nll over log-probabilities `logp` (compute dtype), mixed with the smoothing term when
+// label_smoothing > 0: ((1 - ls) * nll + ls / C * smooth), a mean dividing both by the summed
+// target weights (PyTorch's cross_entropy_loss_label_smoothing).
+Tensor nll(const char* op, const Tensor& logp, const Tensor& target, const Tensor& weight,
+           int64_t ignore_index, Reduction r, double ls, const ClassShape& cs, ScalarType dt) {
+  TensorOptions o = logp.options();
+  Tensor loss = empty({cs.N, cs.D}, o), total = empty({cs.N, cs.D}, o);
+  Tensor smooth = ls > 0 ? empty({cs.N, cs.D}, o) : Tensor();
+  if (cs.N * cs.D > 0)
+    nll_loss_stub(logp.device())(loss, total, smooth, logp.contiguous().view({cs.N, cs.C, cs.D}),
+                                 target.contiguous().view({cs.N, cs.D}), weight, ignore_index, op);
+  double smooth_scale = cs.C > 0 ? ls / static_cast<double>(cs.C) : 0;
+  if (r == Reduction::None) {
+    Tensor out = smooth.defined() ? loss * (1 - ls) + smooth * smooth_scale : loss;
+    return out.view(cs.target_shape).to(dt);
+  }
+  Tensor s = loss_sum(loss);
+  if (smooth.defined()) s = s * (1 - ls) + loss_sum(smooth) * smooth_scale;
+  if (r == Reduction::Mean) s = s / loss_sum(total);
+  return s.to(dt);
+}
+
+}  // namespace
+
+Reduction parse_reduction(const char* op, std::string_view reduction) {
+  if (reduction == "mean") return Reduction::Mean;
+  if (reduction == "sum") return Reduction::Sum;
+  EMBER_CHECK(reduction == "none", op, ": reduction must be 'none', 'mean' or 'sum', got '",
+              reduction, "'");
+  return Reduction::None;
+}
+
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                     int64_t ignore_index, std::string_view reduction, double label_smoothing) {
+  const char* op = "cross_entropy";
+  check_floating(op, input, "input");
+  Reduction r = parse_reduction(op, reduction);
+  ClassShape cs = class_shape(op, input);
+  EMBER_CHECK(label_smoothing >= 0 && label_smoothing <= 1, op,
+              ": label_smoothing must be between 0.0 and 1.0, got ", label_smoothing);
+  ScalarType cd = compute_dtype(input.dtype());
+  Tensor w = nn_detail::param_as(op, weight, "weight", {cs.C}, input, cd);
+  int64_t class_dim = input.dim() == 1 ? 0 : 1;
+
+  if (!target.sizes().equals(input.sizes())) {
+    check_class_target(op, input, target, cs, true);
+    return nll(op, log_softmax(input, class_dim, cd), target, w, ignore_index, r, label_smoothing,
+               cs, input.dtype());
+  }
+  // Same shape as the input: class probabilities.
+  check_same_device(op, input, target, "target");
+  EMBER_CHECK(target.is_floating_point(), op,
+              ": expected a floating point target of class probabilities (the input's shape ",
+              input.sizes(), "), got ", target.dtype());
+  EMBER_CHECK(ignore_index < 0, op,
+              ": ignore_index is not supported for class-probability targets, got ", ignore_index);
+  Tensor logp = log_softmax(input, class_dim, cd);
+  Tensor loss = empty({cs.N, cs.D}, logp.options());
+  if (loss.numel() > 0 && cs.C > 0)
+    soft_cross_entropy_stub(input.device())(loss, logp.view({cs.N, cs.C, cs.D}),
+                                            target.to(cd).contiguous().view({cs.N, cs.C, cs.D}), w,
+                                            label_smoothing);
+  else
+    loss.zero_();
+  return reduce(loss.view(cs.target_shape), r, input.dtype());
+}
+
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight,
+                int64_t ignore_index, std::string_view reduction) {
+  const char* op = "nll_loss";
+  check_floating(op, log_probs, "input");
+  Reduction r = parse_reduction(op, reduction);
+  ClassShape cs = class_shape(op, log_probs);
+  check_class_target(op, log_probs, target, cs, false);
+  ScalarType cd = compute_dtype(log_probs.dtype());
+  Tensor w = nn_detail::param_as(op, weight, "weight", {cs.C}, log_probs, cd);
+  return nll(op, log_probs.to(cd), target, w, ignore_index, r, 0, cs, log_probs.dtype());
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view reduction) {
+  const char* op = "mse_loss";
+  Reduction r = parse_reduction(op, reduction);
+  check_same_device(op, input, target, "target");
+  ScalarType dt = result_type(input, target);
+  EMBER_CHECK(is_floating_point(dt), op, ": expected floating point inputs, got ", input.dtype(),
+              " and ", target.dtype());
+  broadcast_shapes(op, input.sizes(), target.sizes());
+  ScalarType cd = compute_dtype(dt);
+  Tensor d = input.to(cd) - target.to(cd);
+  return reduce(d.mul_(d), r, dt);
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const Tensor& weight, std::string_view reduction,
+                                        const Tensor& pos_weight) {
+  const char* op = "binary_cross_entropy_with_logits";
+  Reduction r = parse_reduction(op, reduction);
+  check_floating(op, input, "input");
+  check_floating(op, target, "target");
+  check_same_device(op, input, target, "target");
+  EMBER_CHECK(target.sizes().equals(input.sizes()), op, ": target of shape ", target.sizes(),
+              " must have the same shape as the input, of shape ", input.sizes());
+  ScalarType cd = compute_dtype(input.dtype());
+  auto broadcast_param = [&](const Tensor& p, const char* what) {
+    check_same_device(op, input, p, what);
+    check_floating(op, p, what);
+    EMBER_CHECK(nn_detail::broadcasts_to(p.sizes(), input.sizes()), op, ": ", what, " of shape ",
+                p.sizes(), " does not broadcast to the input's shape ", input.sizes());
+    return p.to(cd);
+  };
+  Tensor pw = pos_weight.defined() ? broadcast_param(pos_weight, "pos_weight")
+                                   : full({}, 1.0, TensorOptions(cd).device(input.device()));
+  Tensor w = weight.defined() ? broadcast_param(weight, "weight") : Tensor();
+  Tensor l = empty(input.sizes(), TensorOptions(cd).device(input.device()));
+  if (l.numel() > 0) bce_with_logits_stub(input.device())(l, input, target, pw);
+  if (w.defined()) l.mul_(w);
+  return reduce(l, r, input.dtype());
+}
+
+}  // namespace ember

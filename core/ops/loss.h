@@ -1,0 +1,57 @@
+#pragma once
+
+// Losses with PyTorch's semantics and argument order. `reduction` is "mean", "sum" or "none".
+
+#include <string_view>
+
+#include "ember/core/dispatch.h"
+#include "ember/core/tensor.h"
+
+namespace ember {
+
+enum class Reduction : int8_t { None, Mean, Sum };
+// Parses PyTorch's reduction names; throws naming `op` for anything else.
+Reduction parse_reduction(const char* op, std::string_view reduction);
+
+// input is (C), (N, C) or (N, C, d1, ...). target holds class indices (int64, shaped like input
+// without the class dim) or class probabilities (floating, shaped like input). The weighted mean
+// divides by the summed weights of the non-ignored targets; label_smoothing mixes the target with
+// the uniform distribution. A mean over no targets is NaN.
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                     int64_t ignore_index = -100, std::string_view reduction = "mean",
+                     double label_smoothing = 0.0);
+// log_probs is (C), (N, C) or (N, C, d1, ...); target int64 class indices.
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight = {},
+                int64_t ignore_index = -100, std::string_view reduction = "mean");
+// (input - target)^2, the two broadcast together.
+Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view reduction = "mean");
+// target has input's shape; weight and pos_weight broadcast to it (pos_weight along the classes
+// of the last dim).
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const Tensor& weight = {},
+                                        std::string_view reduction = "mean",
+                                        const Tensor& pos_weight = {});
+
+// Kernel families. Every tensor is contiguous and, unless said, in the compute dtype (float64
+// for float64 inputs, else float32).
+// out (0-dim) = the sum of all elements of in.
+using LossSumFn = void (*)(const Tensor& out, const Tensor& in);
+// For logp [N, C, D] and int64 target [N, D]: loss = -w[t] * logp[n, t, d] and total_weight = w[t]
+// (w = 1 when weight is undefined); smooth, when defined, = -sum_c w[c] * logp[n, c, d]; all 0
+// where t == ignore_index. A target outside [0, C) otherwise throws an error naming `op`.
+using NllLossFn = void (*)(const Tensor& loss, const Tensor& total_weight, const Tensor& smooth,
+                           const Tensor& logp, const Tensor& target, const Tensor& weight,
+                           int64_t ignore_index, const char* op);
+// loss[n, d] = -sum_c logp[n, c, d] * (target[n, c, d] * (1 - ls) + ls / C) * w[c].
+using SoftCrossEntropyFn = void (*)(const Tensor& loss, const Tensor& logp, const Tensor& target,
+                                    const Tensor& weight, double label_smoothing);
+// out = ops::BceWithLogits(x, t, pos_weight) with x and t of any floating dtype and pos_weight
+// broadcast to out's shape.
+using BceWithLogitsFn = void (*)(const Tensor& out, const Tensor& x, const Tensor& t,
+                                 const Tensor& pos_weight);
+extern DispatchStub<LossSumFn> loss_sum_stub;
+extern DispatchStub<NllLossFn> nll_loss_stub;
+extern DispatchStub<SoftCrossEntropyFn> soft_cross_entropy_stub;
+extern DispatchStub<BceWithLogitsFn> bce_with_logits_stub;
+
+}  // namespace ember

@@ -1,0 +1,61 @@
+#pragma once
+
+// layer_norm, batch_norm and group_norm, with PyTorch's arguments and defaults. The native_*
+// variants also return the statistics the backward needs.
+
+#include <tuple>
+
+#include "ember/core/dispatch.h"
+#include "ember/core/tensor.h"
+
+namespace ember {
+
+// Normalizes over the trailing dims `normalized_shape`; weight and bias (optional, undefined
+// Tensor for none) have that shape.
+Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
+// (out, mean, rstd): mean and rstd have x's leading dims followed by 1s for the normalized dims,
+// in float32 (float64 for a float64 x).
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, IntArrayRef normalized_shape,
+                                                     const Tensor& weight, const Tensor& bias,
+                                                     double eps);
+
+// x is (N, C, *). Training normalizes with the batch's mean and biased variance and, when the
+// running stats are defined, updates them in place: r = (1 - momentum) * r + momentum * s, with
+// the unbiased variance for running_var. Eval uses the running stats (the batch's when they are
+// undefined, as in PyTorch).
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight = {}, const Tensor& bias = {}, bool training = false,
+                  double momentum = 0.1, double eps = 1e-5);
+// (out, mean, invstd): the per-channel statistics used, float32 (float64 for a float64 x).
+std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& x, const Tensor& running_mean,
+                                                     const Tensor& running_var,
+                                                     const Tensor& weight, const Tensor& bias,
+                                                     bool training, double momentum, double eps);
+
+// x is (N, C, *); C must be divisible by num_groups. weight and bias are (C).
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
+// (out, mean, rstd) with mean and rstd of shape (N, num_groups).
+std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& x, int64_t num_groups,
+                                                     const Tensor& weight, const Tensor& bias,
+                                                     double eps);
+
+// Kernel families. x and out are contiguous and share a floating dtype; statistics, weight,
+// bias, scale and shift are contiguous in the compute dtype (float64 for float64, else float32).
+// layer_norm: x is [M, N]; mean and rstd are [M]; weight and bias [N] or undefined.
+using LayerNormFn = void (*)(const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                             const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
+// Per-row mean and 1/sqrt(biased var + eps) of x [R, K].
+using RowMomentsFn = void (*)(const Tensor& mean, const Tensor& rstd, const Tensor& x, double eps);
+// Per-channel mean and biased variance of x [A, C, B] over A and B.
+using ChannelMomentsFn = void (*)(const Tensor& mean, const Tensor& var, const Tensor& x);
+// out = x * scale[c] + shift[c] for x [A, C, B].
+using ChannelAffineFn = void (*)(const Tensor& out, const Tensor& x, const Tensor& scale,
+                                 const Tensor& shift);
+extern DispatchStub<LayerNormFn> layer_norm_stub;
+extern DispatchStub<RowMomentsFn> row_moments_stub;
+extern DispatchStub<ChannelMomentsFn> channel_moments_stub;
+extern DispatchStub<ChannelAffineFn> channel_affine_stub;
+
+}  // namespace ember

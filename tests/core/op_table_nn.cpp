@@ -1,0 +1,273 @@
+// Op-table entries for the nn families: softmax, normalization, dropout, embedding, losses and
+// attention. Options an op takes beyond its tensors (dim, reduction, ...) travel as a trailing
+// 0-dim int64 "config" input, which the reference run leaves as is.
+#include "ember/core/ops/attention.h"
+#include "ember/core/ops/dropout.h"
+#include "ember/core/ops/embedding.h"
+#include "ember/core/ops/loss.h"
+#include "ember/core/ops/normalization.h"
+#include "ember/core/ops/softmax.h"
+#include "test_util.h"
+
+namespace ember::testing {
+namespace {
+
+using Inputs = std::vector<Tensor>;
+
+Tensor config(int64_t v) { return full({}, v, kInt64); }
+int64_t config_of(const Inputs& in) { return in.back().item<int64_t>(); }
+
+Tensor rnd(ScalarType dt, IntArrayRef shape, double low = -2, double high = 2) {
+  return random_tensor(shape, dt, low, high);
+}
+
+Sample sample(Inputs in, const std::string& desc) { return {std::move(in), desc}; }
+
+// The same call with every input made non-contiguous.
+Sample non_contiguous_of(Sample s) {
+  for (Tensor& t : s.inputs) t = non_contiguous(t);
+  s.desc += " (non-contiguous)";
+  return s;
+}
+
+const char* reduction_of(int64_t cfg) {
+  static const char* names[] = {"none", "mean", "sum"};
+  return names[cfg % 3];
+}
+
+// --- softmax, log_softmax: the config is the dim. ---
+std::vector<Sample> softmax_samples(ScalarType dt) {
+  std::vector<Sample> s = {
+      sample({rnd(dt, {4, 5}), config(-1)}, "[4, 5] dim -1"),
+      sample({rnd(dt, {2, 3, 4}), config(1)}, "[2, 3, 4] dim 1"),
+      sample({rnd(dt, {3, 4}), config(0)}, "[3, 4] dim 0"),
+      sample({rnd(dt, {2, 3, 300}), config(1)}, "[2, 3, 300] dim 1 (two column blocks)"),
+      sample({rnd(dt, {3, 7}, -60, 60), config(1)}, "[3, 7] large logits"),
+      sample({rnd(dt, {}), config(0)}, "[] dim 0"),
+      sample({rnd(dt, {3, 0}), config(1)}, "[3, 0] dim 1"),
+      sample({rnd(dt, {0, 4}), config(0)}, "[0, 4] dim 0"),
+  };
+  s.push_back(non_contiguous_of(s[0]));
+  s.push_back(non_contiguous_of(s[1]));
+  return s;
+}
+
+// --- norms ---
+std::vector<Sample> layer_norm_samples(ScalarType dt) {
+  std::vector<Sample> s = {
+      sample({rnd(dt, {4, 6}), rnd(dt, {6}), rnd(dt, {6}), config(0)}, "[4, 6] affine"),
+      sample({rnd(dt, {2, 3, 4}), rnd(dt, {3, 4}), rnd(dt, {3, 4}), config(0)},
+             "[2, 3, 4] over [3, 4]"),
+      sample({rnd(dt, {3, 5}, 90, 110), rnd(dt, {5}), rnd(dt, {5}), config(1)},
+             "[3, 5] mean >> std, no affine"),
+      sample({rnd(dt, {0, 5}), rnd(dt, {5}), rnd(dt, {5}), config(0)}, "[0, 5]"),
+  };
+  s.push_back(non_contiguous_of(s[1]));
+  return s;
+}
+
+// Config 0: training (output plus an eval pass with the updated running stats), 1: eval.
+// Training keeps float32 running stats for f16/bf16 inputs, as mixed precision does: stats
+// updated in bf16 would round off more than the tolerance.
+std::vector<Sample> batch_norm_samples(ScalarType dt) {
+  auto make = [&](DimVector shape, int64_t cfg) {
+    int64_t C = shape[1];
+    ScalarType st = cfg == 0 && is_reduced_float(dt) ? kFloat32 : dt;
+    return sample(
+        {rnd(dt, shape), rnd(dt, {C}), rnd(dt, {C}), rnd(st, {C}), rnd(st, {C}, 0.5, 2),
+         config(cfg)},
+        std::string(cfg ? "eval " : "training ") + ::testing::PrintToString(shape.size()) + "-d");
+  };
+  std::vector<Sample> s = {make({8, 3}, 0), make({4, 3, 5}, 0), make({2, 3, 4, 5}, 0),
+                           make({4, 3, 5}, 1), make({0, 3, 2}, 1)};
+  s.push_back(non_contiguous_of(s[1]));
+  return s;
+}
+
+// Config: num_groups.
+std::vector<Sample> group_norm_samples(ScalarType dt) {
+  auto make = [&](DimVector shape, int64_t groups) {
+    int64_t C = shape[1];
+    return sample({rnd(dt, shape), rnd(dt, {C}), rnd(dt, {C}), config(groups)},
+                  ::testing::PrintToString(shape.size()) + "-d, groups " + std::to_string(groups));
+  };
+  std::vector<Sample> s = {make({2, 6, 5}, 3), make({3, 4}, 2), make({2, 4, 3, 3}, 4),
+                           make({2, 4, 3, 3}, 1), make({0, 4, 3}, 2)};
+  s.push_back(non_contiguous_of(s[0]));
+  return s;
+}
+
+// --- embedding ---
+std::vector<Sample> embedding_samples(ScalarType dt) {
+  std::vector<Sample> s = {
+      sample({rnd(dt, {10, 4}), randint(0, 10, {3, 5})}, "int64 [3, 5]"),
+      sample({rnd(dt, {5, 3}), randint(0, 5, {7}, kInt32)}, "int32 [7]"),
+      sample({rnd(dt, {6, 2}), full({}, 5, kInt64)}, "0-dim index"),
+      sample({rnd(dt, {4, 3}), empty({0}, kInt64)}, "no indices"),
+  };
+  s.push_back(non_contiguous_of(s[0]));
+  return s;
+}
+
+// --- losses. Config bits for the class losses: reduction (cfg % 3), class weight (cfg / 3 % 2),
+// label smoothing 0.2 (cfg / 6 % 2), ignore_index = 1 (cfg / 12 % 2). ---
+constexpr int64_t kWeight = 3, kSmooth = 6, kIgnore = 12;
+
+Tensor class_loss(const Inputs& in, bool log_probs_given) {
+  int64_t cfg = config_of(in);
+  Tensor w = cfg / kWeight % 2 ? in[2] : Tensor();
+  int64_t ignore = cfg / kIgnore % 2 ? 1 : -100;
+  if (log_probs_given) return nll_loss(in[0], in[1], w, ignore, reduction_of(cfg));
+  return cross_entropy(in[0], in[1], w, ignore, reduction_of(cfg), cfg / kSmooth % 2 ? 0.2 : 0.0);
+}
+
+std::vector<Sample> class_loss_samples(ScalarType dt, bool log_probs_given, bool with_probs) {
+  double lo = log_probs_given ? -4 : -3, hi = log_probs_given ? 0 : 3;
+  auto make = [&](DimVector x_shape, int64_t cfg, bool probs) {
+    int64_t C = x_shape.size() == 1 ? x_shape[0] : x_shape[1];
+    DimVector t_shape = x_shape;
+    if (!probs) t_shape.erase(x_shape.size() == 1 ? 0 : 1);
+    Tensor target = probs ? rnd(dt, x_shape, 0, 1) : randint(0, std::max<int64_t>(C, 1), t_shape);
+    return sample({rnd(dt, x_shape, lo, hi), target, rnd(dt, {C}, 0.5, 2), config(cfg)},
+                  std::string(probs ? "probabilities" : "indices") + " cfg " + std::to_string(cfg));
+  };
+  std::vector<Sample> s = {
+      make({4, 5}, 1, false),
+      make({4, 5}, 0, false),
+      make({4, 5}, 2 + kIgnore, false),
+      make({4, 5}, 1 + kWeight, false),
+      make({6, 5}, 1 + kWeight + kIgnore, false),
+      make({2, 3, 4}, 0 + kWeight + kIgnore, false),
+      make({2, 3, 2, 2}, 1, false),
+      make({3}, 1 + kWeight, false),
+      make({0, 4}, 2, false),
+      make({0, 4}, 1, false),
+  };
+  if (!log_probs_given) {
+    for (int64_t cfg :
+         {1 + kSmooth, kSmooth + kWeight, 1 + kSmooth + kWeight + kIgnore, 2 + kSmooth + kIgnore})
+      s.push_back(make({5, 4}, cfg, false));
+    s.push_back(make({2, 3, 4}, 1 + kSmooth + kWeight, false));
+  }
+  if (with_probs) {
+    for (int64_t cfg : {int64_t{1}, kWeight, 2 + kSmooth, 1 + kSmooth + kWeight})
+      s.push_back(make({4, 5}, cfg, true));
+    s.push_back(make({2, 3, 4}, 1 + kWeight, true));
+    s.push_back(make({3}, 0, true));
+  }
+  s.push_back(non_contiguous_of(s[4]));
+  return s;
+}
+
+std::vector<Sample> mse_samples(ScalarType dt) {
+  std::vector<Sample> s;
+  std::vector<std::vector<DimVector>> shapes = binary_shapes();
+  for (size_t i = 0; i < shapes.size(); ++i)
+    s.push_back(
+        sample({rnd(dt, shapes[i][0]), rnd(dt, shapes[i][1]), config(static_cast<int64_t>(i))},
+               "shapes #" + std::to_string(i) + " " + reduction_of(static_cast<int64_t>(i))));
+  s.push_back(non_contiguous_of(s[1]));
+  return s;
+}
+
+// Config: reduction (cfg % 3), weight (cfg / 3 % 2), pos_weight (cfg / 6 % 2).
+constexpr int64_t kPosWeight = 6;
+std::vector<Sample> bce_samples(ScalarType dt) {
+  auto make = [&](DimVector shape, DimVector w_shape, DimVector pw_shape, int64_t cfg,
+                  double range) {
+    return sample({rnd(dt, shape, -range, range), rnd(dt, shape, 0, 1), rnd(dt, w_shape, 0.5, 2),
+                   rnd(dt, pw_shape, 0.5, 3), config(cfg)},
+                  "cfg " + std::to_string(cfg));
+  };
+  std::vector<Sample> s = {
+      make({4, 5}, {4, 5}, {5}, 1, 3),
+      make({4, 5}, {4, 5}, {5}, kWeight + kPosWeight, 3),
+      make({4, 5}, {5}, {5}, 2 + kPosWeight, 3),
+      make({4, 5}, {}, {4, 1}, 1 + kWeight + kPosWeight, 30),
+      make({3}, {3}, {3}, 0, 3),
+      make({0, 5}, {5}, {5}, 1 + kWeight + kPosWeight, 3),
+  };
+  s.push_back(non_contiguous_of(s[1]));
+  return s;
+}
+
+// --- attention. Config: 0 no mask, 1 bool mask, 2 float mask, 3 causal, 4 scale 0.3. ---
+std::vector<Sample> sdpa_samples(ScalarType dt) {
+  auto make = [&](DimVector q, DimVector k, DimVector v, DimVector m, int64_t cfg) {
+    Tensor mask = cfg == 1 ? random_tensor(m, kBool) : rnd(dt, m);
+    return sample({rnd(dt, q), rnd(dt, k), rnd(dt, v), mask, config(cfg)},
+                  "cfg " + std::to_string(cfg));
+  };
+  std::vector<Sample> s = {
+      make({2, 3, 4, 5}, {2, 3, 6, 5}, {2, 3, 6, 7}, {}, 0),
+      make({2, 3, 4, 5}, {2, 3, 6, 5}, {2, 3, 6, 7}, {4, 6}, 1),
+      make({2, 3, 4, 5}, {2, 3, 6, 5}, {2, 3, 6, 7}, {2, 1, 4, 6}, 2),
+      make({2, 5, 4}, {2, 5, 4}, {2, 5, 3}, {}, 3),
+      make({2, 3, 4, 5}, {3, 6, 5}, {1, 6, 5}, {}, 0),
+      make({4, 8}, {6, 8}, {6, 2}, {}, 4),
+      make({1, 70, 4}, {1, 20, 4}, {1, 20, 4}, {}, 3),
+      make({0, 4, 5}, {0, 6, 5}, {0, 6, 5}, {}, 0),
+      make({2, 3, 4}, {2, 0, 4}, {2, 0, 3}, {}, 0),
+  };
+  s.push_back(non_contiguous_of(s[1]));
+  s.push_back(non_contiguous_of(s[2]));
+  return s;
+}
+
+Tensor sdpa(const Inputs& in) {
+  int64_t cfg = config_of(in);
+  Tensor mask = cfg == 1 || cfg == 2 ? in[3] : Tensor();
+  std::optional<double> scale;
+  if (cfg == 4) scale = 0.3;
+  return scaled_dot_product_attention(in[0], in[1], in[2], mask, 0.0, cfg == 3, scale);
+}
+
+const OpTableRegistrar registrar({
+    {"softmax", softmax_samples, [](const Inputs& in) { return softmax(in[0], config_of(in)); }},
+    {"log_softmax", softmax_samples,
+     [](const Inputs& in) { return log_softmax(in[0], config_of(in)); }},
+    {"layer_norm", layer_norm_samples,
+     [](const Inputs& in) {
+       bool affine = config_of(in) == 0;
+       return layer_norm(in[0], in[1].sizes(), affine ? in[1] : Tensor(),
+                         affine ? in[2] : Tensor());
+     }},
+    {"batch_norm", batch_norm_samples,
+     [](const Inputs& in) {
+       Tensor rm = in[3].clone(), rv = in[4].clone();
+       if (config_of(in) == 1) return batch_norm(in[0], rm, rv, in[1], in[2], false);
+       // Both outputs, stacked: the training one, then eval with the updated running stats.
+       DimVector shape(in[0].sizes().begin(), in[0].sizes().end());
+       shape.insert(0, 2);
+       Tensor both = empty(shape, in[0].dtype());
+       both[0].copy_(batch_norm(in[0], rm, rv, in[1], in[2], true, 0.3));
+       both[1].copy_(batch_norm(in[0], rm, rv, in[1], in[2], false));
+       return both;
+     }},
+    {"group_norm", group_norm_samples,
+     [](const Inputs& in) { return group_norm(in[0], config_of(in), in[1], in[2]); }},
+    {"dropout", [](ScalarType dt) { return samples_from_shapes(dt, unary_shapes()); },
+     [](const Inputs& in) {
+       // A fresh generator per call: the f64 reference draws the same mask.
+       Generator gen(7);
+       return dropout(in[0], 0.3, true, &gen);
+     }},
+    {"embedding", embedding_samples, [](const Inputs& in) { return embedding(in[0], in[1]); }},
+    {"cross_entropy", [](ScalarType dt) { return class_loss_samples(dt, false, true); },
+     [](const Inputs& in) { return class_loss(in, false); }},
+    {"nll_loss", [](ScalarType dt) { return class_loss_samples(dt, true, false); },
+     [](const Inputs& in) { return class_loss(in, true); }},
+    {"mse_loss", mse_samples,
+     [](const Inputs& in) { return mse_loss(in[0], in[1], reduction_of(config_of(in))); }},
+    {"binary_cross_entropy_with_logits", bce_samples,
+     [](const Inputs& in) {
+       int64_t cfg = config_of(in);
+       return binary_cross_entropy_with_logits(in[0], in[1], cfg / kWeight % 2 ? in[2] : Tensor(),
+                                               reduction_of(cfg),
+                                               cfg / kPosWeight % 2 ? in[3] : Tensor());
+     }},
+    {"scaled_dot_product_attention", sdpa_samples, sdpa},
+});
+
+}  // namespace
+}  // namespace ember::testing
