@@ -27,8 +27,8 @@ using ops::ReduceCore;
 using ops::ReducePost;
 using ops::ReducePre;
 
-constexpr int64_t kTile = 2048;        // elements per loaded tile (16 KiB of double)
-constexpr int64_t kMaxBlock = 256;     // outputs per unit
+constexpr int64_t kTile = 4096;        // elements per loaded tile (32 KiB of double)
+constexpr int64_t kMaxBlock = 1024;    // outputs per unit: wide column blocks read whole pages
 constexpr int64_t kUnitWork = 32768;   // elements per unit worth a thread
 constexpr int64_t kTargetUnits = 256;  // units to aim for when outputs alone are too few
 constexpr int kLanes = 8;

@@ -80,6 +80,23 @@ TEST(ReduceSum, LayoutsAndLargeShapes) {
   EXPECT_CLOSE(y.t().sum({1}), tensor({7349895000.0, 7349965000.0, 7350035000.0}, kFloat64));
 }
 
+TEST(ReduceSum, LayoutDoesNotChangeResults) {
+  // Seven dims (more than the inline six), permuted and sliced, against a contiguous copy.
+  manual_seed(11);
+  Tensor x = randn({3, 2, 4, 2, 3, 2, 5}, kFloat64).permute({6, 2, 0, 5, 1, 4, 3}).slice(0, 1, 5);
+  Tensor c = x.contiguous();
+  using Dims = std::vector<int64_t>;
+  for (const Dims& dims : {Dims{1, 3, 5}, Dims{0, 6}, Dims{2}, Dims{0, 1, 2, 3, 4, 5, 6}, Dims{4, 5}}) {
+    SCOPED_TRACE(::testing::PrintToString(dims));
+    EXPECT_CLOSE(x.sum(dims), c.sum(dims));
+    EXPECT_CLOSE(x.var(dims, 1, true), c.var(dims, 1, true));
+    EXPECT_CLOSE(x.logsumexp(dims), c.logsumexp(dims));
+    EXPECT_CLOSE(x.amin(dims), c.amin(dims));
+  }
+  for (int64_t d = 0; d < 7; ++d) EXPECT_CLOSE(std::get<1>(x.max(d)), std::get<1>(c.max(d)));
+  EXPECT_EQ(x.argmin().item<int64_t>(), c.argmin().item<int64_t>());
+}
+
 TEST(ReduceSum, AccumulatesLowPrecisionInDouble) {
   // 0.1f is 13421773 * 2^-27, so 2^22 copies sum to exactly 419430.40625, a float. A float
   // accumulator would drift far from it.
