@@ -3,6 +3,8 @@
 // Matrix products, with PyTorch's names, rank rules and defaults. The Tensor methods matmul, mm
 // and bmm call these.
 
+#include <string_view>
+
 #include "ember/core/dispatch.h"
 #include "ember/core/tensor.h"
 
@@ -23,6 +25,10 @@ Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2,
                const Scalar& beta = 1, const Scalar& alpha = 1);
 Tensor outer(const Tensor& a, const Tensor& b);  // [n] x [m] -> [n, m], promoting as `*` does
 Tensor dot(const Tensor& a, const Tensor& b);    // [n] . [n] -> 0-dim
+// Einstein summation over labels a-z, A-Z and "..." (broadcast dims), as torch.einsum: "ij,jk->ik";
+// without "->" the output is the ellipsis dims, then the labels seen once in ASCII order. A label
+// repeated within one operand takes its diagonal; size-1 dims broadcast. Operands share a dtype.
+Tensor einsum(std::string_view equation, ArrayRef<Tensor> operands);
 
 // out[i] = beta * out[i] + alpha * a[i] @ b[i] for out [B, M, N] (contiguous), a [B, M, K] and
 // b [B, K, N] (any strides, batch stride 0 for broadcasting), all of one dtype; beta == 0 does

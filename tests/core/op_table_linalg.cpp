@@ -45,6 +45,44 @@ std::vector<Sample> triples(ScalarType dt, std::vector<std::vector<DimVector>> s
   return out;
 }
 
+// einsum samples: the equation is kEquations[i] for a last input holding i (the harness passes
+// integer inputs through unchanged).
+const char* const kEquations[] = {"ij,jk->ik",      "bij,bjk->bik",    "i,i->",      "ii->i",
+                                  "ij->ji",         "...ij,...jk",     "i,j->ij",    "ij->",
+                                  "ijk,ikl,lm->jm", "bhqd,bhkd->bhqk", "iJ,Jk,k->i", "aab,cb"};
+
+std::vector<Sample> einsum_samples(ScalarType dt) {
+  std::vector<std::vector<DimVector>> shapes = {{{4, 3}, {3, 5}},
+                                                {{2, 4, 3}, {2, 3, 5}},
+                                                {{6}, {6}},
+                                                {{5, 5}},
+                                                {{3, 4}},
+                                                {{2, 1, 4, 3}, {3, 3, 5}},
+                                                {{3}, {4}},
+                                                {{3, 0}},
+                                                {{2, 3, 4}, {2, 4, 5}, {5, 3}},
+                                                {{2, 2, 5, 8}, {2, 2, 6, 8}},
+                                                {{3, 4}, {4, 5}, {5}},
+                                                {{3, 3, 4}, {2, 4}}};
+  std::vector<Sample> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    Sample s{{}, kEquations[i]};
+    for (const DimVector& shape : shapes[i]) s.inputs.push_back(random_tensor(shape, dt, -1, 1));
+    s.inputs.push_back(tensor({static_cast<int64_t>(i)}));
+    out.push_back(s);
+  }
+  Sample nc = out[1];
+  for (size_t i = 0; i + 1 < nc.inputs.size(); ++i) nc.inputs[i] = non_contiguous(nc.inputs[i]);
+  nc.desc += " (non-contiguous)";
+  out.push_back(nc);
+  return out;
+}
+
+Tensor run_einsum(const std::vector<Tensor>& in) {
+  std::vector<Tensor> operands(in.begin(), in.end() - 1);
+  return einsum(kEquations[in.back().item<int64_t>()], operands);
+}
+
 OpEntry product(const std::string& name, std::function<std::vector<Sample>(ScalarType)> samples,
                 std::function<Tensor(const std::vector<Tensor>&)> fn) {
   // Sums of up to 40 products accumulate in float32; f16/bf16 round once at the end.
@@ -134,6 +172,7 @@ const OpTableRegistrar registrar({
           return samples_from_shapes(dt, {{{5}, {5}}, {{40}, {40}}, {{0}, {0}}}, -1, 1);
         },
         [](const std::vector<Tensor>& in) { return dot(in[0], in[1]); }),
+    product("einsum", einsum_samples, run_einsum),
 });
 
 }  // namespace

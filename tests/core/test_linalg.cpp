@@ -147,6 +147,34 @@ TEST(Linalg, OuterAndDot) {
                    .view({}));
 }
 
+TEST(Linalg, EinsumByHand) {
+  Tensor m = tensor({{1., 2.}, {3., 4.}});
+  EXPECT_EQ(einsum("ii", {m}).item<double>(), 5.);  // trace
+  EXPECT_CLOSE(einsum("ii->i", {m}), tensor({1., 4.}));
+  EXPECT_CLOSE(einsum("ij->j", {m}), tensor({4., 6.}));  // column sums
+  EXPECT_CLOSE(einsum("ij", {m}), m);
+  EXPECT_CLOSE(einsum("ji", {m}), m.t());  // implicit output: labels in ASCII order
+  EXPECT_CLOSE(einsum("ij,ij->ij", {m, m}), tensor({{1., 4.}, {9., 16.}}));
+  EXPECT_EQ(einsum("ij,ij", {m, m}).item<double>(), 30.);
+  EXPECT_CLOSE(einsum("ij,jk", {m, m}), tensor({{7., 10.}, {15., 22.}}));
+  EXPECT_CLOSE(einsum(" i , j -> j i ", {tensor({1., 2.}), tensor({3., 4., 5.})}),
+               tensor({{3., 6.}, {4., 8.}, {5., 10.}}));
+  EXPECT_CLOSE(einsum("i,i->i", {tensor({2.}), tensor({1., 2., 3.})}), tensor({2., 4., 6.}));
+  EXPECT_CLOSE(einsum("Ab,b->A", {m, tensor({1., -1.})}), tensor({-1., -1.}));
+}
+
+TEST(Linalg, EinsumMatchesMatmul) {
+  Tensor a = randn({2, 3, 4, 5}, kFloat64), b = randn({3, 5, 6}, kFloat64);
+  EXPECT_CLOSE(einsum("...ij,...jk->...ik", {a, b}), matmul(a, b));
+  EXPECT_CLOSE(einsum("abij,bjk->abik", {a, b}), matmul(a, b));
+  EXPECT_CLOSE(einsum("bij,bjk->bki", {a[0], b}), matmul(a[0], b).transpose(1, 2));
+  // Three operands, contracted left to right: (A B) c.
+  Tensor c = randn({6}, kFloat64);
+  EXPECT_CLOSE(einsum("bij,bjk,k->bi", {a[1], b, c}), matmul(matmul(a[1], b), c));
+  Tensor ints = tensor({{1, 2}, {3, 4}});
+  EXPECT_CLOSE(einsum("ij,jk->ik", {ints, ints}), tensor({{7, 10}, {15, 22}}));
+}
+
 TEST(Linalg, Errors) {
   EXPECT_EMBER_ERROR(matmul(rand({4, 3}), rand({5, 2})),
                      "matmul: size mismatch, mat1 is [4, 3], mat2 is [5, 2]");
@@ -182,6 +210,24 @@ TEST(Linalg, Errors) {
                      "dot: expected m1 and m2 to have the same dtype");
   EXPECT_EMBER_ERROR(outer(rand({3, 1}), rand({3})),
                      "outer: expected 1D tensors, but got 2D and 1D");
+  Tensor m = rand({2, 3});
+  EXPECT_EMBER_ERROR(einsum("ij", {}), "einsum: must provide at least one operand");
+  EXPECT_EMBER_ERROR(einsum("ij,jk", {m}),
+                     "einsum: the equation has 2 input terms, but 1 operands");
+  EXPECT_EMBER_ERROR(einsum("ijk", {m}), "einsum: operand 0 has 2 dims",
+                     "3 subscripts and no ellipsis");
+  EXPECT_EMBER_ERROR(einsum("...ijk", {m}), "einsum: operand 0 has 2 dims", "and an ellipsis");
+  EXPECT_EMBER_ERROR(einsum("i1", {m}), "einsum: invalid subscript '1' at index 1");
+  EXPECT_EMBER_ERROR(einsum("i.j", {m}), "einsum: found '.' at index 1");
+  EXPECT_EMBER_ERROR(einsum("......", {m}), "einsum: found more than one ellipsis");
+  EXPECT_EMBER_ERROR(einsum("ij->k", {m}), "einsum: output subscript k does not appear");
+  EXPECT_EMBER_ERROR(einsum("ij->ii", {m}), "einsum: output subscript i appears more than once");
+  EXPECT_EMBER_ERROR(einsum("ii", {m}), "einsum: subscript i is repeated for operand 0", "2 != 3");
+  EXPECT_EMBER_ERROR(einsum("ij,jk", {m, rand({2, 2})}),
+                     "einsum: subscript j has size 2 for operand 1", "previously seen size 3");
+  EXPECT_EMBER_ERROR(einsum("ij,jk", {m, rand({3, 2}, kFloat64)}),
+                     "einsum: expected all operands to have one dtype");
+  EXPECT_EMBER_ERROR(einsum("ij", {ones({2, 2}, kBool)}), "einsum: not supported for bool");
 }
 
 }  // namespace
