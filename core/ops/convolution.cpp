@@ -1,0 +1,231 @@
+// Frontends of the convolutions: argument checks with PyTorch's rules, output shapes, then the
+// 2D kernels (conv1d runs as a conv2d of height 1; unbatched inputs get a batch of one).
+#include "ember/core/ops/convolution.h"
+
+#include <sstream>
+
+#include "ember/core/factories.h"
+#include "ember/core/op_registry.h"
+
+namespace ember {
+
+constinit DispatchStub<Conv2dFn> conv2d_stub("conv2d");
+constinit DispatchStub<Conv2dFn> conv_transpose2d_stub("conv_transpose2d");
+
+namespace {
+
+constexpr auto LOWER = AutocastPolicy::LowerPrecision;
+
+const OpRegistrar registrar({
+    {"conv1d", LOWER, true},
+    {"conv2d", LOWER, true},
+    {"conv_transpose2d", LOWER, true},
+});
+
+// One call's size arguments, one value per spatial dim.
+struct ConvArgs {
+  DimVector stride, pad_begin, pad_end, dilation, output_padding;
+  int64_t groups;
+};
+
+DimVector per_dim(const char* op, const char* what, IntArrayRef v, int64_t dims) {
+  EMBER_CHECK(v.size() == 1 || static_cast<int64_t>(v.size()) == dims, op, ": expected ", what,
+              " to have 1 or ", dims, " elements, but got ", v);
+  return v.size() == 1 ? DimVector(dims, v[0]) : DimVector(v);
+}
+
+ConvArgs make_args(const char* op, int64_t dims, IntArrayRef stride, IntArrayRef padding,
+                   IntArrayRef dilation, IntArrayRef output_padding, int64_t groups) {
+  DimVector pad = per_dim(op, "padding", padding, dims);
+  return {per_dim(op, "stride", stride, dims),
+          pad,
+          pad,
+          per_dim(op, "dilation", dilation, dims),
+          per_dim(op, "output_padding", output_padding, dims),
+          groups};
+}
+
+// "4 x 4": a spatial size as PyTorch's conv errors print it.
+std::string spatial(IntArrayRef sizes) {
+  std::ostringstream os;
+  for (size_t i = 0; i < sizes.size(); ++i) os << (i ? " x " : "") << sizes[i];
+  return os.str();
+}
+
+void check_tensors(const char* op, int64_t dims, const Tensor& input, const Tensor& weight,
+                   const Tensor& bias) {
+  EMBER_CHECK(input.dim() == dims + 1 || input.dim() == dims + 2, op, ": expected ", dims + 1,
+              "D (unbatched) or ", dims + 2, "D (batched) input, but got input of size ",
+              input.sizes());
+  EMBER_CHECK(weight.dim() == dims + 2, op, ": expected weight to be ", dims + 2,
+              "D, but got weight of size ", weight.sizes());
+  EMBER_CHECK(is_floating_point(input.dtype()), op, ": expected a floating point input, but got ",
+              input.dtype());
+  EMBER_CHECK(input.dtype() == weight.dtype(), op, ": input type (", input.dtype(),
+              ") and weight type (", weight.dtype(), ") should be the same");
+  EMBER_CHECK(input.device() == weight.device(), op,
+              ": expected all tensors to be on the same device, but found ", input.device(),
+              " and ", weight.device());
+  if (bias.defined()) {
+    EMBER_CHECK(bias.dtype() == input.dtype(), op, ": input type (", input.dtype(),
+                ") and bias type (", bias.dtype(), ") should be the same");
+    EMBER_CHECK(bias.device() == input.device(), op,
+                ": expected all tensors to be on the same device, but found ", input.device(),
+                " and ", bias.device());
+  }
+  for (int64_t d = 2; d < weight.dim(); ++d)
+    EMBER_CHECK(weight.size(d) > 0, op, ": expected a non-empty kernel, but got weight of size ",
+                weight.sizes());
+}
+
+void check_args(const char* op, bool transposed, const ConvArgs& a) {
+  EMBER_CHECK(a.groups > 0, op, ": non-positive groups is not supported, got ", a.groups);
+  for (size_t d = 0; d < a.stride.size(); ++d) {
+    EMBER_CHECK(a.stride[d] > 0, op, ": non-positive stride is not supported, got ",
+                IntArrayRef(a.stride));
+    EMBER_CHECK(a.pad_begin[d] >= 0 && a.pad_end[d] >= 0, op,
+                ": negative padding is not supported, got ", IntArrayRef(a.pad_begin));
+    EMBER_CHECK(a.dilation[d] > 0, op, ": dilation should be greater than zero, got ",
+                IntArrayRef(a.dilation));
+    EMBER_CHECK(a.output_padding[d] >= 0, op, ": negative output_padding is not supported, got ",
+                IntArrayRef(a.output_padding));
+    EMBER_CHECK(!transposed || a.output_padding[d] < std::max(a.stride[d], a.dilation[d]), op,
+                ": output padding must be smaller than either stride or dilation, but got ",
+                "output_padding ", IntArrayRef(a.output_padding), ", stride ",
+                IntArrayRef(a.stride), ", dilation ", IntArrayRef(a.dilation));
+  }
+}
+
+// Channel counts: conv weight [C_out, C_in / g, k...], transposed [C_in, C_out / g, k...].
+int64_t out_channels(const char* op, bool transposed, const Tensor& x, const Tensor& weight,
+                     const Tensor& bias, int64_t groups) {
+  const int64_t cin = x.size(1);
+  int64_t cout;
+  if (transposed) {
+    EMBER_CHECK(weight.size(0) == cin, op, ": given weight of size ", weight.sizes(),
+                ", expected input ", x.sizes(), " to have ", weight.size(0), " channels, but got ",
+                cin, " channels instead");
+    EMBER_CHECK(cin % groups == 0, op, ": expected input channels (", cin,
+                ") to be divisible by groups (", groups, ")");
+    cout = weight.size(1) * groups;
+  } else {
+    EMBER_CHECK(weight.size(0) % groups == 0, op, ": expected weight's output channels (",
+                weight.size(0), ") to be divisible by groups (", groups, ")");
+    EMBER_CHECK(weight.size(1) * groups == cin, op, ": given groups=", groups, ", weight of size ",
+                weight.sizes(), ", expected input ", x.sizes(), " to have ",
+                weight.size(1) * groups, " channels, but got ", cin, " channels instead");
+    cout = weight.size(0);
+  }
+  EMBER_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == cout), op,
+              ": expected bias of size [", cout, "], but got ", bias.sizes());
+  return cout;
+}
+
+// x batched [N, C, spatial...]; returns the output's spatial sizes.
+DimVector out_spatial(const char* op, bool transposed, const Tensor& x, const Tensor& weight,
+                      const ConvArgs& a) {
+  const int64_t dims = x.dim() - 2;
+  DimVector in(dims), padded(dims), kernel(dims), out(dims);
+  for (int64_t d = 0; d < dims; ++d) {
+    in[d] = x.size(d + 2);
+    padded[d] = in[d] + a.pad_begin[d] + a.pad_end[d];
+    kernel[d] = a.dilation[d] * (weight.size(d + 2) - 1) + 1;
+    out[d] = transposed ? (in[d] - 1) * a.stride[d] - a.pad_begin[d] - a.pad_end[d] + kernel[d] +
+                              a.output_padding[d]
+                        : (padded[d] - kernel[d]) / a.stride[d] + 1;
+  }
+  for (int64_t d = 0; d < dims; ++d) {
+    if (transposed)
+      EMBER_CHECK(in[d] > 0 && out[d] > 0, op, ": given input size per channel (", spatial(in),
+                  "), the calculated output size per channel (", spatial(out), ") is too small");
+    else
+      EMBER_CHECK(padded[d] >= kernel[d], op, ": calculated padded input size per channel: (",
+                  spatial(padded), "); kernel size: (", spatial(kernel),
+                  "); kernel size can't be greater than actual input size");
+  }
+  return out;
+}
+
+Tensor convolution(const char* op, int64_t dims, bool transposed, const Tensor& input,
+                   const Tensor& weight, const Tensor& bias, const ConvArgs& a) {
+  check_tensors(op, dims, input, weight, bias);
+  check_args(op, transposed, a);
+  const bool batched = input.dim() == dims + 2;
+  Tensor x = batched ? input : input.unsqueeze(0);
+  const int64_t cout = out_channels(op, transposed, x, weight, bias, a.groups);
+  DimVector spatial_out = out_spatial(op, transposed, x, weight, a);
+
+  // Everything as 2D: a 1D convolution is one of height 1.
+  Tensor w = weight;
+  Conv2dParams p{{1, 1}, {0, 0}, {1, 1}, a.groups};
+  for (int64_t d = 0; d < dims; ++d) {
+    int64_t k = d + 2 - dims;
+    p.stride[k] = a.stride[d], p.padding[k] = a.pad_begin[d], p.dilation[k] = a.dilation[d];
+  }
+  DimVector shape{x.size(0), cout};
+  for (int64_t s : spatial_out) shape.push_back(s);
+  if (dims == 1) x = x.unsqueeze(2), w = w.unsqueeze(2);
+  Tensor out = empty({shape[0], cout, dims == 1 ? 1 : shape[2], shape.back()}, x.options());
+  if (out.numel() > 0) {
+    const DispatchStub<Conv2dFn>& stub = transposed ? conv_transpose2d_stub : conv2d_stub;
+    stub(x.device())(out, x.contiguous(), w.contiguous(), bias.defined() ? bias.contiguous() : bias,
+                     p);
+  }
+  out = out.view(shape);
+  return batched ? out : out.squeeze(0);
+}
+
+// "same" and "valid" as explicit padding; "same" puts the odd one at the end.
+ConvArgs string_padding(const char* op, int64_t dims, const Tensor& weight, IntArrayRef stride,
+                        PaddingMode padding, IntArrayRef dilation, int64_t groups) {
+  ConvArgs a = make_args(op, dims, stride, 0, dilation, 0, groups);
+  EMBER_CHECK(padding.name == "same" || padding.name == "valid", op, ": invalid padding string '",
+              padding.name, "', expected 'same' or 'valid'");
+  if (padding.name == "valid") return a;
+  for (int64_t s : a.stride)
+    EMBER_CHECK(s == 1, op, ": padding='same' is not supported for strided convolutions");
+  EMBER_CHECK(weight.dim() == dims + 2, op, ": expected weight to be ", dims + 2,
+              "D, but got weight of size ", weight.sizes());
+  for (int64_t d = 0; d < dims; ++d) {
+    int64_t total = a.dilation[d] * (weight.size(d + 2) - 1);
+    a.pad_begin[d] = total / 2;
+    a.pad_end[d] = total - total / 2;
+  }
+  return a;
+}
+
+}  // namespace
+
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+              IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  return convolution("conv1d", 1, false, input, weight, bias,
+                     make_args("conv1d", 1, stride, padding, dilation, 0, groups));
+}
+
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+              PaddingMode padding, IntArrayRef dilation, int64_t groups) {
+  return convolution("conv1d", 1, false, input, weight, bias,
+                     string_padding("conv1d", 1, weight, stride, padding, dilation, groups));
+}
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+              IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  return convolution("conv2d", 2, false, input, weight, bias,
+                     make_args("conv2d", 2, stride, padding, dilation, 0, groups));
+}
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+              PaddingMode padding, IntArrayRef dilation, int64_t groups) {
+  return convolution("conv2d", 2, false, input, weight, bias,
+                     string_padding("conv2d", 2, weight, stride, padding, dilation, groups));
+}
+
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                        IntArrayRef stride, IntArrayRef padding, IntArrayRef output_padding,
+                        int64_t groups, IntArrayRef dilation) {
+  return convolution(
+      "conv_transpose2d", 2, true, input, weight, bias,
+      make_args("conv_transpose2d", 2, stride, padding, dilation, output_padding, groups));
+}
+
+}  // namespace ember

@@ -1,0 +1,40 @@
+#pragma once
+
+// Matrix products, with PyTorch's names, rank rules and defaults. The Tensor methods matmul, mm
+// and bmm call these.
+
+#include <string_view>
+
+#include "ember/core/dispatch.h"
+#include "ember/core/tensor.h"
+
+namespace ember {
+
+// PyTorch's matmul: 1D x 1D is a dot product (0-dim result), a 1D operand is treated as a row
+// (left) or column (right) vector and that dim is dropped from the result, and leading batch
+// dims broadcast.
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor mm(const Tensor& mat1, const Tensor& mat2);       // [M, K] @ [K, N]
+Tensor bmm(const Tensor& batch1, const Tensor& batch2);  // [B, M, K] @ [B, K, N], no broadcasting
+// beta * input + alpha * (mat1 @ mat2); input broadcasts to [M, N]. beta == 0 ignores input
+// (NaN included), as in PyTorch.
+Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const Scalar& beta = 1,
+             const Scalar& alpha = 1);
+// beta * input + alpha * (batch1 @ batch2); input broadcasts to [B, M, N].
+Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2,
+               const Scalar& beta = 1, const Scalar& alpha = 1);
+Tensor outer(const Tensor& a, const Tensor& b);  // [n] x [m] -> [n, m], promoting as `*` does
+Tensor dot(const Tensor& a, const Tensor& b);    // [n] . [n] -> 0-dim
+// Einstein summation over labels a-z, A-Z and "..." (broadcast dims), as torch.einsum: "ij,jk->ik";
+// without "->" the output is the ellipsis dims, then the labels seen once in ASCII order. A label
+// repeated within one operand takes its diagonal; size-1 dims broadcast. Operands share a dtype.
+Tensor einsum(std::string_view equation, ArrayRef<Tensor> operands);
+
+// out[i] = beta * out[i] + alpha * a[i] @ b[i] for out [B, M, N] (contiguous), a [B, M, K] and
+// b [B, K, N] (any strides, batch stride 0 for broadcasting), all of one dtype; beta == 0 does
+// not read out. f16/bf16 accumulate in float32 and round once.
+using BmmFn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha,
+                       const Scalar& beta);
+extern DispatchStub<BmmFn> bmm_stub;
+
+}  // namespace ember

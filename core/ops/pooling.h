@@ -1,0 +1,48 @@
+#pragma once
+
+// 2D pooling with PyTorch's names, argument order and defaults, on [N, C, H, W] or unbatched
+// [C, H, W] inputs. Size arguments take one value for both dims or one per dim; an empty stride
+// means stride = kernel_size.
+
+#include <optional>
+#include <tuple>
+
+#include "ember/core/dispatch.h"
+#include "ember/core/tensor.h"
+
+namespace ember {
+
+// NaN wins a window, as in PyTorch. ceil_mode rounds the output size up, keeping only windows
+// that start inside the input or its left/top padding.
+Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
+                  IntArrayRef padding = 0, IntArrayRef dilation = 1, bool ceil_mode = false);
+// (values, indices): int64 indices of each maximum, flat (h * W + w) within its input plane. A
+// window that dilation makes miss the input entirely gives -inf (the lowest integer) and -1.
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size,
+                                                   IntArrayRef stride = {}, IntArrayRef padding = 0,
+                                                   IntArrayRef dilation = 1,
+                                                   bool ceil_mode = false);
+// divisor_override replaces the window size as the divisor; count_include_pad counts the
+// zero padding (not the part of a ceil_mode window past it) in the window size.
+Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
+                  IntArrayRef padding = 0, bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
+// Output cell i of n over an input of size s averages [floor(i*s/n), ceil((i+1)*s/n)).
+Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size);
+
+struct Pool2dParams {
+  int64_t kernel[2], stride[2], padding[2], dilation[2];
+  bool count_include_pad;
+  int64_t divisor;  // avg_pool2d's divisor_override, 0 when none
+};
+// out [N, C, Ho, Wo] and input [N, C, H, W], both contiguous; indices (int64, like out) may be
+// undefined when not wanted. The adaptive kernel reads only out's shape.
+using MaxPool2dFn = void (*)(const Tensor& out, const Tensor& indices, const Tensor& input,
+                             const Pool2dParams& p);
+using AvgPool2dFn = void (*)(const Tensor& out, const Tensor& input, const Pool2dParams& p);
+using AdaptiveAvgPool2dFn = void (*)(const Tensor& out, const Tensor& input);
+extern DispatchStub<MaxPool2dFn> max_pool2d_stub;
+extern DispatchStub<AvgPool2dFn> avg_pool2d_stub;
+extern DispatchStub<AdaptiveAvgPool2dFn> adaptive_avg_pool2d_stub;
+
+}  // namespace ember
