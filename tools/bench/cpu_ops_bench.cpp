@@ -1,20 +1,102 @@
-// CPU op throughput: `build/tools/bench/cpu_ops_bench`. Reports GB/s for memory-bound ops
-// (bytes read + written) and GFLOP/s for compute-bound ones.
+// CPU op throughput: `build/tools/bench/cpu_ops_bench`. Memory-bound ops report GB/s (bytes
+// read + written once), compute-bound ones GFLOP/s; BM_peak_fma measures the machine's f32
+// FMA ceiling with the same thread count, so matmul can be read as a fraction of peak.
 #include <benchmark/benchmark.h>
 
 #include <ember/ember.h>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace {
+
+using ember::Tensor;
+
+// Reports `per_iteration` units of work as giga-units per second.
+void set_rate(benchmark::State& state, const char* name, double per_iteration) {
+  state.counters[name] = benchmark::Counter(per_iteration * static_cast<double>(state.iterations()) / 1e9,
+                                            benchmark::Counter::kIsRate);
+}
 
 void BM_add(benchmark::State& state) {
   int64_t n = state.range(0);
-  ember::Tensor a = ember::rand({n}), b = ember::rand({n});
+  Tensor a = ember::rand({n}), b = ember::rand({n});
   for (auto _ : state) benchmark::DoNotOptimize(a + b);
-  state.counters["GB/s"] =
-      benchmark::Counter(3.0 * 4 * static_cast<double>(n) * static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  set_rate(state, "GB", 12.0 * static_cast<double>(n));
 }
 BENCHMARK(BM_add)->Arg(1 << 24)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_sum(benchmark::State& state) {
+  int64_t n = state.range(0);
+  Tensor a = ember::rand({n});
+  for (auto _ : state) benchmark::DoNotOptimize(a.sum());
+  set_rate(state, "GB", 4.0 * static_cast<double>(n));
+}
+BENCHMARK(BM_sum)->Arg(1 << 24)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_softmax(benchmark::State& state) {
+  int64_t rows = state.range(0), cols = state.range(1);
+  Tensor a = ember::randn({rows, cols});
+  for (auto _ : state) benchmark::DoNotOptimize(a.softmax(-1));
+  set_rate(state, "GB", 8.0 * static_cast<double>(rows * cols));
+}
+BENCHMARK(BM_softmax)->Args({4096, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_matmul(benchmark::State& state) {
+  int64_t n = state.range(0);
+  auto dtype = static_cast<ember::ScalarType>(state.range(1));
+  Tensor a = ember::randn({n, n}, dtype), b = ember::randn({n, n}, dtype);
+  for (auto _ : state) benchmark::DoNotOptimize(a.matmul(b));
+  set_rate(state, "GFLOP", 2.0 * static_cast<double>(n * n * n));
+  state.SetLabel(std::string(ember::to_string(dtype)));
+}
+BENCHMARK(BM_matmul)
+    ->Args({1024, static_cast<int64_t>(ember::kFloat32)})
+    ->Args({1024, static_cast<int64_t>(ember::kFloat64)})
+    ->Args({1024, static_cast<int64_t>(ember::kBFloat16)})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+void BM_conv2d(benchmark::State& state) {
+  // ResNet-like 3x3 layer: N=16, C=K=64, 56x56, padding 1.
+  const int64_t n = 16, c = 64, k = 64, hw = 56;
+  Tensor x = ember::randn({n, c, hw, hw}), w = ember::randn({k, c, 3, 3});
+  for (auto _ : state) benchmark::DoNotOptimize(ember::conv2d(x, w, {}, {1, 1}, {1, 1}));
+  set_rate(state, "GFLOP", 2.0 * static_cast<double>(n * k * c * 9 * hw * hw));
+}
+BENCHMARK(BM_conv2d)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The host cost of one small op call (allocation, checks, dispatch): what DESIGN.md asks to keep
+// at a few microseconds.
+void BM_op_call(benchmark::State& state) {
+  Tensor a = ember::ones({4}), b = ember::ones({4});
+  for (auto _ : state) benchmark::DoNotOptimize(a + b);
+}
+BENCHMARK(BM_op_call)->Unit(benchmark::kMicrosecond);
+
+#if defined(__AVX512F__)
+// 16 independent FMA chains per thread on 512-bit registers: the f32 arithmetic ceiling.
+void BM_peak_fma(benchmark::State& state) {
+  constexpr int64_t kIters = 1 << 20;
+  int threads = ember::get_num_threads();
+  for (auto _ : state) {
+#pragma omp parallel num_threads(threads)
+    {
+      __m512 acc[16];
+      for (auto& r : acc) r = _mm512_set1_ps(1.0f);
+      const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+      for (int64_t i = 0; i < kIters; ++i)
+        for (auto& r : acc) r = _mm512_fmadd_ps(r, m, c);
+      float sink = 0;
+      for (auto& r : acc) sink += _mm512_reduce_add_ps(r);
+      benchmark::DoNotOptimize(sink);
+    }
+  }
+  set_rate(state, "GFLOP", static_cast<double>(threads) * kIters * 16 * 16 * 2);
+}
+BENCHMARK(BM_peak_fma)->Unit(benchmark::kMillisecond)->UseRealTime();
+#endif
 
 }  // namespace
 
