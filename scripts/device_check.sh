@@ -18,6 +18,7 @@ ctest --test-dir "$BUILD_DIR" -j 8 --output-on-failure > "$OUT/ctest.log" 2>&1
 test_rc=$?
 bench="$BUILD_DIR/tools/bench/cpu_ops_bench"
 [ -x "$bench" ] && "$bench" --benchmark_min_time=0.5 > "$OUT/bench.txt" 2>&1
+"$BUILD_DIR/tools/env_report" >> "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 grep -E "CUDA backend|Benchmark" "$OUT/configure.log"
 echo "---- summary"
