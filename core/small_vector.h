@@ -55,13 +55,7 @@ class SmallVector {
     size_ = n;
   }
   void reserve(size_t n) {
-    if (n <= cap_) return;
-    size_t cap = std::max(n, cap_ * 2);
-    std::unique_ptr<T[]> heap(new T[cap]);
-    std::copy(data_, data_ + size_, heap.get());
-    heap_ = std::move(heap);
-    data_ = heap_.get();
-    cap_ = cap;
+    if (n > cap_) grow(n);
   }
   void resize(size_t n, T value = T()) {
     reserve(n);
@@ -101,6 +95,17 @@ class SmallVector {
   bool operator==(const SmallVector& o) const { return ArrayRef<T>(*this).equals(o); }
 
  private:
+  // Out of line: keeps the rare heap path out of every push_back (and GCC 13's -Warray-bounds
+  // from reasoning about it against the inline buffer).
+  [[gnu::noinline]] void grow(size_t n) {
+    size_t cap = std::max(n, cap_ * 2);
+    std::unique_ptr<T[]> heap(new T[cap]);
+    std::copy(data_, data_ + size_, heap.get());
+    heap_ = std::move(heap);
+    data_ = heap_.get();
+    cap_ = cap;
+  }
+
   T inline_[N] = {};
   std::unique_ptr<T[]> heap_;
   T* data_ = inline_;

@@ -12,7 +12,7 @@ BUILD_DIR=${BUILD_DIR:-build-device}
 } > "$OUT/env.txt" 2>&1
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/configure.log" 2>&1
 configure_rc=$?
-cmake --build "$BUILD_DIR" -j "$(nproc)" > "$OUT/build.log" 2>&1
+cmake --build "$BUILD_DIR" -j "$(nproc)" -- -k 0 > "$OUT/build.log" 2>&1
 build_rc=$?
 ctest --test-dir "$BUILD_DIR" -j 8 --output-on-failure > "$OUT/ctest.log" 2>&1
 test_rc=$?
