@@ -2,7 +2,11 @@
 
 // The one header users include: all of ember's public API.
 
+#include "ember/autograd/engine.h"
+#include "ember/autograd/gradcheck.h"
+#include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
+#include "ember/core/grad_mode.h"
 #include "ember/core/generator.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/attention.h"

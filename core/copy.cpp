@@ -1,6 +1,9 @@
 #include "ember/core/copy.h"
 
+#include "ember/core/autograd_meta.h"
+
 #include "ember/core/factories.h"
+#include "ember/core/grad_mode.h"
 #include "ember/core/shape.h"
 
 namespace ember {
@@ -18,6 +21,7 @@ void check_no_internal_overlap(const char* op, const Tensor& t) {
 
 const Tensor& Tensor::copy_(const Tensor& src) const {
   check_no_internal_overlap("copy_", *this);
+  check_inplace("copy_", {*this, src});
   DimVector b = broadcast_shapes("copy_", src.sizes(), sizes());
   EMBER_CHECK(IntArrayRef(b).equals(sizes()), "copy_: source of shape ", src.sizes(),
               " cannot be broadcast to destination of shape ", sizes());
@@ -35,16 +39,32 @@ Tensor& Tensor::copy_(const Tensor& src) {
 
 const Tensor& Tensor::fill_(const Scalar& value) const {
   check_no_internal_overlap("fill_", *this);
+  check_inplace("fill_", {*this});
   if (numel() > 0) fill_stub(device())(*this, value);
   bump_version();
   return *this;
 }
 
-Tensor Tensor::clone() const {
-  Tensor out = empty(sizes(), options());
-  out.copy_(*this);
+namespace {
+
+// A copy into a new tensor (clone, to) is differentiable: the gradient comes back unchanged, on
+// the source's device (the engine casts it back to the source's dtype).
+Tensor copy_of(const Tensor& src, const TensorOptions& options) {
+  Tensor out = empty(src.sizes(), options);
+  {
+    NoGradGuard no_grad;
+    out.copy_(src);
+  }
+  if (needs_grad({src}))
+    record("clone", {src}, {out}, [device = src.device()](const GradContext& g) -> std::vector<Tensor> {
+      return {g.grad().to(device)};
+    });
   return out;
 }
+
+}  // namespace
+
+Tensor Tensor::clone() const { return copy_of(*this, options()); }
 
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
@@ -54,9 +74,7 @@ Tensor Tensor::to(const TensorOptions& options, bool copy) const {
   if (!copy && dt == dtype() && dev.type == device().type &&
       (dev.index < 0 || dev.index == device().index || device().index < 0))
     return *this;
-  Tensor out = empty(sizes(), TensorOptions(dt).device(dev));
-  out.copy_(*this);
-  return out;
+  return copy_of(*this, TensorOptions(dt).device(dev));
 }
 
 Tensor Tensor::to(ScalarType dt, bool copy) const { return to(TensorOptions(dt).device(device()), copy); }

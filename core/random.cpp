@@ -1,5 +1,6 @@
 #include "ember/core/random.h"
 
+#include "ember/core/autograd_meta.h"
 #include "ember/core/copy.h"
 #include "ember/core/factories.h"
 
@@ -12,6 +13,7 @@ namespace {
 const Tensor& fill_random(const char* op, const Tensor& t, RandomKind kind, double a, double b,
                           Generator* gen) {
   check_no_internal_overlap(op, t);
+  check_inplace(op, {t});
   if (kind != RandomKind::Integer && kind != RandomKind::Bernoulli)
     EMBER_CHECK(t.is_floating_point(), op, ": expects a floating point tensor, got ", t.dtype());
   Generator& g = gen ? *gen : default_generator(t.device().type);

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <functional>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -15,6 +17,7 @@
 namespace ember {
 
 class Tensor;
+class Node;
 struct TensorIndex;
 
 // A handle to a TensorImpl; copies share the data (as in PyTorch). A default-constructed
@@ -68,6 +71,23 @@ class Tensor {
   Scalar item() const;
 
   std::string toString() const;  // "CPUFloatType{2,3}"-free: PyTorch's repr, as operator<< prints
+
+  // --- Autograd (core/autograd_meta.cpp; backward() in autograd/engine.cpp) ---
+  bool requires_grad() const;
+  const Tensor& requires_grad_(bool on = true) const;
+  Tensor grad() const;  // undefined until a backward reaches this leaf
+  void set_grad(const Tensor& grad) const;
+  std::shared_ptr<Node> grad_fn() const;  // null for leaves
+  bool is_leaf() const;
+  void retain_grad() const;  // keep .grad() of a non-leaf
+  bool retains_grad() const;
+  Tensor detach() const;  // same data, no history
+  const Tensor& detach_() const;
+  // Called with the gradient when backward reaches this tensor; may return a replacement.
+  void register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  // Called on a leaf after its .grad() has been updated (DDP starts its all-reduce here).
+  void register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
+  void backward(const Tensor& gradient = {}, bool retain_graph = false, bool create_graph = false) const;
 
   // --- Views (share storage) ---
   Tensor view(IntArrayRef sizes) const;

@@ -1,5 +1,6 @@
 #include "ember/core/tensor_impl.h"
 
+#include "ember/core/autograd_meta.h"
 #include "ember/core/error.h"
 
 namespace ember {
@@ -14,6 +15,10 @@ TensorImpl::TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes, Int
     : storage_(std::move(storage)), sizes_(sizes), strides_(strides), offset_(offset), dtype_(dtype) {
   refresh();
 }
+
+TensorImpl::~TensorImpl() = default;
+
+void TensorImpl::set_autograd_meta(std::unique_ptr<AutogradMeta> m) { autograd_meta_ = std::move(m); }
 
 void TensorImpl::set_geometry(IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
   sizes_ = DimVector(sizes);

@@ -8,19 +8,15 @@
 
 namespace ember {
 
-// Autograd's per-tensor state (grad, grad_fn, requires_grad). Defined by the autograd layer;
-// core only owns it, so tensors that never need gradients carry one null pointer.
-class AutogradMetaInterface {
- public:
-  virtual ~AutogradMetaInterface() = default;
-  virtual bool requires_grad() const = 0;
-};
+// Per-tensor autograd state (core/autograd_meta.h); null for tensors that never took part.
+struct AutogradMeta;
 
 // The shared state behind a Tensor handle: a view of `storage` through sizes, strides (in
 // elements) and an offset. Always fully formed: it has a dtype and a storage from birth.
 class TensorImpl : public IntrusiveTarget {
  public:
   TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes, IntArrayRef strides, int64_t offset);
+  ~TensorImpl() override;
 
   const Storage& storage() const { return storage_; }
   ScalarType dtype() const { return dtype_; }
@@ -38,8 +34,8 @@ class TensorImpl : public IntrusiveTarget {
   // Re-points this impl at new geometry over the same storage (in-place views like squeeze_).
   void set_geometry(IntArrayRef sizes, IntArrayRef strides, int64_t offset);
 
-  AutogradMetaInterface* autograd_meta() const { return autograd_meta_.get(); }
-  void set_autograd_meta(std::unique_ptr<AutogradMetaInterface> m) { autograd_meta_ = std::move(m); }
+  AutogradMeta* autograd_meta() const { return autograd_meta_.get(); }
+  void set_autograd_meta(std::unique_ptr<AutogradMeta> m);
 
  private:
   void refresh();
@@ -51,7 +47,7 @@ class TensorImpl : public IntrusiveTarget {
   int64_t numel_ = 1;
   ScalarType dtype_;
   bool is_contiguous_ = true;
-  std::unique_ptr<AutogradMetaInterface> autograd_meta_;
+  std::unique_ptr<AutogradMeta> autograd_meta_;
 };
 
 }  // namespace ember

@@ -2,6 +2,9 @@
 #include <algorithm>
 #include <numeric>
 
+#include "ember/core/autograd_meta.h"
+#include "ember/core/factories.h"
+#include "ember/core/grad_mode.h"
 #include "ember/core/shape.h"
 #include "ember/core/tensor.h"
 #include "ember/core/tensor_index.h"
@@ -11,6 +14,34 @@ namespace {
 
 Tensor make_view(const Tensor& t, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
   return Tensor(IntrusivePtr<TensorImpl>::make(t.impl().storage(), t.dtype(), sizes, strides, offset));
+}
+
+// Records a view op whose gradient is `formula(grad)`.
+template <class F>
+Tensor record_view(const char* name, const Tensor& in, Tensor out, F formula) {
+  if (needs_grad({in}))
+    record(name, {in}, {out},
+           [formula](const GradContext& g) -> std::vector<Tensor> { return {formula(g.grad())}; });
+  return out;
+}
+
+// A view that keeps the numel: its gradient is the output gradient reshaped back.
+Tensor record_reshape(const char* name, const Tensor& in, Tensor out) {
+  DimVector sizes(in.sizes());
+  return record_view(name, in, std::move(out), [sizes](const Tensor& g) { return g.reshape(sizes); });
+}
+
+// A view that picks some elements (slice, select): the gradient scatters into zeros.
+// First order only: the scatter is not itself recorded.
+template <class Pick>
+Tensor record_pick(const char* name, const Tensor& in, Tensor out, Pick pick) {
+  DimVector sizes(in.sizes());
+  return record_view(name, in, std::move(out), [sizes, pick](const Tensor& g) {
+    Tensor z = zeros(sizes, g.options());
+    NoGradGuard no_grad;
+    pick(z).copy_(g);
+    return z;
+  });
 }
 
 }  // namespace
@@ -35,6 +66,7 @@ Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides, std::optional<
       off >= 0 && (hi < off || static_cast<size_t>(hi + 1) * element_size() <= impl().storage()->nbytes()),
       "as_strided: sizes ", sizes, " and strides ", strides, " at offset ", off,
       " reach outside a storage of ", impl().storage()->nbytes() / element_size(), " elements");
+  EMBER_CHECK(!needs_grad({*this}), "as_strided: backward is not implemented; detach() the input first");
   return make_view(*this, sizes, strides, off);
 }
 
@@ -44,13 +76,13 @@ Tensor Tensor::view(IntArrayRef sizes) const {
   EMBER_CHECK(st.has_value(), "view: size ", sizes, " is not compatible with input of size ", this->sizes(),
               " and strides ", strides(),
               " (at least one dimension spans across two contiguous subspaces); use reshape instead");
-  return make_view(*this, shape, *st, storage_offset());
+  return record_reshape("view", *this, make_view(*this, shape, *st, storage_offset()));
 }
 
 Tensor Tensor::reshape(IntArrayRef sizes) const {
   DimVector shape = infer_size("reshape", sizes, numel());
   if (auto st = view_strides(this->sizes(), strides(), shape))
-    return make_view(*this, shape, *st, storage_offset());
+    return record_reshape("reshape", *this, make_view(*this, shape, *st, storage_offset()));
   return contiguous().view(shape);
 }
 
@@ -58,18 +90,20 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   int64_t n = dim();
   d0 = wrap_dim("transpose", d0, n);
   d1 = wrap_dim("transpose", d1, n);
-  if (n == 0) return make_view(*this, sizes(), strides(), storage_offset());
+  if (n == 0)
+    return record_reshape("transpose", *this, make_view(*this, sizes(), strides(), storage_offset()));
   DimVector sz(sizes()), st(strides());
   std::swap(sz[d0], sz[d1]);
   std::swap(st[d0], st[d1]);
-  return make_view(*this, sz, st, storage_offset());
+  return record_view("transpose", *this, make_view(*this, sz, st, storage_offset()),
+                     [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
 }
 
 Tensor Tensor::permute(IntArrayRef dims) const {
   int64_t n = dim();
   EMBER_CHECK(static_cast<int64_t>(dims.size()) == n, "permute: number of dims don't match, tensor has ", n,
               " dims but got dims ", dims);
-  DimVector sz(n), st(n);
+  DimVector sz(n), st(n), inverse(n);
   uint64_t seen = 0;
   for (int64_t i = 0; i < n; ++i) {
     int64_t d = wrap_dim("permute", dims[i], n);
@@ -77,8 +111,10 @@ Tensor Tensor::permute(IntArrayRef dims) const {
     seen |= 1ull << d;
     sz[i] = sizes()[d];
     st[i] = strides()[d];
+    inverse[d] = i;
   }
-  return make_view(*this, sz, st, storage_offset());
+  return record_view("permute", *this, make_view(*this, sz, st, storage_offset()),
+                     [inverse](const Tensor& g) { return g.permute(inverse); });
 }
 
 Tensor Tensor::t() const {
@@ -111,7 +147,8 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   DimVector sz(sizes()), st(strides());
   sz[d] = (e - s + step - 1) / step;
   st[d] *= step;
-  return make_view(*this, sz, st, storage_offset() + s * strides()[d]);
+  return record_pick("slice", *this, make_view(*this, sz, st, storage_offset() + s * strides()[d]),
+                     [d, s, e, step](const Tensor& z) { return z.slice(d, s, e, step); });
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
@@ -124,7 +161,8 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   DimVector sz(sizes()), st(strides());
   sz.erase(d);
   st.erase(d);
-  return make_view(*this, sz, st, storage_offset() + index * strides()[d]);
+  return record_pick("select", *this, make_view(*this, sz, st, storage_offset() + index * strides()[d]),
+                     [d, index](const Tensor& z) { return z.select(d, index); });
 }
 
 Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
@@ -178,23 +216,26 @@ Tensor Tensor::expand(IntArrayRef sizes) const {
     sz[i] = want;
     st[i] = j >= 0 && have == want ? strides()[j] : 0;
   }
-  return make_view(*this, sz, st, storage_offset());
+  DimVector from(this->sizes());
+  return record_view("expand", *this, make_view(*this, sz, st, storage_offset()),
+                     [from](const Tensor& g) { return sum_to(g, from); });
 }
 
 Tensor Tensor::squeeze() const {
   DimVector sz, st;
   for (int64_t d = 0; d < dim(); ++d)
     if (sizes()[d] != 1) sz.push_back(sizes()[d]), st.push_back(strides()[d]);
-  return make_view(*this, sz, st, storage_offset());
+  return record_reshape("squeeze", *this, make_view(*this, sz, st, storage_offset()));
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
   d = wrap_dim("squeeze", d, dim());
-  if (dim() == 0 || sizes()[d] != 1) return make_view(*this, sizes(), strides(), storage_offset());
+  if (dim() == 0 || sizes()[d] != 1)
+    return record_reshape("squeeze", *this, make_view(*this, sizes(), strides(), storage_offset()));
   DimVector sz(sizes()), st(strides());
   sz.erase(d);
   st.erase(d);
-  return make_view(*this, sz, st, storage_offset());
+  return record_reshape("squeeze", *this, make_view(*this, sz, st, storage_offset()));
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -203,7 +244,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   int64_t s = d < dim() ? sizes()[d] * strides()[d] : 1;
   sz.insert(d, 1);
   st.insert(d, s);
-  return make_view(*this, sz, st, storage_offset());
+  return record_reshape("unsqueeze", *this, make_view(*this, sz, st, storage_offset()));
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {

@@ -1,5 +1,6 @@
 // Frontends of the binary elementwise ops, where and masked_fill: broadcasting, type
 // promotion and in-place rules, then the device's kernel.
+#include "ember/core/autograd_meta.h"
 #include "ember/core/copy.h"
 #include "ember/core/factories.h"
 #include "ember/core/op_registry.h"
@@ -71,12 +72,60 @@ Tensor wrap(const Scalar& s, Device d) {
   return full({}, s, TensorOptions(t).device(d));
 }
 
+// d(out)/da and d(out)/db of the differentiable binary ops, times g, summed back to each
+// input's shape where it was broadcast.
+std::vector<Tensor> binary_backward(BinaryOp op, const GradContext& ctx, const Tensor& a, const Tensor& b,
+                                    const Tensor& out, double alpha) {
+  const Tensor& g = ctx.grad();
+  Tensor ga, gb;
+  switch (op) {
+    case BinaryOp::Add:
+      ga = g, gb = g * alpha;
+      break;
+    case BinaryOp::Sub:
+      ga = g, gb = g * -alpha;
+      break;
+    case BinaryOp::Mul:
+      ga = ctx.needs(0) ? g * b : Tensor(), gb = ctx.needs(1) ? g * a : Tensor();
+      break;
+    case BinaryOp::Div:
+      ga = g / b, gb = ctx.needs(1) ? -g * a / (b * b) : Tensor();
+      break;
+    case BinaryOp::Pow:
+      ga = ctx.needs(0) ? g * b * pow(a, b - 1) : Tensor();
+      // d/db a^b = a^b log a, taken as 0 where a == 0 (the limit for b > 0), as PyTorch.
+      gb = ctx.needs(1) ? (g * out * log(a)).masked_fill(a == 0, 0) : Tensor();
+      break;
+    case BinaryOp::Maximum:
+    case BinaryOp::Minimum: {
+      // Ties split the gradient evenly, as PyTorch.
+      bool max = op == BinaryOp::Maximum;
+      Tensor tie = (a == b) * 0.5;
+      ga = g * ((max ? a > b : a < b) + tie);
+      gb = g * ((max ? b > a : b < a) + tie);
+      break;
+    }
+    default:
+      break;
+  }
+  return {ga.defined() && ctx.needs(0) ? sum_to(ga, a.sizes()) : Tensor(),
+          gb.defined() && ctx.needs(1) ? sum_to(gb, b.sizes()) : Tensor()};
+}
+
+bool differentiable(BinaryOp op) { return !ops::is_comparison(op) && !ops::is_logical(op); }
+
 Tensor run(const char* name, BinaryOp op, const Tensor& a, const Tensor& b, ScalarType common,
            ops::ElementwiseParams p = {}) {
   check_devices(name, a, b);
   Dtypes dt = binary_dtypes(name, op, common);
   Tensor out = empty(broadcast_shapes(name, a.sizes(), b.sizes()), TensorOptions(dt.out).device(a.device()));
   if (out.numel() > 0) binary_stub(a.device())(op, dt.compute, out, a, b, p);
+  if (differentiable(op) && needs_grad({a, b})) {
+    SavedTensor sa(a, false), sb(b, false);
+    SavedTensor so(op == BinaryOp::Pow ? out : Tensor(), true);
+    record(name, {a, b}, {out},
+           [=](const GradContext& g) { return binary_backward(op, g, g(sa), g(sb), g(so), p.a); });
+  }
   return out;
 }
 
@@ -89,6 +138,7 @@ const Tensor& run_(const char* name, BinaryOp op, const Tensor& self, const Tens
   EMBER_CHECK(IntArrayRef(shape).equals(self.sizes()), name, ": output with shape ", self.sizes(),
               " doesn't match the broadcast shape ", IntArrayRef(shape));
   check_no_internal_overlap(name, self);
+  check_inplace(name, {self, b});
   if (self.numel() > 0) binary_stub(self.device())(op, dt.compute, self, self, b, p);
   self.bump_version();
   return self;
@@ -174,6 +224,14 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   DimVector shape = broadcast_shapes("where", broadcast_shapes("where", cond.sizes(), a.sizes()), b.sizes());
   Tensor out = empty(shape, TensorOptions(result_type(a, b)).device(a.device()));
   if (out.numel() > 0) where_stub(a.device())(out, cond, a, b);
+  if (needs_grad({a, b})) {
+    DimVector sa(a.sizes()), sb(b.sizes());
+    record("where", {cond, a, b}, {out}, [cond, sa, sb](const GradContext& g) -> std::vector<Tensor> {
+      Tensor zero = zeros({}, g.grad().options());
+      return {Tensor(), g.needs(1) ? sum_to(where(cond, g.grad(), zero), sa) : Tensor(),
+              g.needs(2) ? sum_to(where(cond, zero, g.grad()), sb) : Tensor()};
+    });
+  }
   return out;
 }
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) {
@@ -190,6 +248,12 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
   check_devices("masked_fill", x, mask);
   Tensor out = empty(broadcast_shapes("masked_fill", x.sizes(), mask.sizes()), x.options());
   if (out.numel() > 0) where_stub(x.device())(out, mask, wrap(value, x.device()), x);
+  if (needs_grad({x})) {
+    DimVector sx(x.sizes());
+    record("masked_fill", {x}, {out}, [mask, sx](const GradContext& g) -> std::vector<Tensor> {
+      return {sum_to(g.grad().masked_fill(mask, 0), sx)};
+    });
+  }
   return out;
 }
 
@@ -200,6 +264,7 @@ const Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) cons
   EMBER_CHECK(IntArrayRef(shape).equals(sizes()), "masked_fill_: mask of shape ", mask.sizes(),
               " cannot be broadcast to the tensor's shape ", sizes());
   check_no_internal_overlap("masked_fill_", *this);
+  check_inplace("masked_fill_", {*this});
   if (numel() > 0) where_stub(device())(*this, mask, wrap(value, device()), *this);
   bump_version();
   return *this;

@@ -2,6 +2,7 @@
 // checks, then bmm_stub, the one batched GEMM every product goes through.
 #include "ember/core/ops/linalg.h"
 
+#include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/elementwise.h"
@@ -27,18 +28,16 @@ const OpRegistrar registrar({
 
 // The checks every product makes of its two operands.
 void check_operands(const char* op, const Tensor& a, const Tensor& b) {
-  EMBER_CHECK(a.device() == b.device(), op,
-              ": expected all tensors to be on the same device, but found ", a.device(), " and ",
-              b.device());
-  EMBER_CHECK(a.dtype() == b.dtype(), op,
-              ": expected m1 and m2 to have the same dtype, but got: ", a.dtype(),
+  EMBER_CHECK(a.device() == b.device(), op, ": expected all tensors to be on the same device, but found ",
+              a.device(), " and ", b.device());
+  EMBER_CHECK(a.dtype() == b.dtype(), op, ": expected m1 and m2 to have the same dtype, but got: ", a.dtype(),
               " != ", b.dtype());
   EMBER_CHECK(a.dtype() != kBool, op, ": not supported for bool tensors");
 }
 
 void check_dims(const char* op, const Tensor& a, const Tensor& b, int64_t dims) {
-  EMBER_CHECK(a.dim() == dims && b.dim() == dims, op, ": expected ", dims, "D tensors, but got ",
-              a.dim(), "D and ", b.dim(), "D");
+  EMBER_CHECK(a.dim() == dims && b.dim() == dims, op, ": expected ", dims, "D tensors, but got ", a.dim(),
+              "D and ", b.dim(), "D");
 }
 
 void check_inner(const char* op, const Tensor& a, const Tensor& b, int64_t ka, int64_t kb) {
@@ -48,14 +47,12 @@ void check_inner(const char* op, const Tensor& a, const Tensor& b, int64_t ka, i
 // The checks of addmm/baddbmm's input and scale factors.
 void check_input(const char* op, const Tensor& input, const Tensor& a, const Scalar& beta,
                  const Scalar& alpha) {
-  EMBER_CHECK(input.device() == a.device(), op,
-              ": expected all tensors to be on the same device, but found ", input.device(),
-              " and ", a.device());
+  EMBER_CHECK(input.device() == a.device(), op, ": expected all tensors to be on the same device, but found ",
+              input.device(), " and ", a.device());
   EMBER_CHECK(input.dtype() == a.dtype(), op, ": expected input and mat1 to have the same dtype, ",
               "but got: ", input.dtype(), " != ", a.dtype());
-  EMBER_CHECK(
-      is_floating_point(a.dtype()) || (!beta.is_floating_point() && !alpha.is_floating_point()), op,
-      ": for integral input tensors, arguments beta and alpha must not be floating point numbers");
+  EMBER_CHECK(is_floating_point(a.dtype()) || (!beta.is_floating_point() && !alpha.is_floating_point()), op,
+              ": for integral input tensors, arguments beta and alpha must not be floating point numbers");
 }
 
 // out = beta * out + alpha * a @ b with out [B, M, N] freshly allocated, a [B, M, K], b [B, K, N].
@@ -67,22 +64,37 @@ Tensor run_bmm(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar
 
 Tensor new_product(IntArrayRef sizes, const Tensor& like) { return empty(sizes, like.options()); }
 
-// [M, K] @ [K, N] -> [M, N] through the batched kernel (a batch of one).
-Tensor mm_unchecked(const Tensor& a, const Tensor& b) {
-  Tensor out = new_product({a.size(0), b.size(1)}, a);
-  run_bmm(out.unsqueeze(0), a.unsqueeze(0), b.unsqueeze(0));
+// [B, M, K] @ [B, K, N]: the one differentiable product every other one is made of.
+Tensor bmm_unchecked(const Tensor& a, const Tensor& b) {
+  Tensor out = run_bmm(new_product({a.size(0), a.size(1), b.size(2)}, a), a, b);
+  if (needs_grad({a, b})) {
+    SavedTensor sa(a, false), sb(b, false);
+    record("bmm", {a, b}, {out}, [sa, sb](const GradContext& g) -> std::vector<Tensor> {
+      return {g.needs(0) ? bmm_unchecked(g.grad(), g(sb).transpose(1, 2)) : Tensor(),
+              g.needs(1) ? bmm_unchecked(g(sa).transpose(1, 2), g.grad()) : Tensor()};
+    });
+  }
   return out;
 }
 
+// [M, K] @ [K, N] -> [M, N] through the batched product (a batch of one).
+Tensor mm_unchecked(const Tensor& a, const Tensor& b) {
+  return bmm_unchecked(a.unsqueeze(0), b.unsqueeze(0)).squeeze(0);
+}
+
 // beta * input + alpha * a @ b, of shape `sizes`; a and b are 3D when `batched`, else 2D.
-Tensor add_product(const char* op, const Tensor& input, IntArrayRef sizes, const Tensor& a,
-                   const Tensor& b, const Scalar& beta, const Scalar& alpha, bool batched) {
+Tensor add_product(const char* op, const Tensor& input, IntArrayRef sizes, const Tensor& a, const Tensor& b,
+                   const Scalar& beta, const Scalar& alpha, bool batched) {
   IntArrayRef from = input.sizes();
   bool expands = from.size() <= sizes.size();
   for (size_t i = 1; expands && i <= from.size(); ++i)
     expands = from[from.size() - i] == 1 || from[from.size() - i] == sizes[sizes.size() - i];
-  EMBER_CHECK(expands, op, ": input of shape ", from,
-              " cannot be broadcast to the product's shape ", sizes);
+  EMBER_CHECK(expands, op, ": input of shape ", from, " cannot be broadcast to the product's shape ", sizes);
+  if (needs_grad({input, a, b})) {  // differentiable through its parts
+    Tensor p = batched ? bmm_unchecked(a, b) : mm_unchecked(a, b);
+    if (alpha.to_double() != 1) p = p * alpha;
+    return beta.to_double() == 0 ? p : p + input * beta;
+  }
   Tensor out = new_product(sizes, a);
   bool use_input = beta.to_double() != 0;
   if (use_input) out.copy_(input);
@@ -97,9 +109,8 @@ Tensor add_product(const char* op, const Tensor& input, IntArrayRef sizes, const
 Tensor matmul(const Tensor& a, const Tensor& b) {
   const char* op = "matmul";
   check_operands(op, a, b);
-  EMBER_CHECK(a.dim() >= 1 && b.dim() >= 1, op,
-              ": both arguments need to be at least 1D, but they are ", a.dim(), "D and ", b.dim(),
-              "D");
+  EMBER_CHECK(a.dim() >= 1 && b.dim() >= 1, op, ": both arguments need to be at least 1D, but they are ",
+              a.dim(), "D and ", b.dim(), "D");
   const int64_t k = a.size(-1);
   check_inner(op, a, b, k, b.size(b.dim() == 1 ? 0 : -2));
   // A 1D operand becomes a row (a) or a column (b) matrix; that dim leaves the result's shape.
@@ -113,7 +124,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
       DimVector shape(a.sizes());
       shape.pop_back();
       if (b.dim() == 2) shape.push_back(n);
-      return mm_unchecked(a2.as_strided({rows, k}, *st), b2).view(shape);
+      return mm_unchecked(a2.reshape({rows, k}), b2).view(shape);
     }
   }
   // Otherwise a batch of products over the broadcast batch dims (stride 0 where broadcast).
@@ -125,9 +136,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   eb.push_back(k), eb.push_back(n);
   if (a.dim() > 1) shape.push_back(m);
   if (b.dim() > 1) shape.push_back(n);
-  Tensor out = new_product({nbatch, m, n}, a);
-  run_bmm(out, a2.expand(ea).reshape({nbatch, m, k}), b2.expand(eb).reshape({nbatch, k, n}));
-  return out.view(shape);
+  return bmm_unchecked(a2.expand(ea).reshape({nbatch, m, k}), b2.expand(eb).reshape({nbatch, k, n}))
+      .view(shape);
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
@@ -140,14 +150,13 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 Tensor bmm(const Tensor& a, const Tensor& b) {
   check_operands("bmm", a, b);
   check_dims("bmm", a, b, 3);
-  EMBER_CHECK(a.size(0) == b.size(0), "bmm: batch sizes differ, batch1 is ", a.sizes(),
-              ", batch2 is ", b.sizes());
+  EMBER_CHECK(a.size(0) == b.size(0), "bmm: batch sizes differ, batch1 is ", a.sizes(), ", batch2 is ",
+              b.sizes());
   check_inner("bmm", a, b, a.size(2), b.size(1));
-  return run_bmm(new_product({a.size(0), a.size(1), b.size(2)}, a), a, b);
+  return bmm_unchecked(a, b);
 }
 
-Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scalar& beta,
-             const Scalar& alpha) {
+Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scalar& beta, const Scalar& alpha) {
   check_operands("addmm", a, b);
   check_dims("addmm", a, b, 2);
   check_inner("addmm", a, b, a.size(1), b.size(0));
@@ -159,22 +168,22 @@ Tensor baddbmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scal
                const Scalar& alpha) {
   check_operands("baddbmm", a, b);
   check_dims("baddbmm", a, b, 3);
-  EMBER_CHECK(a.size(0) == b.size(0), "baddbmm: batch sizes differ, batch1 is ", a.sizes(),
-              ", batch2 is ", b.sizes());
+  EMBER_CHECK(a.size(0) == b.size(0), "baddbmm: batch sizes differ, batch1 is ", a.sizes(), ", batch2 is ",
+              b.sizes());
   check_inner("baddbmm", a, b, a.size(2), b.size(1));
   check_input("baddbmm", input, a, beta, alpha);
   return add_product("baddbmm", input, {a.size(0), a.size(1), b.size(2)}, a, b, beta, alpha, true);
 }
 
 Tensor outer(const Tensor& a, const Tensor& b) {
-  EMBER_CHECK(a.dim() == 1 && b.dim() == 1, "outer: expected 1D tensors, but got ", a.dim(),
-              "D and ", b.dim(), "D");
+  EMBER_CHECK(a.dim() == 1 && b.dim() == 1, "outer: expected 1D tensors, but got ", a.dim(), "D and ",
+              b.dim(), "D");
   return mul(a.unsqueeze(1), b);
 }
 
 Tensor dot(const Tensor& a, const Tensor& b) {
-  EMBER_CHECK(a.dim() == 1 && b.dim() == 1, "dot: expected 1D tensors, but got ", a.dim(), "D and ",
-              b.dim(), "D");
+  EMBER_CHECK(a.dim() == 1 && b.dim() == 1, "dot: expected 1D tensors, but got ", a.dim(), "D and ", b.dim(),
+              "D");
   check_operands("dot", a, b);
   EMBER_CHECK(a.numel() == b.numel(), "dot: inconsistent tensor size, expected tensor ", a.sizes(),
               " and src ", b.sizes(), " to have the same number of elements");

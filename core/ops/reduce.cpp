@@ -2,6 +2,7 @@
 // device's kernel.
 #include "ember/core/ops/reduce.h"
 
+#include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/shape.h"
@@ -19,10 +20,21 @@ constexpr auto F32 = AutocastPolicy::Float32;
 constexpr auto NONE = AutocastPolicy::None;
 
 const OpRegistrar registrar({
-    {"sum", F32, true},     {"mean", F32, true},     {"prod", F32, true},   {"max", NONE, true},
-    {"min", NONE, true},    {"amax", NONE, true},    {"amin", NONE, true},  {"argmax", NONE, false},
-    {"argmin", NONE, false}, {"var", F32, true},     {"std", F32, true},    {"norm", F32, true},
-    {"logsumexp", F32, true}, {"all", NONE, false},  {"any", NONE, false},
+    {"sum", F32, true},
+    {"mean", F32, true},
+    {"prod", F32, true},
+    {"max", NONE, true},
+    {"min", NONE, true},
+    {"amax", NONE, true},
+    {"amin", NONE, true},
+    {"argmax", NONE, false},
+    {"argmin", NONE, false},
+    {"var", F32, true},
+    {"std", F32, true},
+    {"norm", F32, true},
+    {"logsumexp", F32, true},
+    {"all", NONE, false},
+    {"any", NONE, false},
 });
 
 bool reduces(uint64_t mask, int64_t d) { return mask >> d & 1; }
@@ -36,8 +48,10 @@ Reduction reduce(ReduceOp op, const Tensor& x, uint64_t mask, bool keepdim, Scal
                  ReduceParams p = {}, bool with_indices = false) {
   DimVector kept_shape(x.sizes()), out_shape;
   for (int64_t d = 0; d < x.dim(); ++d) {
-    if (reduces(mask, d)) kept_shape[d] = 1;
-    else out_shape.push_back(x.size(d));
+    if (reduces(mask, d))
+      kept_shape[d] = 1;
+    else
+      out_shape.push_back(x.size(d));
   }
   TensorOptions opts = TensorOptions(out_dtype).device(x.device());
   Reduction r{empty(kept_shape, opts), Tensor()};
@@ -69,6 +83,23 @@ void check_floating(const char* name, const Tensor& x) {
   EMBER_CHECK(x.is_floating_point(), name, ": expected a floating point input, got ", x.dtype());
 }
 
+// The gradient of a sum over `mask` (times `scale`): the output gradient broadcast back over
+// the reduced dims.
+Tensor record_reduction(const char* name, const Tensor& x, Tensor out, uint64_t mask, bool keepdim,
+                        double scale) {
+  if (!needs_grad({x})) return out;
+  DimVector sizes(x.sizes());
+  record(name, {x}, {out}, [sizes, mask, keepdim, scale](const GradContext& g) -> std::vector<Tensor> {
+    Tensor grad = g.grad();
+    if (!keepdim)
+      for (size_t d = 0; d < sizes.size(); ++d)
+        if (mask >> d & 1) grad = grad.unsqueeze(static_cast<int64_t>(d));
+    grad = grad.expand(sizes);
+    return {scale == 1.0 ? grad : grad * scale};
+  });
+  return out;
+}
+
 ScalarType sum_dtype(const Tensor& x, std::optional<ScalarType> dtype) {
   return dtype.value_or(is_integral(x.dtype(), true) ? kInt64 : x.dtype());
 }
@@ -78,7 +109,11 @@ Tensor mean_impl(const Tensor& x, uint64_t mask, bool keepdim, std::optional<Sca
               "must be a floating point dtype, got ", x.dtype(), " (pass a floating dtype)");
   ScalarType out = dtype.value_or(x.dtype());
   EMBER_CHECK(is_floating_point(out), "mean: dtype must be a floating point dtype, got ", out);
-  return reduce(ReduceOp::Mean, x, mask, keepdim, out).values;
+  int64_t count = 1;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (mask >> d & 1) count *= x.size(d);
+  return record_reduction("mean", x, reduce(ReduceOp::Mean, x, mask, keepdim, out).values, mask, keepdim,
+                          count > 0 ? 1.0 / static_cast<double>(count) : 0.0);
 }
 
 Tensor extreme(const char* name, ReduceOp op, const Tensor& x, IntArrayRef dims, bool keepdim) {
@@ -95,8 +130,7 @@ std::tuple<Tensor, Tensor> extreme_dim(const char* name, ReduceOp op, const Tens
   return {r.values, r.indices};
 }
 
-Tensor arg_extreme(const char* name, ReduceOp op, const Tensor& x, std::optional<int64_t> dim,
-                   bool keepdim) {
+Tensor arg_extreme(const char* name, ReduceOp op, const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   if (dim) return std::get<1>(extreme_dim(name, op, x, *dim, keepdim));
   // Over all dims, the index being the flat (row-major) one.
   check_nonempty(name, x, 0, true);
@@ -110,8 +144,7 @@ Tensor var_impl(const char* name, ReduceOp op, const Tensor& x, IntArrayRef dims
   return reduce(op, x, mask, keepdim, x.dtype(), {0, correction}).values;
 }
 
-Tensor logical(const char* name, ReduceOp op, const Tensor& x, std::optional<int64_t> dim,
-               bool keepdim) {
+Tensor logical(const char* name, ReduceOp op, const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   uint64_t mask = dim ? dim_mask(name, *dim, x.dim()) : dim_mask(name, {}, x.dim());
   return reduce(op, x, mask, keepdim, x.dtype() == kUInt8 ? kUInt8 : kBool).values;
 }
@@ -121,7 +154,8 @@ Tensor logical(const char* name, ReduceOp op, const Tensor& x, std::optional<int
 Tensor sum(const Tensor& x, std::optional<ScalarType> dtype) { return sum(x, {}, false, dtype); }
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
   uint64_t mask = dim_mask("sum", dims, x.dim());
-  return reduce(ReduceOp::Sum, x, mask, keepdim, sum_dtype(x, dtype)).values;
+  Tensor out = reduce(ReduceOp::Sum, x, mask, keepdim, sum_dtype(x, dtype)).values;
+  return record_reduction("sum", x, out, mask, keepdim, 1.0);
 }
 
 Tensor prod(const Tensor& x, std::optional<ScalarType> dtype) {

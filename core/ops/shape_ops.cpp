@@ -2,7 +2,9 @@
 // describe each output dim by the input index it reads and run one remap pass.
 #include "ember/core/ops/shape_ops.h"
 
+#include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
+#include "ember/core/grad_mode.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/shape.h"
 
@@ -100,11 +102,26 @@ Tensor cat(ArrayRef<Tensor> tensors, int64_t dim) {
     shape[dim] += t.size(dim);
   }
   Tensor out = empty(shape, options);
+  std::vector<int64_t> offsets;  // where each input starts along dim; -1 for skipped ones
   int64_t offset = 0;
-  for (const Tensor& t : tensors) {
-    if (skipped_in_cat(t)) continue;
-    out.narrow(dim, offset, t.size(dim)).copy_(t);
-    offset += t.size(dim);
+  {
+    NoGradGuard no_grad;  // the copies are one op for autograd: recorded below
+    for (const Tensor& t : tensors) {
+      offsets.push_back(skipped_in_cat(t) ? -1 : offset);
+      if (skipped_in_cat(t)) continue;
+      out.narrow(dim, offset, t.size(dim)).copy_(t);
+      offset += t.size(dim);
+    }
+  }
+  if (needs_grad(tensors)) {
+    std::vector<int64_t> lengths;
+    for (const Tensor& t : tensors) lengths.push_back(skipped_in_cat(t) ? 0 : t.size(dim));
+    record("cat", tensors, {out}, [dim, offsets, lengths](const GradContext& g) {
+      std::vector<Tensor> grads;
+      for (size_t i = 0; i < offsets.size(); ++i)
+        grads.push_back(offsets[i] < 0 ? Tensor() : g.grad().narrow(dim, offsets[i], lengths[i]));
+      return grads;
+    });
   }
   return out;
 }

@@ -1,4 +1,5 @@
 // Frontends of the unary elementwise ops: output dtype and shape, then the device's kernel.
+#include "ember/core/autograd_meta.h"
 #include "ember/core/copy.h"
 #include "ember/core/factories.h"
 #include "ember/core/op_registry.h"
@@ -30,17 +31,28 @@ ScalarType result_dtype(const char* name, UnaryOp op, ScalarType in) {
   return in;
 }
 
-Tensor unary(const char* name, UnaryOp op, const Tensor& x, ops::ElementwiseParams p = {},
-             std::optional<ScalarType> dtype = std::nullopt) {
+// A backward formula: d(loss)/dx from the output gradient g, the input x and the output.
+using Formula = Tensor (*)(const Tensor& g, const Tensor& x, const Tensor& out,
+                           const ops::ElementwiseParams& p);
+enum Saves : int { kNone = 0, kInput = 1, kOutput = 2 };
+
+Tensor unary(const char* name, UnaryOp op, const Tensor& x, Formula formula, int saves,
+             ops::ElementwiseParams p = {}, std::optional<ScalarType> dtype = std::nullopt) {
   Tensor out =
       empty(x.sizes(), TensorOptions(dtype.value_or(result_dtype(name, op, x.dtype()))).device(x.device()));
   if (out.numel() > 0) unary_stub(x.device())(op, out, x, p);
+  if (needs_grad({x})) {
+    SavedTensor sx(saves & kInput ? x : Tensor(), false), so(saves & kOutput ? out : Tensor(), true);
+    record(name, {x}, {out},
+           [=](const GradContext& g) -> std::vector<Tensor> { return {formula(g.grad(), g(sx), g(so), p)}; });
+  }
   return out;
 }
 
 const Tensor& unary_(const char* name, UnaryOp op, const Tensor& x, ops::ElementwiseParams p = {}) {
   check_can_cast(name, result_dtype(name, op, x.dtype()), x.dtype());
   check_no_internal_overlap(name, x);
+  check_inplace(name, {x});
   if (x.numel() > 0) unary_stub(x.device())(op, x, x, p);
   x.bump_version();
   return x;
@@ -52,46 +64,164 @@ ops::ElementwiseParams clamp_params(const char* name, const std::optional<Scalar
   return {lo ? lo->to_double() : NAN, hi ? hi->to_double() : NAN};
 }
 
+constexpr double kSqrt2OverPi = 0.79788456080286535588;    // sqrt(2 / pi)
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;     // 1 / sqrt(2 pi)
+constexpr double kTwoOverSqrtPi = 1.12837916709551257390;  // 2 / sqrt(pi)
+
+Tensor gelu_tanh_grad(const Tensor& g, const Tensor& x, const Tensor&, const ops::ElementwiseParams&) {
+  Tensor x2 = x * x;
+  Tensor t = tanh((x + x2 * x * 0.044715) * kSqrt2OverPi);
+  Tensor dinner = (x2 * (3 * 0.044715) + 1) * kSqrt2OverPi;
+  return g * ((t + 1) * 0.5 + x * (1 - t * t) * dinner * 0.5);
+}
+
+Tensor clamp_grad(const Tensor& g, const Tensor& x, const Tensor&, const ops::ElementwiseParams& p) {
+  Tensor keep = x == x;
+  if (p.a == p.a) keep = keep && x >= p.a;
+  if (p.b == p.b) keep = keep && x <= p.b;
+  return g * keep;
+}
+
 }  // namespace
 
-Tensor neg(const Tensor& x) { return unary("neg", UnaryOp::Neg, x); }
-Tensor abs(const Tensor& x) { return unary("abs", UnaryOp::Abs, x); }
-Tensor sign(const Tensor& x) { return unary("sign", UnaryOp::Sign, x); }
-Tensor relu(const Tensor& x) { return unary("relu", UnaryOp::Relu, x); }
-Tensor square(const Tensor& x) { return unary("square", UnaryOp::Square, x); }
-Tensor exp(const Tensor& x) { return unary("exp", UnaryOp::Exp, x); }
-Tensor log(const Tensor& x) { return unary("log", UnaryOp::Log, x); }
-Tensor log1p(const Tensor& x) { return unary("log1p", UnaryOp::Log1p, x); }
-Tensor expm1(const Tensor& x) { return unary("expm1", UnaryOp::Expm1, x); }
-Tensor sqrt(const Tensor& x) { return unary("sqrt", UnaryOp::Sqrt, x); }
-Tensor rsqrt(const Tensor& x) { return unary("rsqrt", UnaryOp::Rsqrt, x); }
-Tensor sin(const Tensor& x) { return unary("sin", UnaryOp::Sin, x); }
-Tensor cos(const Tensor& x) { return unary("cos", UnaryOp::Cos, x); }
-Tensor tanh(const Tensor& x) { return unary("tanh", UnaryOp::Tanh, x); }
-Tensor sigmoid(const Tensor& x) { return unary("sigmoid", UnaryOp::Sigmoid, x); }
-Tensor silu(const Tensor& x) { return unary("silu", UnaryOp::Silu, x); }
-Tensor reciprocal(const Tensor& x) { return unary("reciprocal", UnaryOp::Reciprocal, x); }
-Tensor erf(const Tensor& x) { return unary("erf", UnaryOp::Erf, x); }
+Tensor neg(const Tensor& x) {
+  return unary(
+      "neg", UnaryOp::Neg, x, [](const Tensor& g, const Tensor&, const Tensor&, const auto&) { return -g; },
+      kNone);
+}
+Tensor abs(const Tensor& x) {
+  return unary(
+      "abs", UnaryOp::Abs, x,
+      [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return g * sign(x); }, kInput);
+}
+Tensor sign(const Tensor& x) {
+  return unary(
+      "sign", UnaryOp::Sign, x,
+      [](const Tensor& g, const Tensor&, const Tensor&, const auto&) { return zeros_like(g); }, kNone);
+}
+Tensor relu(const Tensor& x) {
+  return unary(
+      "relu", UnaryOp::Relu, x,
+      [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) { return g * (out > 0); }, kOutput);
+}
+Tensor square(const Tensor& x) {
+  return unary(
+      "square", UnaryOp::Square, x,
+      [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return g * x * 2; }, kInput);
+}
+Tensor exp(const Tensor& x) {
+  return unary(
+      "exp", UnaryOp::Exp, x,
+      [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) { return g * out; }, kOutput);
+}
+Tensor log(const Tensor& x) {
+  return unary(
+      "log", UnaryOp::Log, x,
+      [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return g / x; }, kInput);
+}
+Tensor log1p(const Tensor& x) {
+  return unary(
+      "log1p", UnaryOp::Log1p, x,
+      [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return g / (x + 1); }, kInput);
+}
+Tensor expm1(const Tensor& x) {
+  return unary(
+      "expm1", UnaryOp::Expm1, x,
+      [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) { return g * (out + 1); }, kOutput);
+}
+Tensor sqrt(const Tensor& x) {
+  return unary(
+      "sqrt", UnaryOp::Sqrt, x,
+      [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) { return g / (out * 2); }, kOutput);
+}
+Tensor rsqrt(const Tensor& x) {
+  return unary(
+      "rsqrt", UnaryOp::Rsqrt, x,
+      [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) {
+        return g * out * out * out * -0.5;
+      },
+      kOutput);
+}
+Tensor sin(const Tensor& x) {
+  return unary(
+      "sin", UnaryOp::Sin, x,
+      [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return g * cos(x); }, kInput);
+}
+Tensor cos(const Tensor& x) {
+  return unary(
+      "cos", UnaryOp::Cos, x,
+      [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return -g * sin(x); }, kInput);
+}
+Tensor tanh(const Tensor& x) {
+  return unary(
+      "tanh", UnaryOp::Tanh, x,
+      [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) { return g * (1 - out * out); },
+      kOutput);
+}
+Tensor sigmoid(const Tensor& x) {
+  return unary(
+      "sigmoid", UnaryOp::Sigmoid, x,
+      [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) { return g * out * (1 - out); },
+      kOutput);
+}
+Tensor silu(const Tensor& x) {
+  return unary(
+      "silu", UnaryOp::Silu, x,
+      [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) {
+        Tensor s = sigmoid(x);
+        return g * s * (x * (1 - s) + 1);
+      },
+      kInput);
+}
+Tensor reciprocal(const Tensor& x) {
+  return unary(
+      "reciprocal", UnaryOp::Reciprocal, x,
+      [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) { return -g * out * out; }, kOutput);
+}
+Tensor erf(const Tensor& x) {
+  return unary(
+      "erf", UnaryOp::Erf, x,
+      [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) {
+        return g * exp(-x * x) * kTwoOverSqrtPi;
+      },
+      kInput);
+}
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
   EMBER_CHECK(approximate == "none" || approximate == "tanh",
               "gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
-  return unary("gelu", approximate == "tanh" ? UnaryOp::GeluTanh : UnaryOp::Gelu, x);
+  if (approximate == "tanh") return unary("gelu", UnaryOp::GeluTanh, x, gelu_tanh_grad, kInput);
+  return unary(
+      "gelu", UnaryOp::Gelu, x,
+      [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) {
+        // d/dx x Phi(x) = Phi(x) + x phi(x)
+        return g * ((erf(x * M_SQRT1_2) + 1) * 0.5 + x * exp(x * x * -0.5) * kInvSqrt2Pi);
+      },
+      kInput);
 }
 
 Tensor softplus(const Tensor& x, double beta, double threshold) {
   EMBER_CHECK(beta != 0, "softplus: beta must be nonzero");
-  return unary("softplus", UnaryOp::Softplus, x, {beta, threshold});
+  return unary("softplus", UnaryOp::Softplus, x,
+               [](const Tensor& g, const Tensor& x, const Tensor&, const ops::ElementwiseParams& p) {
+                 Tensor z = x * p.a;
+                 return g * sigmoid(z).masked_fill(z > p.b, 1);
+               },
+               kInput, {beta, threshold});
 }
 
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
-  return unary("leaky_relu", UnaryOp::LeakyRelu, x, {negative_slope});
+  return unary("leaky_relu", UnaryOp::LeakyRelu, x,
+               [](const Tensor& g, const Tensor& x, const Tensor&, const ops::ElementwiseParams& p) {
+                 return where(x > 0, g, g * p.a);
+               },
+               kInput, {negative_slope});
 }
 
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
   bool float_bound = (min && min->is_floating_point()) || (max && max->is_floating_point());
   ScalarType dt = float_bound ? to_float_dtype(x.dtype()) : result_dtype("clamp", UnaryOp::Clamp, x.dtype());
-  return unary("clamp", UnaryOp::Clamp, x, clamp_params("clamp", min, max), dt);
+  return unary("clamp", UnaryOp::Clamp, x, clamp_grad, kInput, clamp_params("clamp", min, max), dt);
 }
 
 Tensor Tensor::neg() const { return ember::neg(*this); }

@@ -1,0 +1,213 @@
+// The backward engine: counts each node's dependencies from the roots, then runs nodes from a
+// ready queue (latest-created first) once all their incoming gradients have arrived.
+// Single-threaded; CUDA work stays ordered by the stream.
+#include "ember/autograd/engine.h"
+
+#include <cmath>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ember/core/factories.h"
+#include "ember/core/grad_mode.h"
+#include "ember/core/ops/reduce.h"
+
+namespace ember::autograd {
+namespace {
+
+thread_local bool anomaly_enabled = false;
+thread_local std::vector<std::function<void()>>* callbacks = nullptr;
+
+struct ByNewest {
+  bool operator()(const Node* a, const Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
+};
+
+// Checks a gradient against the metadata of the slot it flows into; casts dtype like PyTorch.
+Tensor validate(const Node& producer, size_t index, Tensor g, const TensorMeta& expected) {
+  EMBER_CHECK(g.sizes().equals(expected.sizes), "backward of ", producer.name(),
+              " returned an invalid gradient at index ", index, ": got shape ", g.sizes(), " but expected ",
+              IntArrayRef(expected.sizes));
+  EMBER_CHECK(g.device() == expected.device || expected.device.index < 0 || g.device().index < 0,
+              "backward of ", producer.name(), " returned a gradient at index ", index, " on ", g.device(),
+              " but expected ", expected.device);
+  if (g.dtype() != expected.dtype) g = g.to(expected.dtype);
+  return g;
+}
+
+bool has_nan(const Tensor& t) {
+  return t.is_floating_point() && t.numel() > 0 && (t != t).any().item<bool>();
+}
+
+struct Task {
+  std::vector<Tensor> buffer;  // one slot per forward output of the node
+};
+
+// Runs the graph from (edge, grad) roots. With `capture`, gradients arriving at those edges are
+// returned instead of flowing on (autograd::grad), and leaves are not accumulated into.
+std::vector<Tensor> run(const std::vector<Edge>& roots, const std::vector<Tensor>& root_grads,
+                        bool keep_graph, bool create_graph, const std::vector<Edge>* capture) {
+  std::unordered_map<Node*, int> deps;
+  std::unordered_map<Node*, std::shared_ptr<Node>> owner;
+  std::vector<Node*> stack;
+  for (const Edge& e : roots) {
+    if (owner.emplace(e.node.get(), e.node).second) stack.push_back(e.node.get());
+  }
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next_edges()) {
+      if (!e.valid()) continue;
+      ++deps[e.node.get()];
+      if (owner.emplace(e.node.get(), e.node).second) stack.push_back(e.node.get());
+    }
+  }
+
+  std::unordered_map<const Node*, std::vector<std::pair<uint32_t, size_t>>> captured_at;
+  std::vector<Tensor> captured;
+  if (capture) {
+    captured.resize(capture->size());
+    for (size_t i = 0; i < capture->size(); ++i)
+      if ((*capture)[i].valid()) captured_at[(*capture)[i].node.get()].push_back({(*capture)[i].input_nr, i});
+  }
+
+  std::unordered_map<Node*, Task> tasks;
+  std::priority_queue<Node*, std::vector<Node*>, ByNewest> ready;
+  auto deliver = [&](Node* n, uint32_t slot, Tensor g) {
+    Task& t = tasks[n];
+    if (t.buffer.empty()) t.buffer.resize(n->output_meta().size());
+    Tensor& b = t.buffer[slot];
+    b = b.defined() ? b + g : g;
+  };
+  for (size_t i = 0; i < roots.size(); ++i) deliver(roots[i].node.get(), roots[i].input_nr, root_grads[i]);
+  for (const Edge& e : roots)
+    if (deps[e.node.get()] == 0) ready.push(e.node.get());
+  std::unordered_set<Node*> queued;
+
+  GradMode::set_enabled(create_graph);
+  while (!ready.empty()) {
+    Node* n = ready.top();
+    ready.pop();
+    if (!queued.insert(n).second) continue;
+    std::vector<Tensor> grads = std::move(tasks[n].buffer);
+    tasks.erase(n);
+    grads.resize(n->output_meta().size());
+    n->run_pre_hooks(grads);
+    if (auto it = captured_at.find(n); it != captured_at.end()) {
+      for (auto [slot, index] : it->second) captured[index] = grads[slot];
+    }
+    bool leaf_sink = n->next_edges().empty();
+    if (capture && leaf_sink) continue;  // autograd::grad leaves .grad alone
+    bool any = false;
+    for (size_t i = 0; i < grads.size(); ++i) {
+      if (grads[i].defined()) {
+        any = true;
+      } else {
+        const TensorMeta& m = n->output_meta()[i];
+        grads[i] = zeros(m.sizes, TensorOptions(m.dtype).device(m.device));
+      }
+    }
+    std::vector<Tensor> out;
+    if (any) out = n->apply(std::move(grads));
+    if (!keep_graph) n->release_saved();
+    const auto& edges = n->next_edges();
+    EMBER_CHECK(out.empty() || out.size() == edges.size(), "backward of ", n->name(), " returned ",
+                out.size(), " gradients but the op has ", edges.size(), " inputs");
+    for (size_t i = 0; i < edges.size(); ++i) {
+      const Edge& e = edges[i];
+      if (!e.valid()) continue;
+      if (i < out.size() && out[i].defined()) {
+        Tensor g = validate(*n, i, out[i], e.node->output_meta()[e.input_nr]);
+        EMBER_CHECK(!anomaly_enabled || !has_nan(g), "anomaly detected: the backward of ", n->name(),
+                    " returned NaN values in its gradient ", i, " (the forward op that created it is ",
+                    n->name(), ")");
+        deliver(e.node.get(), e.input_nr, g);
+      }
+      if (--deps[e.node.get()] == 0) ready.push(e.node.get());
+    }
+  }
+  return captured;
+}
+
+struct ModeRestore {
+  bool grad = GradMode::is_enabled();
+  std::vector<std::function<void()>>* outer = callbacks;
+  std::vector<std::function<void()>> mine;
+  ModeRestore() { callbacks = &mine; }
+  ~ModeRestore() {
+    GradMode::set_enabled(grad);
+    callbacks = outer;
+  }
+};
+
+std::vector<Tensor> run_with_roots(const std::vector<Tensor>& outputs,
+                                   const std::vector<Tensor>& grad_outputs, bool retain_graph,
+                                   bool create_graph, const std::vector<Edge>* capture) {
+  EMBER_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), "backward: got ",
+              grad_outputs.size(), " gradients for ", outputs.size(), " outputs");
+  std::vector<Edge> roots;
+  std::vector<Tensor> root_grads;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& out = outputs[i];
+    EMBER_CHECK(out.requires_grad(), "backward: element ", i,
+                " of tensors does not require grad and does not have a grad_fn");
+    Tensor g = grad_outputs.empty() ? Tensor() : grad_outputs[i];
+    if (!g.defined()) {
+      EMBER_CHECK(out.numel() == 1,
+                  "backward: grad can be implicitly created only for scalar outputs, got shape ",
+                  out.sizes());
+      g = ones_like(out);
+    }
+    EMBER_CHECK(g.sizes().equals(out.sizes()), "backward: gradient of shape ", g.sizes(),
+                " does not match output ", i, " of shape ", out.sizes());
+    roots.push_back(gradient_edge(out));
+    root_grads.push_back(g);
+  }
+  ModeRestore restore;
+  std::vector<Tensor> r = run(roots, root_grads, retain_graph || create_graph, create_graph, capture);
+  for (auto& cb : restore.mine) cb();
+  return r;
+}
+
+}  // namespace
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, bool retain_graph, bool create_graph,
+                         bool allow_unused) {
+  std::vector<Edge> capture;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EMBER_CHECK(inputs[i].requires_grad(), "grad: input ", i, " does not require grad");
+    capture.push_back(gradient_edge(inputs[i]));
+  }
+  std::vector<Tensor> r = run_with_roots(outputs, grad_outputs, retain_graph, create_graph, &capture);
+  for (size_t i = 0; i < r.size(); ++i) {
+    EMBER_CHECK(r[i].defined() || allow_unused, "grad: input ", i,
+                " appears not to have been used in the graph; set allow_unused=true if this is intended");
+    if (r[i].defined() && !create_graph) r[i] = r[i].detach();
+  }
+  return r;
+}
+
+void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors, bool retain_graph,
+              bool create_graph) {
+  run_with_roots(tensors, grad_tensors, retain_graph, create_graph, nullptr);
+}
+
+void queue_callback(std::function<void()> callback) {
+  EMBER_CHECK(callbacks, "queue_callback: only valid while a backward pass runs");
+  callbacks->push_back(std::move(callback));
+}
+
+DetectAnomalyGuard::DetectAnomalyGuard() : prev_(anomaly_enabled) { anomaly_enabled = true; }
+DetectAnomalyGuard::~DetectAnomalyGuard() { anomaly_enabled = prev_; }
+bool is_anomaly_enabled() { return anomaly_enabled; }
+
+}  // namespace ember::autograd
+
+namespace ember {
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
+  autograd::backward({*this}, gradient.defined() ? std::vector<Tensor>{gradient} : std::vector<Tensor>{},
+                     retain_graph, create_graph);
+}
+
+}  // namespace ember

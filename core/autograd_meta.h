@@ -1,0 +1,136 @@
+#pragma once
+
+// The recorded graph: what an op leaves behind when grad mode is on and an input requires grad.
+// It lives in core, beside the ops, because every op frontend records its own backward formula
+// (written with ember ops, so it runs on any device and can be differentiated again);
+// autograd/ walks the graph (engine, gradcheck, anomaly mode).
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ember/core/tensor.h"
+
+namespace ember {
+
+class Node;
+
+// Gradients sent along an edge reach input slot `input_nr` of `node`.
+struct Edge {
+  std::shared_ptr<Node> node;
+  uint32_t input_nr = 0;
+  bool valid() const { return node != nullptr; }
+};
+
+// Shape, dtype and device of one forward output: for checking gradients and making zeros.
+struct TensorMeta {
+  DimVector sizes;
+  ScalarType dtype;
+  Device device;
+};
+
+// A node of the backward graph: takes the gradients of a forward op's outputs (one per output,
+// zeros where unused) and returns those of its inputs, one per next edge (undefined: none).
+class Node : public std::enable_shared_from_this<Node> {
+ public:
+  using GradHook = std::function<Tensor(const Tensor&)>;
+
+  Node(std::string name, std::vector<Edge> next_edges);
+  virtual ~Node() = default;
+
+  virtual std::vector<Tensor> apply(std::vector<Tensor> grads) = 0;
+  // Frees saved tensors once backward has used them (unless retain_graph).
+  virtual void release_saved() {}
+
+  const std::string& name() const { return name_; }
+  const std::vector<Edge>& next_edges() const { return next_edges_; }
+  const std::vector<TensorMeta>& output_meta() const { return outputs_; }
+  uint64_t sequence_nr() const { return sequence_nr_; }
+  uint32_t add_output(const Tensor& t);
+
+  // Hooks on the gradient of one output (Tensor::register_hook on a non-leaf); each may
+  // return a replacement gradient (or an undefined tensor to keep it).
+  void add_pre_hook(uint32_t output_nr, GradHook hook) {
+    pre_hooks_.emplace_back(output_nr, std::move(hook));
+  }
+  // retain_grad's hook: runs after all the other hooks, as in PyTorch.
+  void add_retain_grad_hook(uint32_t output_nr, GradHook hook) {
+    retain_hooks_.emplace_back(output_nr, std::move(hook));
+  }
+  // Runs the hooks on `grads` (one per output), in order.
+  void run_pre_hooks(std::vector<Tensor>& grads) const;
+
+ private:
+  std::string name_;
+  std::vector<Edge> next_edges_;
+  std::vector<TensorMeta> outputs_;
+  std::vector<std::pair<uint32_t, GradHook>> pre_hooks_;
+  std::vector<std::pair<uint32_t, GradHook>> retain_hooks_;
+  uint64_t sequence_nr_;
+};
+
+// Per-tensor autograd state, allocated only for tensors that take part in autograd.
+struct AutogradMeta {
+  bool requires_grad = false;
+  Tensor grad;                    // leaves
+  std::shared_ptr<Node> grad_fn;  // null for leaves
+  uint32_t output_nr = 0;         // which output of grad_fn this tensor is
+  std::weak_ptr<Node> grad_accumulator;
+  std::shared_ptr<Tensor> retained_grad;  // non-leaves after retain_grad()
+  std::vector<Node::GradHook> hooks;      // leaves: run before accumulation
+  std::vector<std::function<void(const Tensor&)>> post_accumulate_hooks;
+};
+
+// A tensor saved for backward. Checks on unpack that no in-place op changed it since. A saved
+// output keeps no reference to its own grad_fn (that would be a cycle): the node restores it.
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  SavedTensor(const Tensor& t, bool is_output);
+  // `owner` is the node unpacking (needed for saved outputs); `name` the op, for the error.
+  Tensor unpack(Node& owner) const;
+  bool defined() const { return data_.defined(); }
+
+ private:
+  Tensor data_;  // for outputs: an alias without autograd state
+  uint32_t version_ = 0;
+  bool is_output_ = false;
+  bool requires_grad_ = false;
+  uint32_t output_nr_ = 0;
+};
+
+// What a backward formula sees: the output gradients and which inputs need theirs.
+class GradContext {
+ public:
+  GradContext(const std::vector<Tensor>& grads, Node& node) : grads_(grads), node_(node) {}
+  const Tensor& grad(size_t output = 0) const { return grads_[output]; }
+  bool needs(size_t input) const { return node_.next_edges()[input].valid(); }
+  Tensor operator()(const SavedTensor& s) const { return s.unpack(node_); }
+
+ private:
+  const std::vector<Tensor>& grads_;
+  Node& node_;
+};
+
+using BackwardFn = std::function<std::vector<Tensor>(const GradContext&)>;
+
+// Whether an op on these inputs must record: grad mode on and some input requires grad.
+bool needs_grad(ArrayRef<Tensor> inputs);
+
+// Records op `name`: a node with `backward` and edges to the inputs' histories becomes the
+// grad_fn of every floating output. Call only when needs_grad(inputs).
+void record(const char* name, ArrayRef<Tensor> inputs, ArrayRef<Tensor> outputs, BackwardFn backward);
+
+// In-place ops under grad mode: refuses a leaf that requires grad (as PyTorch does) and, until
+// ember rebases the graph of in-place ops, any in-place op whose operands require grad.
+// `tensors` is the written tensor first, then the other operands.
+void check_inplace(const char* op, std::initializer_list<Tensor> tensors);
+
+// Where gradients for `t` go: its grad_fn, or its leaf's accumulator (invalid if no grad).
+Edge gradient_edge(const Tensor& t);
+
+// Sums a broadcast gradient back to `sizes` (the shape an input had before broadcasting).
+Tensor sum_to(const Tensor& grad, IntArrayRef sizes);
+
+}  // namespace ember

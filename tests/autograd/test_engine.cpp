@@ -1,0 +1,179 @@
+#include "test_util.h"
+
+namespace ember::testing {
+
+Tensor leaf(std::initializer_list<double> v) {
+  return tensor(NestedList(std::vector<double>(v)), kFloat64).requires_grad_();
+}
+
+TEST(Autograd, GradientsOfASimpleGraph) {
+  Tensor x = leaf({1, 2, 3});
+  Tensor y = (x * x + x * 3).sum();  // dy/dx = 2x + 3
+  EXPECT_TRUE(y.requires_grad());
+  EXPECT_FALSE(y.is_leaf());
+  EXPECT_EQ(y.grad_fn()->name(), "sum");
+  y.backward();
+  EXPECT_CLOSE(x.grad(), tensor({5.0, 7.0, 9.0}, kFloat64));
+}
+
+TEST(Autograd, LeafGradientsAccumulateAcrossUsesAndCalls) {
+  Tensor x = leaf({1, 2});
+  Tensor y = (x * 2 + x.exp()).sum();
+  y.backward({}, /*retain_graph=*/true);
+  Tensor once = x.grad().clone();
+  EXPECT_CLOSE(once, 2 + exp(x.detach()));
+  y.backward();
+  EXPECT_CLOSE(x.grad(), once * 2);
+}
+
+TEST(Autograd, BroadcastGradientsAreSummedBack) {
+  Tensor a = randn({3, 1}, kFloat64).requires_grad_();
+  Tensor b = randn({4}, kFloat64).requires_grad_();
+  (a * b).sum().backward();
+  EXPECT_CLOSE(a.grad(), b.detach().sum().expand({3, 1}).contiguous());
+  EXPECT_CLOSE(b.grad(), a.detach().sum().expand({4}).contiguous());
+}
+
+TEST(Autograd, GradModeGuards) {
+  Tensor x = leaf({1});
+  {
+    NoGradGuard no_grad;
+    Tensor y = x * 2;
+    EXPECT_FALSE(y.requires_grad());
+    EXPECT_EQ(y.grad_fn(), nullptr);
+    EnableGradGuard enable;
+    EXPECT_TRUE((x * 2).requires_grad());
+  }
+  EXPECT_TRUE(GradMode::is_enabled());
+  EXPECT_FALSE((x.detach() * 2).requires_grad());
+}
+
+TEST(Autograd, GradReturnsWithoutTouchingDotGrad) {
+  Tensor x = leaf({1, 2}), unused = leaf({5});
+  Tensor y = (x * x).sum();
+  std::vector<Tensor> g = autograd::grad({y}, {x, unused}, {}, false, false, /*allow_unused=*/true);
+  EXPECT_CLOSE(g[0], tensor({2.0, 4.0}, kFloat64));
+  EXPECT_FALSE(g[1].defined());
+  EXPECT_FALSE(x.grad().defined());
+  Tensor y2 = (x * x).sum();
+  EXPECT_EMBER_ERROR(autograd::grad({y2}, {unused}), "grad", "not to have been used");
+}
+
+TEST(Autograd, SecondDerivativesThroughCreateGraph) {
+  Tensor x = leaf({2, -1});
+  Tensor y = (x * x * x).sum();
+  Tensor dx = autograd::grad({y}, {x}, {}, false, /*create_graph=*/true)[0];  // 3x^2
+  EXPECT_CLOSE(dx, tensor({12.0, 3.0}, kFloat64));
+  EXPECT_TRUE(dx.requires_grad());
+  Tensor d2 = autograd::grad({dx.sum()}, {x})[0];  // 6x
+  EXPECT_CLOSE(d2, tensor({12.0, -6.0}, kFloat64));
+  // Through a saved output: d/dx exp(x) = exp(x), again and again.
+  Tensor z = leaf({0.5});
+  Tensor e = z.exp();
+  Tensor de = autograd::grad({e.sum()}, {z}, {}, false, true)[0];
+  Tensor dde = autograd::grad({de.sum()}, {z})[0];
+  EXPECT_CLOSE(dde, tensor({std::exp(0.5)}, kFloat64));
+}
+
+TEST(Autograd, HooksAndRetainGrad) {
+  Tensor x = leaf({1, 2});
+  x.register_hook([](const Tensor& g) { return g * 10; });
+  int accumulated = 0;
+  x.register_post_accumulate_grad_hook([&](const Tensor& t) { accumulated += t.grad().defined(); });
+  Tensor h = x * 3;
+  h.retain_grad();
+  h.register_hook([](const Tensor& g) { return g * 2; });
+  int ended = 0;
+  Tensor y = h.sum();
+  y.register_hook([&](const Tensor&) {
+    autograd::queue_callback([&] { ++ended; });
+    return Tensor();
+  });
+  y.backward();
+  EXPECT_CLOSE(h.grad(), tensor({2.0, 2.0}, kFloat64));    // after its hook
+  EXPECT_CLOSE(x.grad(), tensor({60.0, 60.0}, kFloat64));  // 2 * 3, then the leaf hook's 10
+  EXPECT_EQ(accumulated, 1);
+  EXPECT_EQ(ended, 1);
+  EXPECT_EMBER_ERROR(autograd::queue_callback([] {}), "queue_callback", "backward");
+}
+
+TEST(Autograd, AnomalyModeNamesTheOpWhoseBackwardMadeNaN) {
+  Tensor x = leaf({0.0});
+  Tensor y = (sqrt(x * 0) * 0).sum();  // sqrt'(0) = inf, times 0 = NaN
+  autograd::DetectAnomalyGuard guard;
+  EXPECT_EMBER_ERROR(y.backward(), "anomaly", "sqrt", "NaN");
+}
+
+TEST(Autograd, ErrorsNameTheProblem) {
+  Tensor x = leaf({1, 2});
+  Tensor y = (x * 2).sum();
+  y.backward();
+  EXPECT_EMBER_ERROR(y.backward(), "backward through the graph a second time");
+  EXPECT_EMBER_ERROR((x * 2).backward(), "implicitly created only for scalar outputs", "[2]");
+  EXPECT_EMBER_ERROR(ones({2}).backward(), "does not require grad");
+  EXPECT_EMBER_ERROR(ones({2}, kInt64).requires_grad_(), "requires_grad_", "floating point", "int64");
+  EXPECT_EMBER_ERROR((x * 2).requires_grad_(false), "leaf");
+  EXPECT_EMBER_ERROR(x.add_(1), "add_", "leaf tensor that requires grad");
+  EXPECT_EMBER_ERROR(uniform_(x), "uniform_", "leaf tensor that requires grad");
+  {
+    NoGradGuard no_grad;
+    x.add_(1);  // an optimizer's update
+  }
+  EXPECT_CLOSE(x.detach(), tensor({2.0, 3.0}, kFloat64));
+  Tensor t = leaf({1, 2, 3});
+  EXPECT_EMBER_ERROR(autograd::backward({(t * 2)}, {ones({4}, kFloat64)}), "gradient of shape [4]", "[3]");
+}
+
+TEST(Autograd, ModifyingASavedTensorInPlaceIsCaught) {
+  Tensor x = leaf({1, 2});
+  Tensor e = x.exp();  // saves its output
+  Tensor y = (e * 1).sum();
+  e.detach().add_(1);  // same storage, version moves
+  EXPECT_EMBER_ERROR(y.backward(), "modified by an inplace operation", "exp", "version 1",
+                     "expected version 0");
+}
+
+TEST(Autograd, ViewsAndCopiesAreDifferentiable) {
+  Tensor x = arange(12).to(kFloat64).view({3, 4}).requires_grad_();
+  Tensor y = x.t().reshape({2, 6})[1].slice(0, 1, 4).sum() +
+             x.select(1, 0).unsqueeze(1).expand({3, 5}).sum() + x.to(kFloat32).sum() +
+             x.permute({1, 0}).clone().narrow(0, 3, 1).sum();
+  y.backward();
+  // Each element's gradient counts its uses: computed by hand for this chain of views.
+  Tensor expected = ones({3, 4}, kFloat64);  // to(kFloat32).sum()
+  expected.select(1, 0).add_(5);             // select + expand to 5 columns
+  expected.select(1, 3).add_(1);             // narrow of the permuted column 3
+  // x.t() is [4, 3]; reshaped to [2, 6], row 1 holds t-flat 6..11 = x.t()[2..3]; slice 1..4 -> flat 7, 8, 9
+  // -> x.t()[2][1], x.t()[2][2], x.t()[3][0] -> x[1][2], x[2][2], x[0][3].
+  expected[1][2].add_(1);
+  expected[2][2].add_(1);
+  expected[0][3].add_(1);
+  EXPECT_CLOSE(x.grad(), expected);
+  EXPECT_EQ(x.grad().dtype(), kFloat64);
+}
+
+// A two-layer MLP on fixed data, trained with autograd and a hand-written SGD step.
+TEST(Autograd, SmallMLPLearns) {
+  manual_seed(0);
+  Tensor xs = randn({64, 4});
+  Tensor ys = (xs.select(1, 0) * xs.select(1, 1) > 0).to(kInt64);  // XOR of two signs
+  Tensor w1 = (randn({4, 32}) * 0.5).requires_grad_(), b1 = zeros({32}).requires_grad_();
+  Tensor w2 = (randn({32, 2}) * 0.5).requires_grad_(), b2 = zeros({2}).requires_grad_();
+  double first = 0, last = 0;
+  for (int step = 0; step < 300; ++step) {
+    Tensor h = relu(xs.matmul(w1) + b1);
+    Tensor logits = h.matmul(w2) + b2;
+    // Cross-entropy from differentiable pieces: logsumexp(l) - l[y], through exp, log, sum, where.
+    Tensor picked = where(one_hot(ys, 2) == 1, logits, zeros({}, kFloat32)).sum({1});
+    Tensor loss = (log(exp(logits).sum({1})) - picked).mean();
+    if (step == 0) first = loss.item<double>();
+    last = loss.item<double>();
+    for (const Tensor& p : {w1, b1, w2, b2}) p.set_grad(Tensor());
+    loss.backward();
+    NoGradGuard no_grad;
+    for (const Tensor& p : {w1, b1, w2, b2}) p.sub_(p.grad(), 0.5);
+  }
+  EXPECT_LT(last, 0.3 * first) << "loss " << first << " -> " << last;
+}
+
+}  // namespace ember::testing
