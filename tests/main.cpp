@@ -1,4 +1,7 @@
-// Test main: registers one test per op-table entry (OpTable.<op>), then runs everything.
+// Test main: registers one test per op-table entry (OpTable.<op>) and per gradcheck case
+// (Gradcheck.<op>), then runs everything.
+#include <map>
+
 #include "test_util.h"
 
 namespace ember::testing {
@@ -27,13 +30,35 @@ void run_entry(const OpEntry& e) {
   }
 }
 
-class OpTableTest : public ::testing::Test {
+void run_gradcheck(const GradcheckCase& c) {
+  for (bool non_contiguous_first : {false, true}) {
+    SCOPED_TRACE(c.op + (non_contiguous_first ? " (first input non-contiguous)" : ""));
+    manual_seed(7);
+    std::vector<Tensor> in;
+    for (size_t i = 0; i < c.shapes.size(); ++i) {
+      Tensor t = random_tensor(c.shapes[i], kFloat64, c.low, c.high);
+      if (i == 0 && non_contiguous_first) t = non_contiguous(t);
+      in.push_back(t.requires_grad_());
+    }
+    try {
+      EXPECT_TRUE(autograd::gradcheck(c.fn, in));
+      if (c.second_order) {
+        EXPECT_TRUE(autograd::gradgradcheck(c.fn, in));
+      }
+    } catch (const Error& e) {
+      ADD_FAILURE() << e.what();
+    }
+  }
+}
+
+template <class Entry, void (*kRun)(const Entry&)>
+class TableTest : public ::testing::Test {
  public:
-  explicit OpTableTest(const OpEntry* e) : e_(e) {}
-  void TestBody() override { run_entry(*e_); }
+  explicit TableTest(const Entry* e) : e_(e) {}
+  void TestBody() override { kRun(*e_); }
 
  private:
-  const OpEntry* e_;
+  const Entry* e_;
 };
 
 }  // namespace
@@ -41,10 +66,20 @@ class OpTableTest : public ::testing::Test {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  for (const auto& e : ember::testing::op_table()) {
-    const auto* entry = &e;
-    ::testing::RegisterTest("OpTable", e.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-                            [entry]() -> ::testing::Test* { return new ember::testing::OpTableTest(entry); });
+  using namespace ember::testing;
+  for (const auto& e : op_table()) {
+    ::testing::RegisterTest(
+        "OpTable", e.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+        [entry = &e]() -> ::testing::Test* { return new TableTest<OpEntry, run_entry>(entry); });
+  }
+  // Several cases of one op get #1, #2... so every test name is unique.
+  std::map<std::string, int> seen;
+  for (const auto& c : gradcheck_table()) {
+    int n = ++seen[c.op];
+    std::string name = n == 1 ? c.op : c.op + "#" + std::to_string(n);
+    ::testing::RegisterTest(
+        "Gradcheck", name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+        [gc = &c]() -> ::testing::Test* { return new TableTest<GradcheckCase, run_gradcheck>(gc); });
   }
   return RUN_ALL_TESTS();
 }

@@ -81,6 +81,15 @@ OpTableRegistrar::OpTableRegistrar(std::vector<OpEntry> entries) {
   for (auto& e : entries) op_table().push_back(std::move(e));
 }
 
+std::vector<GradcheckCase>& gradcheck_table() {
+  static std::vector<GradcheckCase> table;
+  return table;
+}
+
+GradcheckRegistrar::GradcheckRegistrar(std::vector<GradcheckCase> cases) {
+  for (auto& c : cases) gradcheck_table().push_back(std::move(c));
+}
+
 std::vector<Sample> samples_from_shapes(ScalarType dtype, std::vector<std::vector<DimVector>> shapes,
                                         double low, double high) {
   std::vector<Sample> out;

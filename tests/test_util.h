@@ -75,4 +75,26 @@ std::vector<Sample> samples_from_shapes(ScalarType dtype, std::vector<std::vecto
 std::vector<std::vector<DimVector>> unary_shapes();
 std::vector<std::vector<DimVector>> binary_shapes();
 
+// --- The gradcheck table: every differentiable registered op has at least one case; each case
+// runs gradcheck (and gradgradcheck when second_order) in float64, once with contiguous inputs
+// and once with the first input non-contiguous. Cases with integer inputs (indices) build them
+// inside fn. ---
+struct GradcheckCase {
+  std::string op;  // the op's name in the registry
+  autograd::TensorFn fn;
+  std::vector<DimVector> shapes;  // float64 inputs that require grad, random in [low, high)
+  double low = -2, high = 2;
+  bool second_order = false;
+};
+
+std::vector<GradcheckCase>& gradcheck_table();
+struct GradcheckRegistrar {
+  GradcheckRegistrar(std::vector<GradcheckCase> cases);
+};
+
+// Differentiable ops whose backward is still to be written (tracked by issue 3); the coverage
+// test fails for any other differentiable op without a gradcheck case, and for any op listed
+// here that has gained one (so the list only shrinks).
+const std::vector<std::string>& ops_pending_backward();
+
 }  // namespace ember::testing
