@@ -85,6 +85,22 @@ void BM_op_call(benchmark::State& state) {
 }
 BENCHMARK(BM_op_call)->Unit(benchmark::kMicrosecond);
 
+// The same call when an input requires grad: the cost of recording a node (and of releasing the
+// graph when the result dies).
+void BM_op_call_recording(benchmark::State& state) {
+  Tensor a = ember::ones({4}).requires_grad_(), b = ember::ones({4});
+  for (auto _ : state) benchmark::DoNotOptimize(a + b);
+}
+BENCHMARK(BM_op_call_recording)->Unit(benchmark::kMicrosecond);
+
+// One call under NoGradGuard with an input that requires grad: the check must cost nothing.
+void BM_op_call_no_grad(benchmark::State& state) {
+  Tensor a = ember::ones({4}).requires_grad_(), b = ember::ones({4});
+  ember::NoGradGuard no_grad;
+  for (auto _ : state) benchmark::DoNotOptimize(a + b);
+}
+BENCHMARK(BM_op_call_no_grad)->Unit(benchmark::kMicrosecond);
+
 #if defined(__AVX512F__)
 // 16 independent FMA chains per thread on 512-bit registers: the f32 arithmetic ceiling.
 void BM_peak_fma(benchmark::State& state) {
