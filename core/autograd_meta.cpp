@@ -80,14 +80,14 @@ uint32_t Node::add_output(const Tensor& t) {
   return static_cast<uint32_t>(outputs_.size() - 1);
 }
 
-SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output) {
+SavedTensor::SavedTensor(const Tensor& t, bool is_output, uint32_t output_nr)
+    : is_output_(is_output), output_nr_(output_nr) {
   if (!t.defined()) return;
   version_ = t._version();
   // An output is saved before record() marks it, and only when the op is recorded.
   requires_grad_ = is_output ? t.is_floating_point() : t.requires_grad();
   if (is_output) {
     data_ = t.detach();
-    output_nr_ = t.impl().autograd_meta() ? t.impl().autograd_meta()->output_nr : 0;
   } else {
     data_ = t;
   }
@@ -128,6 +128,17 @@ void check_inplace(const char* op, std::initializer_list<Tensor> tensors) {
         !t.defined() || !t.requires_grad(), op,
         ": in-place operations on tensors that require grad are not supported by autograd yet; use the "
         "out-of-place op");
+}
+
+void check_inplace_differentiable(const char* op, const Tensor& self) {
+  if (!GradMode::is_enabled() || !self.requires_grad()) return;
+  EMBER_CHECK(!self.is_leaf(), op,
+              ": a leaf tensor that requires grad is being used in an in-place operation (wrap the update in "
+              "NoGradGuard, or use the out-of-place op)");
+  EMBER_CHECK(
+      !self.impl().autograd_meta()->is_view, op,
+      ": in-place operations on a view of a tensor that requires grad are not supported by autograd yet; "
+      "use the out-of-place op");
 }
 
 Edge gradient_edge(const Tensor& t) {

@@ -78,6 +78,7 @@ struct AutogradMeta {
   uint32_t output_nr = 0;         // which output of grad_fn this tensor is
   std::weak_ptr<Node> grad_accumulator;
   std::shared_ptr<Tensor> retained_grad;  // non-leaves after retain_grad()
+  bool is_view = false;                   // made by a view op from a tensor with history
   std::vector<Node::GradHook> hooks;      // leaves: run before accumulation
   std::vector<std::function<void(const Tensor&)>> post_accumulate_hooks;
 };
@@ -87,7 +88,8 @@ struct AutogradMeta {
 class SavedTensor {
  public:
   SavedTensor() = default;
-  SavedTensor(const Tensor& t, bool is_output);
+  // A saved output must say which output of its node it is (output_nr).
+  SavedTensor(const Tensor& t, bool is_output, uint32_t output_nr = 0);
   // `owner` is the node unpacking (needed for saved outputs); `name` the op, for the error.
   Tensor unpack(Node& owner) const;
   bool defined() const { return data_.defined(); }
@@ -122,10 +124,15 @@ bool needs_grad(ArrayRef<Tensor> inputs);
 // grad_fn of every floating output. Call only when needs_grad(inputs).
 void record(const char* name, ArrayRef<Tensor> inputs, ArrayRef<Tensor> outputs, BackwardFn backward);
 
-// In-place ops under grad mode: refuses a leaf that requires grad (as PyTorch does) and, until
-// ember rebases the graph of in-place ops, any in-place op whose operands require grad.
+// In-place ops without a recorded backward (copy_, fill_, masked_fill_, random fills, ...)
+// under grad mode: refuses a leaf that requires grad (as PyTorch does) and any operand with
+// history.
 // `tensors` is the written tensor first, then the other operands.
 void check_inplace(const char* op, std::initializer_list<Tensor> tensors);
+
+// For in-place ops that record their backward (elementwise ones): refuses a leaf that requires
+// grad and a view of a tensor with history (ember does not yet rewrite the base's graph).
+void check_inplace_differentiable(const char* op, const Tensor& self);
 
 // Where gradients for `t` go: its grad_fn, or its leaf's accumulator (invalid if no grad).
 Edge gradient_edge(const Tensor& t);

@@ -19,9 +19,11 @@ Tensor make_view(const Tensor& t, IntArrayRef sizes, IntArrayRef strides, int64_
 // Records a view op whose gradient is `formula(grad)`.
 template <class F>
 Tensor record_view(const char* name, const Tensor& in, Tensor out, F formula) {
-  if (needs_grad({in}))
+  if (needs_grad({in})) {
     record(name, {in}, {out},
            [formula](const GradContext& g) -> std::vector<Tensor> { return {formula(g.grad())}; });
+    out.impl().autograd_meta()->is_view = true;
+  }
   return out;
 }
 

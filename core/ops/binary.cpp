@@ -73,9 +73,11 @@ Tensor wrap(const Scalar& s, Device d) {
 }
 
 // d(out)/da and d(out)/db of the differentiable binary ops, times g, summed back to each
-// input's shape where it was broadcast.
+// input's shape (a_sizes, b_sizes) where it was broadcast. a and b are only saved when
+// uses_values(op).
 std::vector<Tensor> binary_backward(BinaryOp op, const GradContext& ctx, const Tensor& a, const Tensor& b,
-                                    const Tensor& out, double alpha) {
+                                    const Tensor& out, double alpha, const DimVector& a_sizes,
+                                    const DimVector& b_sizes) {
   const Tensor& g = ctx.grad();
   Tensor ga, gb;
   switch (op) {
@@ -108,11 +110,25 @@ std::vector<Tensor> binary_backward(BinaryOp op, const GradContext& ctx, const T
     default:
       break;
   }
-  return {ga.defined() && ctx.needs(0) ? sum_to(ga, a.sizes()) : Tensor(),
-          gb.defined() && ctx.needs(1) ? sum_to(gb, b.sizes()) : Tensor()};
+  return {ga.defined() && ctx.needs(0) ? sum_to(ga, a_sizes) : Tensor(),
+          gb.defined() && ctx.needs(1) ? sum_to(gb, b_sizes) : Tensor()};
 }
 
 bool differentiable(BinaryOp op) { return !ops::is_comparison(op) && !ops::is_logical(op); }
+bool uses_values(BinaryOp op) { return op != BinaryOp::Add && op != BinaryOp::Sub; }
+
+// Records the backward of `out = a op b`; `a_value` is a's value before the op (a clone when
+// the op wrote into a).
+void record_binary(const char* name, BinaryOp op, const Tensor& a, const Tensor& a_value, const Tensor& b,
+                   const Tensor& out, double alpha) {
+  bool values = uses_values(op);
+  SavedTensor sa(values ? a_value : Tensor(), false), sb(values ? b : Tensor(), false);
+  SavedTensor so(op == BinaryOp::Pow ? out : Tensor(), true);
+  DimVector a_sizes(a.sizes()), b_sizes(b.sizes());
+  record(name, {a, b}, {out}, [=](const GradContext& g) {
+    return binary_backward(op, g, g(sa), g(sb), g(so), alpha, a_sizes, b_sizes);
+  });
+}
 
 Tensor run(const char* name, BinaryOp op, const Tensor& a, const Tensor& b, ScalarType common,
            ops::ElementwiseParams p = {}) {
@@ -120,12 +136,7 @@ Tensor run(const char* name, BinaryOp op, const Tensor& a, const Tensor& b, Scal
   Dtypes dt = binary_dtypes(name, op, common);
   Tensor out = empty(broadcast_shapes(name, a.sizes(), b.sizes()), TensorOptions(dt.out).device(a.device()));
   if (out.numel() > 0) binary_stub(a.device())(op, dt.compute, out, a, b, p);
-  if (differentiable(op) && needs_grad({a, b})) {
-    SavedTensor sa(a, false), sb(b, false);
-    SavedTensor so(op == BinaryOp::Pow ? out : Tensor(), true);
-    record(name, {a, b}, {out},
-           [=](const GradContext& g) { return binary_backward(op, g, g(sa), g(sb), g(so), p.a); });
-  }
+  if (differentiable(op) && needs_grad({a, b})) record_binary(name, op, a, a, b, out, p.a);
   return out;
 }
 
@@ -138,9 +149,12 @@ const Tensor& run_(const char* name, BinaryOp op, const Tensor& self, const Tens
   EMBER_CHECK(IntArrayRef(shape).equals(self.sizes()), name, ": output with shape ", self.sizes(),
               " doesn't match the broadcast shape ", IntArrayRef(shape));
   check_no_internal_overlap(name, self);
-  check_inplace(name, {self, b});
+  check_inplace_differentiable(name, self);
+  bool grad = differentiable(op) && needs_grad({self, b});
+  Tensor before = grad && uses_values(op) ? self.detach().clone() : Tensor();
   if (self.numel() > 0) binary_stub(self.device())(op, dt.compute, self, self, b, p);
   self.bump_version();
+  if (grad) record_binary(name, op, self, before, b, self, p.a);
   return self;
 }
 

@@ -49,12 +49,22 @@ Tensor unary(const char* name, UnaryOp op, const Tensor& x, Formula formula, int
   return out;
 }
 
-const Tensor& unary_(const char* name, UnaryOp op, const Tensor& x, ops::ElementwiseParams p = {}) {
+// In place: the backward sees x's value before the op (a clone, only when the formula uses it)
+// and after it (the output).
+const Tensor& unary_(const char* name, UnaryOp op, const Tensor& x, Formula formula, int saves,
+                     ops::ElementwiseParams p = {}) {
   check_can_cast(name, result_dtype(name, op, x.dtype()), x.dtype());
   check_no_internal_overlap(name, x);
-  check_inplace(name, {x});
+  check_inplace_differentiable(name, x);
+  bool grad = needs_grad({x});
+  Tensor before = grad && (saves & kInput) ? x.detach().clone() : Tensor();
   if (x.numel() > 0) unary_stub(x.device())(op, x, x, p);
   x.bump_version();
+  if (grad) {
+    SavedTensor sx(before, false), so(saves & kOutput ? x : Tensor(), true);
+    record(name, {x}, {x},
+           [=](const GradContext& g) -> std::vector<Tensor> { return {formula(g.grad(), g(sx), g(so), p)}; });
+  }
   return x;
 }
 
@@ -67,6 +77,24 @@ ops::ElementwiseParams clamp_params(const char* name, const std::optional<Scalar
 constexpr double kSqrt2OverPi = 0.79788456080286535588;    // sqrt(2 / pi)
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;     // 1 / sqrt(2 pi)
 constexpr double kTwoOverSqrtPi = 1.12837916709551257390;  // 2 / sqrt(pi)
+
+// Formulas shared by an op and its in-place variant.
+Tensor neg_grad(const Tensor& g, const Tensor&, const Tensor&, const ops::ElementwiseParams&) { return -g; }
+Tensor relu_grad(const Tensor& g, const Tensor&, const Tensor& out, const ops::ElementwiseParams&) {
+  return g * (out > 0);
+}
+Tensor exp_grad(const Tensor& g, const Tensor&, const Tensor& out, const ops::ElementwiseParams&) {
+  return g * out;
+}
+Tensor sqrt_grad(const Tensor& g, const Tensor&, const Tensor& out, const ops::ElementwiseParams&) {
+  return g / (out * 2);
+}
+Tensor tanh_grad(const Tensor& g, const Tensor&, const Tensor& out, const ops::ElementwiseParams&) {
+  return g * (1 - out * out);
+}
+Tensor sigmoid_grad(const Tensor& g, const Tensor&, const Tensor& out, const ops::ElementwiseParams&) {
+  return g * out * (1 - out);
+}
 
 Tensor gelu_tanh_grad(const Tensor& g, const Tensor& x, const Tensor&, const ops::ElementwiseParams&) {
   Tensor x2 = x * x;
@@ -84,11 +112,7 @@ Tensor clamp_grad(const Tensor& g, const Tensor& x, const Tensor&, const ops::El
 
 }  // namespace
 
-Tensor neg(const Tensor& x) {
-  return unary(
-      "neg", UnaryOp::Neg, x, [](const Tensor& g, const Tensor&, const Tensor&, const auto&) { return -g; },
-      kNone);
-}
+Tensor neg(const Tensor& x) { return unary("neg", UnaryOp::Neg, x, neg_grad, kNone); }
 Tensor abs(const Tensor& x) {
   return unary(
       "abs", UnaryOp::Abs, x,
@@ -99,21 +123,13 @@ Tensor sign(const Tensor& x) {
       "sign", UnaryOp::Sign, x,
       [](const Tensor& g, const Tensor&, const Tensor&, const auto&) { return zeros_like(g); }, kNone);
 }
-Tensor relu(const Tensor& x) {
-  return unary(
-      "relu", UnaryOp::Relu, x,
-      [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) { return g * (out > 0); }, kOutput);
-}
+Tensor relu(const Tensor& x) { return unary("relu", UnaryOp::Relu, x, relu_grad, kOutput); }
 Tensor square(const Tensor& x) {
   return unary(
       "square", UnaryOp::Square, x,
       [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return g * x * 2; }, kInput);
 }
-Tensor exp(const Tensor& x) {
-  return unary(
-      "exp", UnaryOp::Exp, x,
-      [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) { return g * out; }, kOutput);
-}
+Tensor exp(const Tensor& x) { return unary("exp", UnaryOp::Exp, x, exp_grad, kOutput); }
 Tensor log(const Tensor& x) {
   return unary(
       "log", UnaryOp::Log, x,
@@ -129,11 +145,7 @@ Tensor expm1(const Tensor& x) {
       "expm1", UnaryOp::Expm1, x,
       [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) { return g * (out + 1); }, kOutput);
 }
-Tensor sqrt(const Tensor& x) {
-  return unary(
-      "sqrt", UnaryOp::Sqrt, x,
-      [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) { return g / (out * 2); }, kOutput);
-}
+Tensor sqrt(const Tensor& x) { return unary("sqrt", UnaryOp::Sqrt, x, sqrt_grad, kOutput); }
 Tensor rsqrt(const Tensor& x) {
   return unary(
       "rsqrt", UnaryOp::Rsqrt, x,
@@ -152,18 +164,8 @@ Tensor cos(const Tensor& x) {
       "cos", UnaryOp::Cos, x,
       [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return -g * sin(x); }, kInput);
 }
-Tensor tanh(const Tensor& x) {
-  return unary(
-      "tanh", UnaryOp::Tanh, x,
-      [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) { return g * (1 - out * out); },
-      kOutput);
-}
-Tensor sigmoid(const Tensor& x) {
-  return unary(
-      "sigmoid", UnaryOp::Sigmoid, x,
-      [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) { return g * out * (1 - out); },
-      kOutput);
-}
+Tensor tanh(const Tensor& x) { return unary("tanh", UnaryOp::Tanh, x, tanh_grad, kOutput); }
+Tensor sigmoid(const Tensor& x) { return unary("sigmoid", UnaryOp::Sigmoid, x, sigmoid_grad, kOutput); }
 Tensor silu(const Tensor& x) {
   return unary(
       "silu", UnaryOp::Silu, x,
@@ -243,14 +245,16 @@ Tensor Tensor::reciprocal() const { return ember::reciprocal(*this); }
 Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
   return ember::clamp(*this, min, max);
 }
-const Tensor& Tensor::neg_() const { return unary_("neg_", UnaryOp::Neg, *this); }
-const Tensor& Tensor::exp_() const { return unary_("exp_", UnaryOp::Exp, *this); }
-const Tensor& Tensor::sqrt_() const { return unary_("sqrt_", UnaryOp::Sqrt, *this); }
-const Tensor& Tensor::relu_() const { return unary_("relu_", UnaryOp::Relu, *this); }
-const Tensor& Tensor::tanh_() const { return unary_("tanh_", UnaryOp::Tanh, *this); }
-const Tensor& Tensor::sigmoid_() const { return unary_("sigmoid_", UnaryOp::Sigmoid, *this); }
+const Tensor& Tensor::neg_() const { return unary_("neg_", UnaryOp::Neg, *this, neg_grad, kNone); }
+const Tensor& Tensor::exp_() const { return unary_("exp_", UnaryOp::Exp, *this, exp_grad, kOutput); }
+const Tensor& Tensor::sqrt_() const { return unary_("sqrt_", UnaryOp::Sqrt, *this, sqrt_grad, kOutput); }
+const Tensor& Tensor::relu_() const { return unary_("relu_", UnaryOp::Relu, *this, relu_grad, kOutput); }
+const Tensor& Tensor::tanh_() const { return unary_("tanh_", UnaryOp::Tanh, *this, tanh_grad, kOutput); }
+const Tensor& Tensor::sigmoid_() const {
+  return unary_("sigmoid_", UnaryOp::Sigmoid, *this, sigmoid_grad, kOutput);
+}
 const Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) const {
-  return unary_("clamp_", UnaryOp::Clamp, *this, clamp_params("clamp_", min, max));
+  return unary_("clamp_", UnaryOp::Clamp, *this, clamp_grad, kInput, clamp_params("clamp_", min, max));
 }
 
 Tensor operator-(const Tensor& a) { return neg(a); }

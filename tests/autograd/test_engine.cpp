@@ -133,6 +133,27 @@ TEST(Autograd, ModifyingASavedTensorInPlaceIsCaught) {
                      "expected version 0");
 }
 
+TEST(Autograd, InPlaceOpsOnNonLeavesRecordTheirBackward) {
+  Tensor x = leaf({0.5, -1.0}), z = leaf({2, 3});
+  Tensor y = x * 2;
+  y.mul_(z);  // needs y's old value for z's gradient: saved as a copy
+  y.add_(z, 0.5);
+  y.tanh_();  // saves its output (a later in-place op on y would make backward fail, as in PyTorch)
+  y.sum().backward();
+  Tensor xv = x.detach(), zv = z.detach();
+  Tensor t = tanh(xv * 2 * zv + zv * 0.5);
+  Tensor dt = 1 - t * t;
+  EXPECT_CLOSE(x.grad(), dt * 2 * zv);
+  EXPECT_CLOSE(z.grad(), dt * (xv * 2 + 0.5));
+  EXPECT_EQ(y.grad_fn()->name(), "tanh_");
+  Tensor w = x * 1;
+  EXPECT_EMBER_ERROR(w[0].add_(1), "add_", "view of a tensor that requires grad");
+  Tensor e = x.exp();
+  Tensor uses = e * 1;
+  e.add_(1);  // allowed, but exp's saved output has moved on
+  EXPECT_EMBER_ERROR(uses.sum().backward(), "modified by an inplace operation", "exp");
+}
+
 TEST(Autograd, ViewsAndCopiesAreDifferentiable) {
   Tensor x = arange(12).to(kFloat64).view({3, 4}).requires_grad_();
   Tensor y = x.t().reshape({2, 6})[1].slice(0, 1, 4).sum() +
