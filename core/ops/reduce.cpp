@@ -2,9 +2,13 @@
 // device's kernel.
 #include "ember/core/ops/reduce.h"
 
+#include <bit>
+#include <cmath>
+
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/op_registry.h"
+#include "ember/core/ops/elementwise.h"
 #include "ember/core/shape.h"
 #include "ember/core/type_promotion.h"
 
@@ -83,6 +87,29 @@ void check_floating(const char* name, const Tensor& x) {
   EMBER_CHECK(x.is_floating_point(), name, ": expected a floating point input, got ", x.dtype());
 }
 
+// A reduced tensor (a gradient, an output) with the reduced dims back as size 1, so that it
+// broadcasts against the input.
+Tensor unreduce(Tensor t, size_t ndim, uint64_t mask, bool keepdim) {
+  if (!keepdim)
+    for (size_t d = 0; d < ndim; ++d)
+      if (reduces(mask, static_cast<int64_t>(d))) t = t.unsqueeze(static_cast<int64_t>(d));
+  return t;
+}
+
+DimVector dims_of(uint64_t mask, int64_t ndim) {
+  DimVector dims;
+  for (int64_t d = 0; d < ndim; ++d)
+    if (reduces(mask, d)) dims.push_back(d);
+  return dims;
+}
+
+int64_t reduced_numel(const Tensor& x, uint64_t mask) {
+  int64_t n = 1;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (reduces(mask, d)) n *= x.size(d);
+  return n;
+}
+
 // The gradient of a sum over `mask` (times `scale`): the output gradient broadcast back over
 // the reduced dims.
 Tensor record_reduction(const char* name, const Tensor& x, Tensor out, uint64_t mask, bool keepdim,
@@ -90,18 +117,64 @@ Tensor record_reduction(const char* name, const Tensor& x, Tensor out, uint64_t 
   if (!needs_grad({x})) return out;
   DimVector sizes(x.sizes());
   record(name, {x}, {out}, [sizes, mask, keepdim, scale](const GradContext& g) -> std::vector<Tensor> {
-    Tensor grad = g.grad();
-    if (!keepdim)
-      for (size_t d = 0; d < sizes.size(); ++d)
-        if (mask >> d & 1) grad = grad.unsqueeze(static_cast<int64_t>(d));
-    grad = grad.expand(sizes);
+    Tensor grad = unreduce(g.grad(), sizes.size(), mask, keepdim).expand(sizes);
     return {scale == 1.0 ? grad : grad * scale};
   });
   return out;
 }
 
+// The input gradient from the output gradient `g`, the input `x` and the output `out`
+// (undefined unless saved), `g` and `out` with the reduced dims kept.
+using ReduceFormula = std::function<Tensor(const Tensor& g, const Tensor& x, const Tensor& out)>;
+
+// Records a reduction of `x` over `mask` whose formula needs the input (and the output if
+// `save_out`).
+Tensor record_reduction(const char* name, const Tensor& x, Tensor out, uint64_t mask, bool keepdim,
+                        bool save_out, ReduceFormula formula) {
+  if (!needs_grad({x})) return out;
+  SavedTensor sx(x, false), so(save_out ? out : Tensor(), true);
+  size_t ndim = x.sizes().size();
+  record(name, {x}, {out}, [=](const GradContext& g) -> std::vector<Tensor> {
+    Tensor o = g(so);
+    if (o.defined()) o = unreduce(o, ndim, mask, keepdim);
+    return {formula(unreduce(g.grad(), ndim, mask, keepdim), g(sx), o)};
+  });
+  return out;
+}
+
+// max, min, amax, amin (of `x`, or of |x| for the inf norms): the gradient is shared evenly
+// among the elements equal to the extreme (NaN counting as equal to a NaN result).
+Tensor extreme_grad(const Tensor& g, const Tensor& x, const Tensor& out, uint64_t mask) {
+  Tensor hit = x == out || (x != x && out != out);
+  return where(hit, g / hit.sum(dims_of(mask, x.dim()), true), 0.0);
+}
+
 ScalarType sum_dtype(const Tensor& x, std::optional<ScalarType> dtype) {
   return dtype.value_or(is_integral(x.dtype(), true) ? kInt64 : x.dtype());
+}
+
+Tensor prod_impl(const Tensor& x, uint64_t mask, bool keepdim, std::optional<ScalarType> dtype);
+
+// d prod / d x_i is the product of the other elements of its slice: out / x_i without zeros.
+// With zeros, the product of the other nonzeros times that of the other zeros, the latter
+// written so that its value (1 or 0) and its first derivative are right, and so the second
+// derivatives too: 1 without other zeros, the other zero itself if there is one, else 0.
+Tensor prod_grad(const Tensor& g, const Tensor& x, const Tensor& out, uint64_t mask) {
+  Tensor zero = x == 0;
+  if (!zero.any().item<bool>()) return g * out / x;
+  DimVector dims = dims_of(mask, x.dim());
+  Tensor safe = where(zero, 1.0, x), zeros_only = where(zero, x, 0.0);
+  Tensor other_nonzeros = prod_impl(safe, mask, true, out.dtype()) / safe;
+  Tensor other_zeros = zero.sum(dims, true) - zero.to(kInt64);
+  Tensor other_zero = zeros_only.sum(dims, true) - zeros_only;
+  return g * other_nonzeros * where(other_zeros == 0, 1.0, other_zero * (other_zeros == 1));
+}
+
+Tensor prod_impl(const Tensor& x, uint64_t mask, bool keepdim, std::optional<ScalarType> dtype) {
+  Tensor out = reduce(ReduceOp::Prod, x, mask, keepdim, sum_dtype(x, dtype)).values;
+  return record_reduction(
+      "prod", x, out, mask, keepdim, true,
+      [mask](const Tensor& g, const Tensor& x, const Tensor& out) { return prod_grad(g, x, out, mask); });
 }
 
 Tensor mean_impl(const Tensor& x, uint64_t mask, bool keepdim, std::optional<ScalarType> dtype) {
@@ -109,17 +182,26 @@ Tensor mean_impl(const Tensor& x, uint64_t mask, bool keepdim, std::optional<Sca
               "must be a floating point dtype, got ", x.dtype(), " (pass a floating dtype)");
   ScalarType out = dtype.value_or(x.dtype());
   EMBER_CHECK(is_floating_point(out), "mean: dtype must be a floating point dtype, got ", out);
-  int64_t count = 1;
-  for (int64_t d = 0; d < x.dim(); ++d)
-    if (mask >> d & 1) count *= x.size(d);
+  int64_t count = reduced_numel(x, mask);
   return record_reduction("mean", x, reduce(ReduceOp::Mean, x, mask, keepdim, out).values, mask, keepdim,
                           count > 0 ? 1.0 / static_cast<double>(count) : 0.0);
+}
+
+// d var / d x = 2 (x - mean) / (N - correction), infinite where N <= correction (as var's
+// division by max(0, N - correction)).
+Tensor var_grad(const Tensor& g, const Tensor& x, uint64_t mask, int64_t correction) {
+  double dof = static_cast<double>(reduced_numel(x, mask) - correction);
+  double scale = dof > 0 ? 2 / dof : INFINITY;
+  return g * scale * (x - mean_impl(x, mask, true, std::nullopt));
 }
 
 Tensor extreme(const char* name, ReduceOp op, const Tensor& x, IntArrayRef dims, bool keepdim) {
   uint64_t mask = dim_mask(name, dims, x.dim());
   check_nonempty(name, x, mask, dims.empty());
-  return reduce(op, x, mask, keepdim, x.dtype()).values;
+  Tensor out = reduce(op, x, mask, keepdim, x.dtype()).values;
+  return record_reduction(
+      name, x, out, mask, keepdim, true,
+      [mask](const Tensor& g, const Tensor& x, const Tensor& out) { return extreme_grad(g, x, out, mask); });
 }
 
 std::tuple<Tensor, Tensor> extreme_dim(const char* name, ReduceOp op, const Tensor& x, int64_t dim,
@@ -127,21 +209,55 @@ std::tuple<Tensor, Tensor> extreme_dim(const char* name, ReduceOp op, const Tens
   uint64_t mask = dim_mask(name, dim, x.dim());
   check_nonempty(name, x, mask, false);
   Reduction r = reduce(op, x, mask, keepdim, x.dtype(), {}, true);
+  if (needs_grad({x})) {
+    // The gradient goes to the returned index of each slice.
+    SavedTensor si(r.indices, false);
+    DimVector sizes(x.sizes());
+    record(name, {x}, {r.values}, [si, sizes, mask, keepdim](const GradContext& g) -> std::vector<Tensor> {
+      size_t ndim = sizes.size();
+      Tensor grad = unreduce(g.grad(), ndim, mask, keepdim);
+      if (ndim == 0) return {grad};
+      int64_t d = std::countr_zero(mask);
+      DimVector along(ndim, 1);
+      along[d] = sizes[d];
+      Tensor pos = arange(sizes[d], TensorOptions(kInt64).device(grad.device())).view(along);
+      return {where(pos == unreduce(g(si), ndim, mask, keepdim), grad, 0.0)};
+    });
+  }
   return {r.values, r.indices};
 }
 
+// Without a dim, the index is the flat (row-major) one.
 Tensor arg_extreme(const char* name, ReduceOp op, const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
-  if (dim) return std::get<1>(extreme_dim(name, op, x, *dim, keepdim));
-  // Over all dims, the index being the flat (row-major) one.
-  check_nonempty(name, x, 0, true);
-  return reduce(op, x, dim_mask(name, {}, x.dim()), keepdim, x.dtype(), {}, true).indices;
+  uint64_t mask = dim ? dim_mask(name, *dim, x.dim()) : dim_mask(name, {}, x.dim());
+  check_nonempty(name, x, mask, !dim);
+  return reduce(op, x, mask, keepdim, x.dtype(), {}, true).indices;
 }
 
 Tensor var_impl(const char* name, ReduceOp op, const Tensor& x, IntArrayRef dims, int64_t correction,
                 bool keepdim) {
   check_floating(name, x);
   uint64_t mask = dim_mask(name, dims, x.dim());
-  return reduce(op, x, mask, keepdim, x.dtype(), {0, correction}).values;
+  Tensor out = reduce(op, x, mask, keepdim, x.dtype(), {0, correction}).values;
+  bool is_std = op == ReduceOp::Std;
+  return record_reduction(name, x, out, mask, keepdim, is_std,
+                          [mask, correction, is_std](const Tensor& g, const Tensor& x, const Tensor& out) {
+                            // std = sqrt(var): d var = d std / (2 std), taken as 0 where std is 0.
+                            Tensor g_var = is_std ? masked_fill(g / (out * 2), out == 0, 0) : g;
+                            return var_grad(g_var, x, mask, correction);
+                          });
+}
+
+// The p-norm's gradient, as PyTorch's norm_backward.
+Tensor norm_grad(const Tensor& g, const Tensor& x, const Tensor& out, double p, uint64_t mask) {
+  if (p == 0) return zeros_like(x);
+  if (p == 1) return g * sign(x);
+  if (p == 2) return g * masked_fill(x / out, out == 0, 0);
+  if (std::isinf(p)) return extreme_grad(g, abs(x), out, mask) * sign(x);
+  // g out^(1-p) sign(x) |x|^(p-1); the infinite factor at x = 0 (p < 1) or out = 0 (p > 1)
+  // meets a zero factor: the gradient is 0 there.
+  Tensor scale = masked_fill(g * pow(out, 1 - p), out == 0, 0);
+  return sign(x) * masked_fill(pow(abs(x), p - 1), x == 0, 0) * scale;
 }
 
 Tensor logical(const char* name, ReduceOp op, const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
@@ -159,12 +275,10 @@ Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<Scalar
 }
 
 Tensor prod(const Tensor& x, std::optional<ScalarType> dtype) {
-  uint64_t mask = dim_mask("prod", {}, x.dim());
-  return reduce(ReduceOp::Prod, x, mask, false, sum_dtype(x, dtype)).values;
+  return prod_impl(x, dim_mask("prod", {}, x.dim()), false, dtype);
 }
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<ScalarType> dtype) {
-  uint64_t mask = dim_mask("prod", dim, x.dim());
-  return reduce(ReduceOp::Prod, x, mask, keepdim, sum_dtype(x, dtype)).values;
+  return prod_impl(x, dim_mask("prod", dim, x.dim()), keepdim, dtype);
 }
 
 Tensor mean(const Tensor& x, std::optional<ScalarType> dtype) {
@@ -211,12 +325,20 @@ Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
   bool has_identity = order >= 0 && order != INFINITY;
   EMBER_CHECK(has_identity || !reduces_empty_dim(x, mask), "norm: cannot compute the ", order,
               " norm of an empty reduction (input of shape ", x.sizes(), "): it has no identity");
-  return reduce(ReduceOp::Norm, x, mask, keepdim, x.dtype(), {order}).values;
+  Tensor out = reduce(ReduceOp::Norm, x, mask, keepdim, x.dtype(), {order}).values;
+  return record_reduction("norm", x, out, mask, keepdim, true,
+                          [order, mask](const Tensor& g, const Tensor& x, const Tensor& out) {
+                            return norm_grad(g, x, out, order, mask);
+                          });
 }
 
 Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
   uint64_t mask = dim_mask("logsumexp", dims, x.dim());
-  return reduce(ReduceOp::LogSumExp, x, mask, keepdim, to_float_dtype(x.dtype())).values;
+  Tensor out = reduce(ReduceOp::LogSumExp, x, mask, keepdim, to_float_dtype(x.dtype())).values;
+  // The gradient is softmax(x) times the output gradient.
+  return record_reduction(
+      "logsumexp", x, out, mask, keepdim, true,
+      [](const Tensor& g, const Tensor& x, const Tensor& out) { return g * exp(x - out); });
 }
 
 Tensor all(const Tensor& x) { return logical("all", ReduceOp::All, x, std::nullopt, false); }
