@@ -1,10 +1,14 @@
 // Frontends of the indexing ops: dtype, device and shape checks, a range check of every index
 // value, then the gather or scatter kernel. index_select, take_along_dim and index_add reach
-// those kernels through index views that broadcast along the other dims.
+// those kernels through index views that broadcast along the other dims. The backward formulas
+// pair the ops up (gather <-> scatter_add, index_select <-> index_add), so each can be
+// differentiated again.
 #include "ember/core/ops/indexing.h"
 
+#include "ember/core/autograd_meta.h"
 #include "ember/core/copy.h"
 #include "ember/core/factories.h"
+#include "ember/core/grad_mode.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/shape_ops.h"
 #include "ember/core/shape.h"
@@ -77,8 +81,31 @@ Tensor gather_checked(const char* op, const Tensor& x, int64_t dim, const Tensor
   check_index_shape(op, x, dim, index, nullptr);
   check_index_range(op, index, dim, size_or_1(x, dim));
   Tensor out = empty(index.sizes(), x.options());
-  if (out.numel() > 0) gather_stub(x.device())(atleast_1d(out), atleast_1d(x), dim, atleast_1d(index));
+  if (out.numel() > 0) {
+    NoGradGuard no_grad;  // atleast_1d's view of x is not part of the graph
+    gather_stub(x.device())(atleast_1d(out), atleast_1d(x), dim, atleast_1d(index));
+  }
+  if (needs_grad({x}))  // the gradient adds up where x was read
+    record(op, {x}, {out},
+           [si = SavedTensor(index, false), sizes = DimVector(x.sizes()), dim](const GradContext& g) {
+             return std::vector<Tensor>{scatter_add(zeros(sizes, g.grad().options()), dim, g(si), g.grad())};
+           });
   return out;
+}
+
+// The gradient of scatter's src: the gradient gathered where src was written, zero for the
+// elements of src beyond index's sizes (which were not read).
+Tensor scatter_src_backward(const Tensor& grad, int64_t dim, const Tensor& index, IntArrayRef src_sizes) {
+  Tensor r = gather(grad, dim, index);
+  if (r.dim() == 0) r = r.reshape({1});
+  DimVector pads;
+  bool padded = false;
+  for (int64_t d = r.dim() - 1; d >= 0; --d) {
+    pads.push_back(0);
+    pads.push_back((src_sizes.empty() ? 1 : src_sizes[d]) - r.size(d));
+    padded = padded || pads.back() != 0;
+  }
+  return (padded ? pad(r, pads) : r).reshape(src_sizes);
 }
 
 // The in-place scatter once index values are known to be in range.
@@ -90,6 +117,7 @@ const Tensor& run_scatter(ScatterOp op, const Tensor& self, int64_t dim, const T
   return self;
 }
 
+// Writes into self in place: callers check autograd's rules (check_inplace, or a fresh clone).
 const Tensor& scatter_checked(const char* op, ScatterOp sop, const Tensor& self, int64_t dim,
                               const Tensor& index, const Tensor& src) {
   check_index_dtype(op, index, false);
@@ -136,6 +164,30 @@ const Tensor& index_add_checked(const char* op, const Tensor& self, int64_t dim,
   return run_scatter(ScatterOp::Add, self, dim, idx.as_strided(src.sizes(), strides), src, alpha);
 }
 
+// An out-of-place form: the in-place `op` on a copy of x, with grad mode off (the caller records).
+template <class Op>
+Tensor on_copy(const Tensor& x, Op op) {
+  NoGradGuard no_grad;
+  return op(x.clone());
+}
+
+// Records scatter (`assign`) or scatter_add of src (undefined for a scalar value) into x. x's
+// gradient is the output's, without the positions scatter overwrote; src's is gathered.
+void record_scatter(const char* op, bool assign, const Tensor& out, const Tensor& x, int64_t dim,
+                    const Tensor& index, const Tensor& src) {
+  if (!needs_grad({x, src})) return;
+  dim = wrap_dim(op, dim, x.dim());
+  DimVector src_sizes = src.defined() ? DimVector(src.sizes()) : DimVector();
+  record(
+      op, {x, src}, {out},
+      [assign, dim, si = SavedTensor(index, false), src_sizes](const GradContext& g) -> std::vector<Tensor> {
+        Tensor index = g(si), gx, gsrc;
+        if (g.needs(0)) gx = assign ? scatter(g.grad(), dim, index, Scalar(0)) : g.grad();
+        if (g.needs(1)) gsrc = scatter_src_backward(g.grad(), dim, index, src_sizes);
+        return {gx, gsrc};
+      });
+}
+
 }  // namespace
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
@@ -150,23 +202,34 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   dim = wrap_dim(op, dim, x.dim());
   Tensor idx = atleast_1d(index.to(kInt64));
   check_index_range(op, idx, dim, size_or_1(x, dim));
+  EMBER_CHECK(x.dim() > 0 || idx.numel() == 1, op, ": index of a 0-dim tensor can have only 1 value, got ",
+              idx.numel());
+  Tensor out;
   if (x.dim() == 0) {
-    EMBER_CHECK(idx.numel() == 1, op, ": index of a 0-dim tensor can have only 1 value, got ", idx.numel());
-    return x.clone();
+    NoGradGuard no_grad;  // recorded below
+    out = x.clone();
+  } else {
+    DimVector shape(x.sizes());
+    shape[dim] = idx.numel();
+    out = empty(shape, x.options());
+    DimVector strides(shape.size(), 0);
+    strides[dim] = idx.stride(0);
+    NoGradGuard no_grad;  // the kernel's views of x are not part of the graph
+    if (out.numel() > 0) gather_stub(x.device())(out, x, dim, idx.as_strided(shape, strides));
   }
-  DimVector shape(x.sizes());
-  shape[dim] = idx.numel();
-  Tensor out = empty(shape, x.options());
-  DimVector strides(shape.size(), 0);
-  strides[dim] = idx.stride(0);
-  if (out.numel() > 0) gather_stub(x.device())(out, x, dim, idx.as_strided(shape, strides));
+  if (needs_grad({x}))
+    record(op, {x}, {out},
+           [si = SavedTensor(index, false), sizes = DimVector(x.sizes()), dim](const GradContext& g) {
+             return std::vector<Tensor>{index_add(zeros(sizes, g.grad().options()), dim, g(si), g.grad())};
+           });
   return out;
 }
 
+// The gradient reaches x through the broadcast views (expand sums it back).
 Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) {
   const char* op = "take_along_dim";
   EMBER_CHECK(indices.dtype() == kInt64, op, ": dtype of indices should be int64, got ", indices.dtype());
-  if (!dim) return gather_checked(op, atleast_1d(x).reshape({-1}), 0, atleast_1d(indices).reshape({-1}));
+  if (!dim) return gather_checked(op, x.reshape({-1}), 0, indices.reshape({-1}));
   EMBER_CHECK(x.dim() == indices.dim(), op,
               ": input and indices should have the same number of dimensions, got ", x.sizes(), " and ",
               indices.sizes());
@@ -182,31 +245,62 @@ Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int6
 }
 
 const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_inplace("scatter_", {self, src});
   return scatter_checked("scatter_", ScatterOp::Assign, self, dim, index, src);
 }
 const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
+  check_inplace("scatter_", {self});
   return scatter_checked("scatter_", ScatterOp::Assign, self, dim, index, value_src(self, index, value));
 }
 const Tensor& scatter_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_inplace("scatter_add_", {self, src});
   return scatter_checked("scatter_add_", ScatterOp::Add, self, dim, index, src);
 }
 const Tensor& index_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
                          const Scalar& alpha) {
+  check_inplace("index_add_", {self, source});
   return index_add_checked("index_add_", self, dim, index, source, alpha);
 }
 
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_checked("scatter", ScatterOp::Assign, x.clone(), dim, index, src);
+  Tensor out = on_copy(x, [&](const Tensor& self) {
+    return scatter_checked("scatter", ScatterOp::Assign, self, dim, index, src);
+  });
+  record_scatter("scatter", true, out, x, dim, index, src);
+  return out;
 }
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Scalar& value) {
-  return scatter_checked("scatter", ScatterOp::Assign, x.clone(), dim, index, value_src(x, index, value));
+  Tensor out = on_copy(x, [&](const Tensor& self) {
+    return scatter_checked("scatter", ScatterOp::Assign, self, dim, index, value_src(x, index, value));
+  });
+  record_scatter("scatter", true, out, x, dim, index, Tensor());
+  return out;
 }
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_checked("scatter_add", ScatterOp::Add, x.clone(), dim, index, src);
+  Tensor out = on_copy(x, [&](const Tensor& self) {
+    return scatter_checked("scatter_add", ScatterOp::Add, self, dim, index, src);
+  });
+  record_scatter("scatter_add", false, out, x, dim, index, src);
+  return out;
 }
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
                  const Scalar& alpha) {
-  return index_add_checked("index_add", x.clone(), dim, index, source, alpha);
+  Tensor out = on_copy(
+      x, [&](const Tensor& self) { return index_add_checked("index_add", self, dim, index, source, alpha); });
+  if (needs_grad({x, source})) {
+    dim = wrap_dim("index_add", dim, x.dim());
+    record("index_add", {x, source}, {out},
+           [dim, alpha, si = SavedTensor(index, false),
+            source_sizes = DimVector(source.sizes())](const GradContext& g) -> std::vector<Tensor> {
+             Tensor gsource;
+             if (g.needs(1)) {
+               gsource = index_select(g.grad(), dim, g(si)).reshape(source_sizes);
+               if (alpha.to_double() != 1) gsource = gsource * alpha;
+             }
+             return {g.needs(0) ? g.grad() : Tensor(), gsource};
+           });
+  }
+  return out;
 }
 
 Tensor one_hot(const Tensor& indices, int64_t num_classes) {

@@ -1,11 +1,14 @@
 // Frontends of the shape ops: cat and stack copy slices into place; flip, roll, pad and repeat
-// describe each output dim by the input index it reads and run one remap pass.
+// describe each output dim by the input index it reads and run one remap pass. Their backward
+// formulas are written with ember ops (flip, roll, pad, sum, index_add, tril/triu), so they can
+// be differentiated again.
 #include "ember/core/ops/shape_ops.h"
 
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
 #include "ember/core/op_registry.h"
+#include "ember/core/ops/indexing.h"
 #include "ember/core/shape.h"
 
 namespace ember {
@@ -58,12 +61,66 @@ Tensor remap(const Tensor& x, const IndexMaps& maps, const Scalar& fill = 0) {
 
 bool skipped_in_cat(const Tensor& t) { return t.dim() == 1 && t.size(0) == 0; }
 
+// Runs `forward` with grad mode off (its internal views and copies are not part of the graph),
+// then records op `name` on x, whose gradient is `backward` of the output's.
+template <class Forward, class Backward>
+Tensor shape_op(const char* name, const Tensor& x, Forward forward, Backward backward) {
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = forward();
+  }
+  if (needs_grad({x}))
+    record(name, {x}, {out},
+           [backward](const GradContext& g) -> std::vector<Tensor> { return {backward(g.grad())}; });
+  return out;
+}
+
 Tensor tri(const char* name, const Tensor& x, int64_t diagonal, bool upper) {
   EMBER_CHECK(x.dim() >= 2, name, ": input tensor must have at least 2 dimensions, got shape ", x.sizes());
   diagonal = std::clamp(diagonal, -x.size(-2), x.size(-1));  // beyond these all or nothing is kept
-  Tensor out = empty(x.sizes(), x.options());
-  if (out.numel() > 0) tri_stub(x.device())(out, x, diagonal, upper);
-  return out;
+  auto forward = [&] {
+    Tensor out = empty(x.sizes(), x.options());
+    if (out.numel() > 0) tri_stub(x.device())(out, x, diagonal, upper);
+    return out;
+  };
+  return shape_op(name, x, forward,
+                  [diagonal, upper](const Tensor& g) { return upper ? g.triu(diagonal) : g.tril(diagonal); });
+}
+
+Tensor roll_impl(const Tensor& x, IntArrayRef shifts, IntArrayRef dims) {
+  EMBER_CHECK(!shifts.empty(), "roll: shifts must not be empty");
+  if (dims.empty()) {
+    EMBER_CHECK(shifts.size() == 1, "roll: shifts and dims must align, got ", shifts.size(),
+                " shifts and no dims (a roll of the flattened tensor takes one shift)");
+    return roll_impl(atleast_1d(x).flatten(), shifts, {0}).view(x.sizes());
+  }
+  EMBER_CHECK(shifts.size() == dims.size(), "roll: shifts and dims must align, got ", shifts.size(),
+              " shifts and ", dims.size(), " dims");
+  DimVector shift(std::max<int64_t>(x.dim(), 1), 0);  // per dim, in [0, size); repeated dims add up
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d = wrap_dim("roll", dims[i], x.dim()), n = x.dim() == 0 ? 1 : x.size(d);
+    if (n > 0) shift[d] = (shift[d] + shifts[i] % n + n) % n;
+  }
+  IndexMaps maps = identity_maps(x);
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    int64_t n = x.size(d);
+    for (int64_t i = 0; i < n; ++i) maps[d][i] = (i - shift[d] + n) % n;
+  }
+  return remap(x, maps);
+}
+
+// reflect and replicate pads read some inputs several times: the gradient adds up, one padded dim
+// at a time, every output position into the input position it read (maps[d]).
+Tensor pad_accumulate(Tensor grad, const std::vector<std::pair<int64_t, std::vector<int64_t>>>& maps,
+                      const DimVector& sizes) {
+  for (const auto& [d, map] : maps) {
+    DimVector s(grad.sizes());
+    s[d] = sizes[d];
+    Tensor index = tensor(map, TensorOptions(kInt64).device(grad.device()));
+    grad = index_add(zeros(s, grad.options()), d, index, grad);
+  }
+  return grad;
 }
 
 }  // namespace
@@ -144,29 +201,17 @@ Tensor flip(const Tensor& x, IntArrayRef dims) {
   IndexMaps maps = identity_maps(x);
   for (int64_t d = 0; d < x.dim(); ++d)
     if (mask >> d & 1) std::reverse(maps[d].begin(), maps[d].end());
-  return remap(x, maps);
+  return shape_op(
+      "flip", x, [&] { return remap(x, maps); },
+      [dims = DimVector(dims)](const Tensor& g) { return g.flip(dims); });
 }
 
 Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims) {
-  EMBER_CHECK(!shifts.empty(), "roll: shifts must not be empty");
-  if (dims.empty()) {
-    EMBER_CHECK(shifts.size() == 1, "roll: shifts and dims must align, got ", shifts.size(),
-                " shifts and no dims (a roll of the flattened tensor takes one shift)");
-    return roll(atleast_1d(x).flatten(), shifts, {0}).view(x.sizes());
-  }
-  EMBER_CHECK(shifts.size() == dims.size(), "roll: shifts and dims must align, got ", shifts.size(),
-              " shifts and ", dims.size(), " dims");
-  DimVector shift(std::max<int64_t>(x.dim(), 1), 0);  // per dim, in [0, size); repeated dims add up
-  for (size_t i = 0; i < dims.size(); ++i) {
-    int64_t d = wrap_dim("roll", dims[i], x.dim()), n = x.dim() == 0 ? 1 : x.size(d);
-    if (n > 0) shift[d] = (shift[d] + shifts[i] % n + n) % n;
-  }
-  IndexMaps maps = identity_maps(x);
-  for (int64_t d = 0; d < x.dim(); ++d) {
-    int64_t n = x.size(d);
-    for (int64_t i = 0; i < n; ++i) maps[d][i] = (i - shift[d] + n) % n;
-  }
-  return remap(x, maps);
+  DimVector back;  // rolling back undoes the roll
+  for (int64_t s : shifts) back.push_back(-s);
+  return shape_op(
+      "roll", x, [&] { return roll_impl(x, shifts, dims); },
+      [back, dims = DimVector(dims)](const Tensor& g) { return roll(g, back, dims); });
 }
 
 Tensor pad(const Tensor& x, IntArrayRef pad, const std::string& mode, std::optional<Scalar> value) {
@@ -199,7 +244,21 @@ Tensor pad(const Tensor& x, IntArrayRef pad, const std::string& mode, std::optio
         map[i] = j >= 0 && j < n ? j : kRemapFill;
     }
   }
-  return remap(x, maps, value.value_or(0));
+  auto forward = [&] { return remap(x, maps, value.value_or(0)); };
+  if (mode == "constant") {
+    // The gradient crops what was padded and pads what was cropped.
+    DimVector back;
+    for (int64_t p : pad) back.push_back(-p);
+    return shape_op("pad", x, forward, [back](const Tensor& g) { return ember::pad(g, back); });
+  }
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> padded;
+  for (size_t k = 0; k < pad.size() / 2; ++k) {
+    int64_t d = x.dim() - 1 - static_cast<int64_t>(k);
+    padded.emplace_back(d, maps[d]);
+  }
+  return shape_op("pad", x, forward, [padded, sizes = DimVector(x.sizes())](const Tensor& g) {
+    return pad_accumulate(g, padded, sizes);
+  });
 }
 
 Tensor repeat(const Tensor& x, IntArrayRef repeats) {
@@ -207,18 +266,31 @@ Tensor repeat(const Tensor& x, IntArrayRef repeats) {
               repeats.size(), ") can not be smaller than the number of dimensions of the tensor (", x.dim(),
               ")");
   for (int64_t r : repeats) EMBER_CHECK(r >= 0, "repeat: repeats can not be negative, got ", repeats);
-  if (repeats.empty()) return x.clone();
   // x with leading size-1 dims to match repeats.
   DimVector sizes(repeats.size() - x.dim(), 1), strides(repeats.size() - x.dim(), 0);
   for (int64_t d = 0; d < x.dim(); ++d) {
     sizes.push_back(x.size(d));
     strides.push_back(x.stride(d));
   }
-  Tensor xv = x.as_strided(sizes, strides);
-  IndexMaps maps(sizes.size());
-  for (size_t d = 0; d < sizes.size(); ++d)
-    for (int64_t i = 0; i < sizes[d] * repeats[d]; ++i) maps[d].push_back(i % sizes[d]);
-  return remap(xv, maps);
+  auto forward = [&] {
+    if (repeats.empty()) return x.clone();
+    Tensor xv = x.as_strided(sizes, strides);
+    IndexMaps maps(sizes.size());
+    for (size_t d = 0; d < sizes.size(); ++d)
+      for (int64_t i = 0; i < sizes[d] * repeats[d]; ++i) maps[d].push_back(i % sizes[d]);
+    return remap(xv, maps);
+  };
+  // Output index i along d is copy i / sizes[d] of element i % sizes[d]: split each dim into
+  // (copy, element) and sum the copies.
+  DimVector split, copies;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    copies.push_back(static_cast<int64_t>(split.size()));
+    split.push_back(repeats[d]);
+    split.push_back(sizes[d]);
+  }
+  return shape_op("repeat", x, forward, [split, copies, x_sizes = DimVector(x.sizes())](const Tensor& g) {
+    return (copies.empty() ? g : g.reshape(split).sum(copies)).reshape(x_sizes);
+  });
 }
 
 Tensor tril(const Tensor& x, int64_t diagonal) { return tri("tril", x, diagonal, false); }

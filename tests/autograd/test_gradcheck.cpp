@@ -26,22 +26,7 @@ const std::vector<std::string>& ops_pending_backward() {
                                                    "max_pool2d_with_indices",
                                                    "avg_pool2d",
                                                    "adaptive_avg_pool2d",
-                                                   "einsum",
-                                                   "flip",
-                                                   "roll",
-                                                   "pad",
-                                                   "repeat",
-                                                   "tril",
-                                                   "triu",
-                                                   "index_select",
-                                                   "gather",
-                                                   "scatter",
-                                                   "scatter_add",
-                                                   "index_add",
-                                                   "take_along_dim",
-                                                   "sort",
-                                                   "topk",
-                                                   "cumsum"};
+                                                   "einsum"};
   return pending;
 }
 
