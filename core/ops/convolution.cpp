@@ -1,10 +1,13 @@
 // Frontends of the convolutions: argument checks with PyTorch's rules, output shapes, then the
-// 2D kernels (conv1d runs as a conv2d of height 1; unbatched inputs get a batch of one).
+// 2D kernels (conv1d runs as a conv2d of height 1; unbatched inputs get a batch of one), and
+// their backward.
 #include "ember/core/ops/convolution.h"
 
 #include <sstream>
 
+#include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
+#include "ember/core/grad_mode.h"
 #include "ember/core/op_registry.h"
 
 namespace ember {
@@ -146,6 +149,62 @@ DimVector out_spatial(const char* op, bool transposed, const Tensor& x, const Te
   return out;
 }
 
+// The 2D kernels as a differentiable op: p.padding is added before the input, and the output's
+// spatial size (oh, ow) fixes what is added after. x [N, C, H, W] and w are 4D. The backward is
+// made of this same op, the two directions being each other's adjoints, so it can be
+// differentiated again.
+Tensor run_conv(bool transposed, const Tensor& x, const Tensor& w, const Tensor& bias,
+                const Conv2dParams& p, int64_t oh, int64_t ow);
+
+// The gradient of conv2d(x, weight) with respect to a weight of spatial size kh x kw, given the
+// output's gradient gy: a convolution of x (images: input channels; channels: (group, image)) by
+// gy (kernels: (group, output channel); channels: images), the stride and dilation trading roles.
+Tensor conv_weight_grad(const Tensor& x, const Tensor& gy, const Conv2dParams& p, int64_t kh,
+                        int64_t kw) {
+  const int64_t n = x.size(0), g = p.groups, cig = x.size(1) / g, cog = gy.size(1) / g;
+  const int64_t h = x.size(2), w = x.size(3), ho = gy.size(2), wo = gy.size(3);
+  Tensor images = x.reshape({n, g, cig, h, w}).permute({2, 1, 0, 3, 4}).reshape({cig, g * n, h, w});
+  Tensor kernels =
+      gy.reshape({n, g, cog, ho, wo}).permute({1, 2, 0, 3, 4}).reshape({g * cog, n, ho, wo});
+  const Conv2dParams q{{p.dilation[0], p.dilation[1]},
+                       {p.padding[0], p.padding[1]},
+                       {p.stride[0], p.stride[1]},
+                       g};
+  return run_conv(false, images, kernels, Tensor(), q, kh, kw).transpose(0, 1);
+}
+
+Tensor run_conv(bool transposed, const Tensor& x, const Tensor& w, const Tensor& bias,
+                const Conv2dParams& p, int64_t oh, int64_t ow) {
+  const int64_t cout = transposed ? w.size(1) * p.groups : w.size(0);
+  Tensor out = empty({x.size(0), cout, oh, ow}, x.options());
+  if (out.numel() > 0) {
+    NoGradGuard no_grad;  // contiguous() copies are internal
+    const DispatchStub<Conv2dFn>& stub = transposed ? conv_transpose2d_stub : conv2d_stub;
+    stub(x.device())(out, x.contiguous(), w.contiguous(), bias.defined() ? bias.contiguous() : bias,
+                     p);
+  }
+  if (needs_grad({x, w, bias})) {
+    // x is needed only for the weight's gradient, w only for the input's.
+    SavedTensor sx(w.requires_grad() ? x : Tensor(), false);
+    SavedTensor sw(x.requires_grad() ? w : Tensor(), false);
+    const int64_t h = x.size(2), wd = x.size(3), kh = w.size(2), kw = w.size(3);
+    record(transposed ? "conv_transpose2d" : "conv2d", {x, w, bias}, {out},
+           [=](const GradContext& g) -> std::vector<Tensor> {
+             const Tensor& gy = g.grad();
+             Tensor gx, gw, gb;
+             if (g.needs(0)) gx = run_conv(!transposed, gy, g(sw), Tensor(), p, h, wd);
+             // A transposed convolution's weight is that of the direct one from its output to
+             // its input.
+             if (g.needs(1))
+               gw = transposed ? conv_weight_grad(gy, g(sx), p, kh, kw)
+                               : conv_weight_grad(g(sx), gy, p, kh, kw);
+             if (g.needs(2)) gb = gy.sum({0, 2, 3});
+             return {gx, gw, gb};
+           });
+  }
+  return out;
+}
+
 Tensor convolution(const char* op, int64_t dims, bool transposed, const Tensor& input,
                    const Tensor& weight, const Tensor& bias, const ConvArgs& a) {
   check_tensors(op, dims, input, weight, bias);
@@ -165,12 +224,7 @@ Tensor convolution(const char* op, int64_t dims, bool transposed, const Tensor& 
   DimVector shape{x.size(0), cout};
   for (int64_t s : spatial_out) shape.push_back(s);
   if (dims == 1) x = x.unsqueeze(2), w = w.unsqueeze(2);
-  Tensor out = empty({shape[0], cout, dims == 1 ? 1 : shape[2], shape.back()}, x.options());
-  if (out.numel() > 0) {
-    const DispatchStub<Conv2dFn>& stub = transposed ? conv_transpose2d_stub : conv2d_stub;
-    stub(x.device())(out, x.contiguous(), w.contiguous(), bias.defined() ? bias.contiguous() : bias,
-                     p);
-  }
+  Tensor out = run_conv(transposed, x, w, bias, p, dims == 1 ? 1 : shape[2], shape.back());
   out = out.view(shape);
   return batched ? out : out.squeeze(0);
 }
