@@ -14,6 +14,7 @@ namespace ember {
 
 constinit DispatchStub<Conv2dFn> conv2d_stub("conv2d");
 constinit DispatchStub<Conv2dFn> conv_transpose2d_stub("conv_transpose2d");
+constinit DispatchStub<Conv2dWeightFn> conv2d_weight_stub("conv2d_weight");
 
 namespace {
 
@@ -151,26 +152,31 @@ DimVector out_spatial(const char* op, bool transposed, const Tensor& x, const Te
 
 // The 2D kernels as a differentiable op: p.padding is added before the input, and the output's
 // spatial size (oh, ow) fixes what is added after. x [N, C, H, W] and w are 4D. The backward is
-// made of this same op, the two directions being each other's adjoints, so it can be
+// made of this op and conv_weight_grad, whose backward is this op again, so it can be
 // differentiated again.
 Tensor run_conv(bool transposed, const Tensor& x, const Tensor& w, const Tensor& bias,
                 const Conv2dParams& p, int64_t oh, int64_t ow);
 
 // The gradient of conv2d(x, weight) with respect to a weight of spatial size kh x kw, given the
-// output's gradient gy: a convolution of x (images: input channels; channels: (group, image)) by
-// gy (kernels: (group, output channel); channels: images), the stride and dilation trading roles.
+// output's gradient gy. Bilinear in (x, gy): <c, conv_weight_grad(x, gy)> = <conv2d(x, c), gy>.
 Tensor conv_weight_grad(const Tensor& x, const Tensor& gy, const Conv2dParams& p, int64_t kh,
                         int64_t kw) {
-  const int64_t n = x.size(0), g = p.groups, cig = x.size(1) / g, cog = gy.size(1) / g;
-  const int64_t h = x.size(2), w = x.size(3), ho = gy.size(2), wo = gy.size(3);
-  Tensor images = x.reshape({n, g, cig, h, w}).permute({2, 1, 0, 3, 4}).reshape({cig, g * n, h, w});
-  Tensor kernels =
-      gy.reshape({n, g, cog, ho, wo}).permute({1, 2, 0, 3, 4}).reshape({g * cog, n, ho, wo});
-  const Conv2dParams q{{p.dilation[0], p.dilation[1]},
-                       {p.padding[0], p.padding[1]},
-                       {p.stride[0], p.stride[1]},
-                       g};
-  return run_conv(false, images, kernels, Tensor(), q, kh, kw).transpose(0, 1);
+  Tensor out = empty({gy.size(1), x.size(1) / p.groups, kh, kw}, x.options());
+  if (out.numel() > 0) {
+    NoGradGuard no_grad;
+    conv2d_weight_stub(x.device())(out, x.contiguous(), gy.contiguous(), p);
+  }
+  if (needs_grad({x, gy})) {
+    SavedTensor sx(gy.requires_grad() ? x : Tensor(), false);
+    SavedTensor sgy(x.requires_grad() ? gy : Tensor(), false);
+    const int64_t h = x.size(2), w = x.size(3), ho = gy.size(2), wo = gy.size(3);
+    record("conv2d", {x, gy}, {out}, [=](const GradContext& g) -> std::vector<Tensor> {
+      const Tensor& c = g.grad();
+      return {g.needs(0) ? run_conv(true, g(sgy), c, Tensor(), p, h, w) : Tensor(),
+              g.needs(1) ? run_conv(false, g(sx), c, Tensor(), p, ho, wo) : Tensor()};
+    });
+  }
+  return out;
 }
 
 Tensor run_conv(bool transposed, const Tensor& x, const Tensor& w, const Tensor& bias,

@@ -32,6 +32,12 @@ const GradcheckRegistrar registrar({
     {"conv2d",
      [](const Inputs& x) { return conv2d(x[0], x[1], x[2], 1, "valid"); },
      {{2, 4, 4}, {3, 2, 3, 2}, {3}}},
+    {"conv2d",  // 1x1: the kernels read the input as the column matrix
+     [](const Inputs& x) { return conv2d(x[0], x[1], x[2]); },
+     {{2, 2, 3, 3}, {3, 2, 1, 1}, {3}},
+     -2,
+     2,
+     true},
     // --- conv1d ---
     {"conv1d",
      [](const Inputs& x) { return conv1d(x[0], x[1], x[2], 2, 1); },
