@@ -1,6 +1,7 @@
 // CPU kernels of conv2d, conv_transpose2d and conv2d's weight gradient: im2col (col2im) around
 // gemm(), one task per (image, group). f16/bf16 run in float32 and round once.
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <type_traits>
 #include <vector>
@@ -163,8 +164,9 @@ void conv_transpose2d_typed(const Tensor& out, const Tensor& input, const Tensor
 }
 
 // grad_weight_g [C_out/g, C_in/g * kH * kW] = sum over images of grad_out_g [C_out/g, Ho * Wo]
-// @ col_g^T: the forward's column matrices again. Images are split over the threads (each
-// summing into its own buffer) when there are enough of them.
+// @ col_g^T: the forward's column matrices again. Images are split over the threads when there
+// are enough of them, each summing its range into its own buffer; the buffers are then added in
+// the order of their ranges, so that the result does not depend on the threads' timing.
 template <class T>
 void conv2d_weight_typed(const Tensor& grad_weight, const Tensor& input, const Tensor& grad_out,
                          const Conv2dParams& p) {
@@ -175,10 +177,11 @@ void conv2d_weight_typed(const Tensor& grad_weight, const Tensor& input, const T
   const int64_t cig = cin / g, cog = cout / g, kc = cig * kh * kw, plane = ho * wo;
   const T* in = input.data_ptr<T>();
   const T* gy = grad_out.data_ptr<T>();
-  std::vector<C> total(static_cast<size_t>(cout * kc), C(0));
-  std::mutex total_mutex;
+  const size_t size = static_cast<size_t>(cout * kc);
+  std::map<int64_t, std::vector<C>> sums;  // by the first image of their range
+  std::mutex sums_mutex;
   auto images = [&](int64_t begin, int64_t end) {
-    std::vector<C> col, gbuf, sum(total.size(), C(0));
+    std::vector<C> col, gbuf, sum(size, C(0));
     for (int64_t img = begin; img < end; ++img)
       for (int64_t grp = 0; grp < g; ++grp) {
         const C* cols =
@@ -187,15 +190,19 @@ void conv2d_weight_typed(const Tensor& grad_weight, const Tensor& input, const T
         gemm<C>({d, cog, plane, plane, 1}, {cols, plane, kc, 1, plane},
                 {sum.data() + grp * cog * kc, cog, kc, kc, 1}, C(1), C(1));
       }
-    std::lock_guard<std::mutex> lock(total_mutex);
-    for (size_t i = 0; i < total.size(); ++i) total[i] += sum[i];
+    std::lock_guard<std::mutex> lock(sums_mutex);
+    sums.emplace(begin, std::move(sum));
   };
   if (parallel_over_batch(n_img, 2.0 * cout * kc * plane))
     parallel_for(0, n_img, 1, images);
   else
     images(0, n_img);
   T* out = grad_weight.data_ptr<T>();
-  for (size_t i = 0; i < total.size(); ++i) out[i] = static_cast<T>(total[i]);
+  for (size_t i = 0; i < size; ++i) {
+    C total = 0;
+    for (const auto& [begin, sum] : sums) total += sum[i];
+    out[i] = static_cast<T>(total);
+  }
 }
 
 template <bool Transposed>
