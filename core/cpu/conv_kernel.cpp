@@ -1,6 +1,8 @@
-// CPU kernels of conv2d and conv_transpose2d: im2col (col2im) around gemm(), one task per
-// (image, group). f16/bf16 run in float32 and round once.
+// CPU kernels of conv2d, conv_transpose2d and conv2d's weight gradient: im2col (col2im) around
+// gemm(), one task per (image, group). f16/bf16 run in float32 and round once.
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <type_traits>
 #include <vector>
 
@@ -84,6 +86,21 @@ void run_tasks(int64_t tasks, double flops, const F& task) {
     task(0, tasks);
 }
 
+// The column matrix [channels * kH * kW, ho * wo] of one image's group x (im2col, zeros in the
+// padding), in col; or x itself when a 1x1 kernel without stride or padding reads it as is.
+template <class C, class T>
+const C* im2col(const T* x, int64_t channels, int64_t h, int64_t w, int64_t kh, int64_t kw,
+                int64_t ho, int64_t wo, const Conv2dParams& p, std::vector<C>& col) {
+  if constexpr (std::is_same_v<T, C>)
+    if (kh == 1 && kw == 1 && h == ho && w == wo && p.padding[0] == 0 && p.padding[1] == 0)
+      return x;
+  col.assign(static_cast<size_t>(channels * kh * kw * ho * wo), C(0));
+  for_each_run(channels, h, w, kh, kw, ho, wo, p, [&](int64_t co, int64_t xo, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) col[co + i] = static_cast<C>(x[xo + i * p.stride[1]]);
+  });
+  return col.data();
+}
+
 template <class T>
 void conv2d_typed(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
                   const Conv2dParams& p) {
@@ -97,24 +114,12 @@ void conv2d_typed(const Tensor& out, const Tensor& input, const Tensor& weight, 
   const C* bs = bias.defined() ? as_compute<C>(bias.data_ptr<T>(), cout, bbuf) : nullptr;
   const T* in = input.data_ptr<T>();
   T* po = out.data_ptr<T>();
-  // A 1x1 kernel without stride or padding reads the input as the column matrix itself.
-  const bool pointwise = std::is_same_v<T, C> && kh == 1 && kw == 1 && h == ho && w == wo &&
-                         p.padding[0] == 0 && p.padding[1] == 0;
   run_tasks(n_img * g, 2.0 * cog * kc * plane, [&](int64_t begin, int64_t end) {
     std::vector<C> col, acc;
     for (int64_t t = begin; t < end; ++t) {
       const int64_t img = t / g, grp = t % g;
-      const T* x = in + (img * cin + grp * cig) * h * w;
-      const C* cols = col.data();
-      if (pointwise) {
-        if constexpr (std::is_same_v<T, C>) cols = x;
-      } else {
-        col.assign(static_cast<size_t>(kc * plane), C(0));
-        for_each_run(cig, h, w, kh, kw, ho, wo, p, [&](int64_t co, int64_t xo, int64_t n) {
-          for (int64_t i = 0; i < n; ++i) col[co + i] = static_cast<C>(x[xo + i * p.stride[1]]);
-        });
-        cols = col.data();
-      }
+      const C* cols =
+          im2col(in + (img * cin + grp * cig) * h * w, cig, h, w, kh, kw, ho, wo, p, col);
       T* o = po + (img * cout + grp * cog) * plane;
       C* a = accumulator(o, cog * plane, acc);
       gemm<C>({wt + grp * cog * kc, cog, kc, kc, 1}, {cols, kc, plane, plane, 1},
@@ -158,6 +163,48 @@ void conv_transpose2d_typed(const Tensor& out, const Tensor& input, const Tensor
   });
 }
 
+// grad_weight_g [C_out/g, C_in/g * kH * kW] = sum over images of grad_out_g [C_out/g, Ho * Wo]
+// @ col_g^T: the forward's column matrices again. Images are split over the threads when there
+// are enough of them, each summing its range into its own buffer; the buffers are then added in
+// the order of their ranges, so that the result does not depend on the threads' timing.
+template <class T>
+void conv2d_weight_typed(const Tensor& grad_weight, const Tensor& input, const Tensor& grad_out,
+                         const Conv2dParams& p) {
+  using C = Compute<T>;
+  const int64_t n_img = input.size(0), cin = input.size(1), h = input.size(2), w = input.size(3);
+  const int64_t cout = grad_out.size(1), ho = grad_out.size(2), wo = grad_out.size(3);
+  const int64_t kh = grad_weight.size(2), kw = grad_weight.size(3), g = p.groups;
+  const int64_t cig = cin / g, cog = cout / g, kc = cig * kh * kw, plane = ho * wo;
+  const T* in = input.data_ptr<T>();
+  const T* gy = grad_out.data_ptr<T>();
+  const size_t size = static_cast<size_t>(cout * kc);
+  std::map<int64_t, std::vector<C>> sums;  // by the first image of their range
+  std::mutex sums_mutex;
+  auto images = [&](int64_t begin, int64_t end) {
+    std::vector<C> col, gbuf, sum(size, C(0));
+    for (int64_t img = begin; img < end; ++img)
+      for (int64_t grp = 0; grp < g; ++grp) {
+        const C* cols =
+            im2col(in + (img * cin + grp * cig) * h * w, cig, h, w, kh, kw, ho, wo, p, col);
+        const C* d = as_compute<C>(gy + (img * cout + grp * cog) * plane, cog * plane, gbuf);
+        gemm<C>({d, cog, plane, plane, 1}, {cols, plane, kc, 1, plane},
+                {sum.data() + grp * cog * kc, cog, kc, kc, 1}, C(1), C(1));
+      }
+    std::lock_guard<std::mutex> lock(sums_mutex);
+    sums.emplace(begin, std::move(sum));
+  };
+  if (parallel_over_batch(n_img, 2.0 * cout * kc * plane))
+    parallel_for(0, n_img, 1, images);
+  else
+    images(0, n_img);
+  T* out = grad_weight.data_ptr<T>();
+  for (size_t i = 0; i < size; ++i) {
+    C total = 0;
+    for (const auto& [begin, sum] : sums) total += sum[i];
+    out[i] = static_cast<T>(total);
+  }
+}
+
 template <bool Transposed>
 void conv_kernel(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
                  const Conv2dParams& p) {
@@ -172,8 +219,20 @@ void conv_kernel(const Tensor& out, const Tensor& input, const Tensor& weight, c
   });
 }
 
+void conv_weight_kernel(const Tensor& grad_weight, const Tensor& input, const Tensor& grad_out,
+                        const Conv2dParams& p) {
+  visit_dtype(grad_weight.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!is_floating_point(dtype_of<T>))
+      EMBER_CHECK(false, "conv2d: no CPU weight gradient kernel for ", grad_weight.dtype());
+    else
+      conv2d_weight_typed<T>(grad_weight, input, grad_out, p);
+  });
+}
+
 KernelRegistrar<Conv2dFn> reg_conv(conv2d_stub, kCPU, &conv_kernel<false>);
 KernelRegistrar<Conv2dFn> reg_conv_t(conv_transpose2d_stub, kCPU, &conv_kernel<true>);
+KernelRegistrar<Conv2dWeightFn> reg_conv_w(conv2d_weight_stub, kCPU, &conv_weight_kernel);
 
 }  // namespace
 }  // namespace ember::cpu

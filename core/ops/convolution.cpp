@@ -1,16 +1,20 @@
 // Frontends of the convolutions: argument checks with PyTorch's rules, output shapes, then the
-// 2D kernels (conv1d runs as a conv2d of height 1; unbatched inputs get a batch of one).
+// 2D kernels (conv1d runs as a conv2d of height 1; unbatched inputs get a batch of one), and
+// their backward.
 #include "ember/core/ops/convolution.h"
 
 #include <sstream>
 
+#include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
+#include "ember/core/grad_mode.h"
 #include "ember/core/op_registry.h"
 
 namespace ember {
 
 constinit DispatchStub<Conv2dFn> conv2d_stub("conv2d");
 constinit DispatchStub<Conv2dFn> conv_transpose2d_stub("conv_transpose2d");
+constinit DispatchStub<Conv2dWeightFn> conv2d_weight_stub("conv2d_weight");
 
 namespace {
 
@@ -146,6 +150,67 @@ DimVector out_spatial(const char* op, bool transposed, const Tensor& x, const Te
   return out;
 }
 
+// The 2D kernels as a differentiable op: p.padding is added before the input, and the output's
+// spatial size (oh, ow) fixes what is added after. x [N, C, H, W] and w are 4D. The backward is
+// made of this op and conv_weight_grad, whose backward is this op again, so it can be
+// differentiated again.
+Tensor run_conv(bool transposed, const Tensor& x, const Tensor& w, const Tensor& bias,
+                const Conv2dParams& p, int64_t oh, int64_t ow);
+
+// The gradient of conv2d(x, weight) with respect to a weight of spatial size kh x kw, given the
+// output's gradient gy. Bilinear in (x, gy): <c, conv_weight_grad(x, gy)> = <conv2d(x, c), gy>.
+Tensor conv_weight_grad(const Tensor& x, const Tensor& gy, const Conv2dParams& p, int64_t kh,
+                        int64_t kw) {
+  Tensor out = empty({gy.size(1), x.size(1) / p.groups, kh, kw}, x.options());
+  if (out.numel() > 0) {
+    NoGradGuard no_grad;
+    conv2d_weight_stub(x.device())(out, x.contiguous(), gy.contiguous(), p);
+  }
+  if (needs_grad({x, gy})) {
+    SavedTensor sx(gy.requires_grad() ? x : Tensor(), false);
+    SavedTensor sgy(x.requires_grad() ? gy : Tensor(), false);
+    const int64_t h = x.size(2), w = x.size(3), ho = gy.size(2), wo = gy.size(3);
+    record("conv2d", {x, gy}, {out}, [=](const GradContext& g) -> std::vector<Tensor> {
+      const Tensor& c = g.grad();
+      return {g.needs(0) ? run_conv(true, g(sgy), c, Tensor(), p, h, w) : Tensor(),
+              g.needs(1) ? run_conv(false, g(sx), c, Tensor(), p, ho, wo) : Tensor()};
+    });
+  }
+  return out;
+}
+
+Tensor run_conv(bool transposed, const Tensor& x, const Tensor& w, const Tensor& bias,
+                const Conv2dParams& p, int64_t oh, int64_t ow) {
+  const int64_t cout = transposed ? w.size(1) * p.groups : w.size(0);
+  Tensor out = empty({x.size(0), cout, oh, ow}, x.options());
+  if (out.numel() > 0) {
+    NoGradGuard no_grad;  // contiguous() copies are internal
+    const DispatchStub<Conv2dFn>& stub = transposed ? conv_transpose2d_stub : conv2d_stub;
+    stub(x.device())(out, x.contiguous(), w.contiguous(), bias.defined() ? bias.contiguous() : bias,
+                     p);
+  }
+  if (needs_grad({x, w, bias})) {
+    // x is needed only for the weight's gradient, w only for the input's.
+    SavedTensor sx(w.requires_grad() ? x : Tensor(), false);
+    SavedTensor sw(x.requires_grad() ? w : Tensor(), false);
+    const int64_t h = x.size(2), wd = x.size(3), kh = w.size(2), kw = w.size(3);
+    record(transposed ? "conv_transpose2d" : "conv2d", {x, w, bias}, {out},
+           [=](const GradContext& g) -> std::vector<Tensor> {
+             const Tensor& gy = g.grad();
+             Tensor gx, gw, gb;
+             if (g.needs(0)) gx = run_conv(!transposed, gy, g(sw), Tensor(), p, h, wd);
+             // A transposed convolution's weight is that of the direct one from its output to
+             // its input.
+             if (g.needs(1))
+               gw = transposed ? conv_weight_grad(gy, g(sx), p, kh, kw)
+                               : conv_weight_grad(g(sx), gy, p, kh, kw);
+             if (g.needs(2)) gb = gy.sum({0, 2, 3});
+             return {gx, gw, gb};
+           });
+  }
+  return out;
+}
+
 Tensor convolution(const char* op, int64_t dims, bool transposed, const Tensor& input,
                    const Tensor& weight, const Tensor& bias, const ConvArgs& a) {
   check_tensors(op, dims, input, weight, bias);
@@ -165,12 +230,7 @@ Tensor convolution(const char* op, int64_t dims, bool transposed, const Tensor& 
   DimVector shape{x.size(0), cout};
   for (int64_t s : spatial_out) shape.push_back(s);
   if (dims == 1) x = x.unsqueeze(2), w = w.unsqueeze(2);
-  Tensor out = empty({shape[0], cout, dims == 1 ? 1 : shape[2], shape.back()}, x.options());
-  if (out.numel() > 0) {
-    const DispatchStub<Conv2dFn>& stub = transposed ? conv_transpose2d_stub : conv2d_stub;
-    stub(x.device())(out, x.contiguous(), w.contiguous(), bias.defined() ? bias.contiguous() : bias,
-                     p);
-  }
+  Tensor out = run_conv(transposed, x, w, bias, p, dims == 1 ? 1 : shape[2], shape.back());
   out = out.view(shape);
   return batched ? out : out.squeeze(0);
 }

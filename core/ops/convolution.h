@@ -50,5 +50,10 @@ using Conv2dFn = void (*)(const Tensor& out, const Tensor& input, const Tensor& 
                           const Tensor& bias, const Conv2dParams& p);
 extern DispatchStub<Conv2dFn> conv2d_stub;
 extern DispatchStub<Conv2dFn> conv_transpose2d_stub;
+// conv2d's weight gradient: grad_weight [C_out, C_in / groups, kH, kW] from input [N, C_in, H, W]
+// and grad_output [N, C_out, Ho, Wo], all contiguous and of one floating dtype.
+using Conv2dWeightFn = void (*)(const Tensor& grad_weight, const Tensor& input,
+                                const Tensor& grad_output, const Conv2dParams& p);
+extern DispatchStub<Conv2dWeightFn> conv2d_weight_stub;
 
 }  // namespace ember

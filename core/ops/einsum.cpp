@@ -1,10 +1,13 @@
 // einsum as a chain of batched matrix products: operands are contracted left to right, each pair
 // through bmm; the labels that no later term needs are summed out first (a product with a ones
-// vector), and a label repeated within one operand takes its diagonal (a strided view).
+// vector), and a label repeated within one operand takes its diagonal (a strided view). All are
+// differentiable ops, so einsum is too.
 #include <algorithm>
 #include <string>
 
+#include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
+#include "ember/core/grad_mode.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/linalg.h"
 
@@ -76,23 +79,66 @@ struct Term {
   Labels labels;
 };
 
-// A label repeated within one operand walks its diagonal: one dim whose stride is their sum.
+// Dim d of a tensor is dim group[d] of its diagonal: the view whose dims take the strides of the
+// dims grouped into them, summed.
+using Groups = std::vector<int64_t>;
+
+Tensor diagonal_view(const Tensor& t, const Groups& group, int64_t dims) {
+  DimVector sizes(dims), strides(dims, 0);
+  for (int64_t d = 0; d < t.dim(); ++d)
+    sizes[group[d]] = t.size(d), strides[group[d]] += t.stride(d);
+  return t.as_strided(sizes, strides);
+}
+
+Tensor embed_diagonal(const Tensor& g, IntArrayRef sizes, const Groups& group);
+
+// The diagonal as an op of its own (as_strided has no backward): a view whose gradient is embedded
+// into zeros, and the embedding's gradient is the diagonal again (so it can be differentiated
+// twice).
+Tensor take_diagonal(const Tensor& t, const Groups& group, int64_t dims) {
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = diagonal_view(t, group, dims);
+  }
+  if (needs_grad({t}))
+    record("einsum", {t}, {out}, [sizes = DimVector(t.sizes()), group](const GradContext& g) {
+      return std::vector<Tensor>{embed_diagonal(g.grad(), sizes, group)};
+    });
+  return out;
+}
+
+Tensor embed_diagonal(const Tensor& g, IntArrayRef sizes, const Groups& group) {
+  Tensor out = zeros(sizes, g.options());
+  {
+    NoGradGuard no_grad;
+    diagonal_view(out, group, g.dim()).copy_(g);
+  }
+  if (needs_grad({g}))
+    record("einsum", {g}, {out}, [group, dims = g.dim()](const GradContext& c) {
+      return std::vector<Tensor>{take_diagonal(c.grad(), group, dims)};
+    });
+  return out;
+}
+
+// A label repeated within one operand walks its diagonal.
 Term diagonal(size_t index, const Tensor& t, const Labels& labels) {
   Term r{t, {}};
-  DimVector sizes, strides;
+  Groups group;
   for (int64_t d = 0; d < t.dim(); ++d) {
     auto it = std::find(r.labels.begin(), r.labels.end(), labels[d]);
+    group.push_back(it - r.labels.begin());
     if (it == r.labels.end()) {
-      r.labels.push_back(labels[d]), sizes.push_back(t.size(d)), strides.push_back(t.stride(d));
+      r.labels.push_back(labels[d]);
       continue;
     }
-    const size_t p = it - r.labels.begin();
-    EMBER_CHECK(sizes[p] == t.size(d), "einsum: subscript ", label_name(labels[d]),
-                " is repeated for operand ", index, " but the sizes don't match, ", sizes[p],
+    const int64_t first = std::find(labels.begin(), labels.end(), labels[d]) - labels.begin();
+    EMBER_CHECK(t.size(first) == t.size(d), "einsum: subscript ", label_name(labels[d]),
+                " is repeated for operand ", index, " but the sizes don't match, ", t.size(first),
                 " != ", t.size(d));
-    strides[p] += t.stride(d);
   }
-  if (r.labels.size() < labels.size()) r.t = t.as_strided(sizes, strides);
+  if (r.labels.size() < labels.size())
+    r.t = take_diagonal(t, group, static_cast<int64_t>(r.labels.size()));
   return r;
 }
 

@@ -1,9 +1,20 @@
 // Frontends of 2D pooling: PyTorch's argument checks and output-size rules, then the kernels
-// (an unbatched input gets a batch of one).
+// (an unbatched input gets a batch of one), and their backward, written with ember ops:
+// max_pool2d scatters into the argmax (scatter_add), avg_pool2d spreads over the window (a
+// transposed convolution by ones), adaptive_avg_pool2d multiplies by averaging matrices.
 #include "ember/core/ops/pooling.h"
 
+#include <vector>
+
+#include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
+#include "ember/core/grad_mode.h"
 #include "ember/core/op_registry.h"
+#include "ember/core/ops/convolution.h"
+#include "ember/core/ops/elementwise.h"
+#include "ember/core/ops/indexing.h"
+#include "ember/core/ops/linalg.h"
+#include "ember/core/ops/nn_util.h"
 
 namespace ember {
 
@@ -90,25 +101,96 @@ void check_float(const char* op, const Tensor& input) {
               input.dtype());
 }
 
+// max_pool2d's gradient: each output's gradient added at its window's argmax (a flat index into
+// the input's plane); a window that missed the input (index -1) sends none.
+Tensor max_pool_backward(const Tensor& gy, const Tensor& indices, IntArrayRef in_sizes) {
+  DimVector planes(in_sizes);
+  planes.pop_back();
+  planes.back() = in_sizes.back() * in_sizes[in_sizes.size() - 2];
+  Tensor index = indices.flatten(-2);
+  Tensor src = where(index >= 0, gy.flatten(-2), 0);
+  return scatter_add(zeros(planes, gy.options()), -1, index.clamp(0), src).view(in_sizes);
+}
+
+// avg_pool2d's gradient: each output's gradient over its window's divisor, spread over the
+// window: a transposed convolution of each plane by a kernel of ones. A ceil_mode window past
+// the end makes the transposed output longer than the input: the excess is cut off.
+Tensor avg_pool_backward(const Tensor& gy, IntArrayRef in_sizes, const Pool2dParams& p,
+                         bool ceil_mode) {
+  const int64_t h = in_sizes[in_sizes.size() - 2], w = in_sizes.back();
+  const int64_t ho = gy.size(-2), wo = gy.size(-1);
+  Tensor g = gy.reshape({-1, 1, ho, wo});
+  if (p.divisor) {
+    g = g * (1.0 / static_cast<double>(p.divisor));
+  } else {
+    // 1 / divisor per window: the mean of ones over the sum of ones, as the forward counts.
+    const TensorOptions options =
+        TensorOptions(nn_detail::compute_dtype(gy.dtype())).device(gy.device());
+    Tensor one = ones({1, 1, h, w}, options);
+    IntArrayRef k(p.kernel, 2), s(p.stride, 2), pad(p.padding, 2);
+    g = g * (avg_pool2d(one, k, s, pad, ceil_mode, p.count_include_pad) /
+             avg_pool2d(one, k, s, pad, ceil_mode, p.count_include_pad, 1))
+                .to(gy.dtype());
+  }
+  const int64_t full[2] = {(ho - 1) * p.stride[0] - 2 * p.padding[0] + p.kernel[0],
+                           (wo - 1) * p.stride[1] - 2 * p.padding[1] + p.kernel[1]};
+  const int64_t output_padding[2] = {std::max<int64_t>(0, h - full[0]),
+                                     std::max<int64_t>(0, w - full[1])};
+  Tensor gi = conv_transpose2d(g, ones({1, 1, p.kernel[0], p.kernel[1]}, g.options()), Tensor(),
+                               IntArrayRef(p.stride, 2), IntArrayRef(p.padding, 2),
+                               IntArrayRef(output_padding, 2));
+  return gi.narrow(2, 0, h).narrow(3, 0, w).reshape(in_sizes);
+}
+
+// The [out, in] matrix averaging each of adaptive_avg_pool2d's windows along one dim (the window
+// of a cell is the product of its windows along H and W, so the pool is A_h @ x @ A_w^T).
+Tensor averaging_matrix(int64_t in, int64_t out, const TensorOptions& options) {
+  std::vector<double> m(static_cast<size_t>(out * in), 0.0);
+  for (int64_t i = 0; i < out; ++i) {
+    const int64_t begin = i * in / out, end = ((i + 1) * in + out - 1) / out;
+    for (int64_t r = begin; r < end; ++r) m[i * in + r] = 1.0 / static_cast<double>(end - begin);
+  }
+  return tensor(m, kFloat64).view({out, in}).to(options);
+}
+
+// Both max pools; the indices are computed when returned or when backward needs them.
+std::tuple<Tensor, Tensor> max_pool(const char* op, bool return_indices, const Tensor& input,
+                                    IntArrayRef kernel_size, IntArrayRef stride,
+                                    IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  EMBER_CHECK(input.dtype() != kBool, op, ": not supported for bool tensors");
+  const bool grad = needs_grad({input});
+  Tensor out, indices;
+  {
+    NoGradGuard no_grad;  // the batched, contiguous input is internal
+    Pooled r = prepare(op, input, kernel_size, stride, padding, dilation, ceil_mode);
+    if (return_indices || grad)
+      indices = empty(r.out.sizes(), TensorOptions(kInt64).device(input.device()));
+    if (r.out.numel() > 0) max_pool2d_stub(input.device())(r.out, indices, r.x, r.p);
+    out = unbatch(r.out, input);
+    if (indices.defined()) indices = unbatch(indices, input);
+  }
+  if (grad)
+    record(op, {input}, {out},
+           [si = SavedTensor(indices, true), sizes = DimVector(input.sizes())](
+               const GradContext& g) -> std::vector<Tensor> {
+             return {max_pool_backward(g.grad(), g(si), sizes)};
+           });
+  return {out, indices};
+}
+
 }  // namespace
 
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size,
                                                    IntArrayRef stride, IntArrayRef padding,
                                                    IntArrayRef dilation, bool ceil_mode) {
-  const char* op = "max_pool2d_with_indices";
-  EMBER_CHECK(input.dtype() != kBool, op, ": not supported for bool tensors");
-  Pooled r = prepare(op, input, kernel_size, stride, padding, dilation, ceil_mode);
-  Tensor indices = empty(r.out.sizes(), TensorOptions(kInt64).device(input.device()));
-  if (r.out.numel() > 0) max_pool2d_stub(input.device())(r.out, indices, r.x, r.p);
-  return {unbatch(r.out, input), unbatch(indices, input)};
+  return max_pool("max_pool2d_with_indices", true, input, kernel_size, stride, padding, dilation,
+                  ceil_mode);
 }
 
 Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
                   IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
-  EMBER_CHECK(input.dtype() != kBool, "max_pool2d: not supported for bool tensors");
-  Pooled r = prepare("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode);
-  if (r.out.numel() > 0) max_pool2d_stub(input.device())(r.out, Tensor(), r.x, r.p);
-  return unbatch(r.out, input);
+  return std::get<0>(
+      max_pool("max_pool2d", false, input, kernel_size, stride, padding, dilation, ceil_mode));
 }
 
 Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
@@ -116,11 +198,22 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
                   std::optional<int64_t> divisor_override) {
   check_float("avg_pool2d", input);
   EMBER_CHECK(!divisor_override || *divisor_override != 0, "avg_pool2d: divisor must be not zero");
-  Pooled r = prepare("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode);
-  r.p.count_include_pad = count_include_pad;
-  r.p.divisor = divisor_override.value_or(0);
-  if (r.out.numel() > 0) avg_pool2d_stub(input.device())(r.out, r.x, r.p);
-  return unbatch(r.out, input);
+  Tensor out;
+  Pool2dParams p;
+  {
+    NoGradGuard no_grad;
+    Pooled r = prepare("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode);
+    r.p.count_include_pad = count_include_pad;
+    r.p.divisor = divisor_override.value_or(0);
+    if (r.out.numel() > 0) avg_pool2d_stub(input.device())(r.out, r.x, r.p);
+    out = unbatch(r.out, input), p = r.p;
+  }
+  if (needs_grad({input}))
+    record("avg_pool2d", {input}, {out},
+           [sizes = DimVector(input.sizes()), p, ceil_mode](const GradContext& g) {
+             return std::vector<Tensor>{avg_pool_backward(g.grad(), sizes, p, ceil_mode)};
+           });
+  return out;
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
@@ -131,10 +224,22 @@ Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
   EMBER_CHECK(size[0] >= 0 && size[1] >= 0, op,
               ": elements of output_size must be greater than or equal to 0, but got ",
               output_size);
-  Tensor x = batched(op, input);
-  Tensor out = empty({x.size(0), x.size(1), size[0], size[1]}, x.options());
-  if (out.numel() > 0) adaptive_avg_pool2d_stub(input.device())(out, x);
-  return unbatch(out, input);
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    Tensor x = batched(op, input);
+    out = empty({x.size(0), x.size(1), size[0], size[1]}, x.options());
+    if (out.numel() > 0) adaptive_avg_pool2d_stub(input.device())(out, x);
+    out = unbatch(out, input);
+  }
+  if (needs_grad({input}))
+    record(op, {input}, {out}, [h = input.size(-2), w = input.size(-1)](const GradContext& g) {
+      const Tensor& gy = g.grad();
+      Tensor ah = averaging_matrix(h, gy.size(-2), gy.options());
+      Tensor aw = averaging_matrix(w, gy.size(-1), gy.options());
+      return std::vector<Tensor>{matmul(matmul(ah.t(), gy), aw)};
+    });
+  return out;
 }
 
 }  // namespace ember

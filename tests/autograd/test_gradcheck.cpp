@@ -18,15 +18,7 @@ const std::vector<std::string>& ops_pending_backward() {
                                                    "nll_loss",
                                                    "mse_loss",
                                                    "binary_cross_entropy_with_logits",
-                                                   "scaled_dot_product_attention",
-                                                   "conv1d",
-                                                   "conv2d",
-                                                   "conv_transpose2d",
-                                                   "max_pool2d",
-                                                   "max_pool2d_with_indices",
-                                                   "avg_pool2d",
-                                                   "adaptive_avg_pool2d",
-                                                   "einsum"};
+                                                   "scaled_dot_product_attention"};
   return pending;
 }
 
