@@ -16,8 +16,6 @@ const std::vector<std::string>& ops_pending_backward() {
                                                    "std",
                                                    "norm",
                                                    "logsumexp",
-                                                   "softmax",
-                                                   "log_softmax",
                                                    "layer_norm",
                                                    "batch_norm",
                                                    "group_norm",
