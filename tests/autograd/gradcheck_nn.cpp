@@ -5,6 +5,9 @@
 namespace ember::testing {
 namespace {
 
+Tensor i64(const NestedList& l) { return tensor(l, kInt64); }
+Tensor f64(const NestedList& l) { return tensor(l, kFloat64); }
+
 const GradcheckRegistrar registrar({
     {"softmax", [](const auto& x) { return softmax(x[0], 1); }, {{3, 4}}, -2, 2, true},
     {"softmax", [](const auto& x) { return softmax(x[0], 0) * x[0]; }, {{2, 3, 2}}, -2, 2, true},
@@ -16,6 +19,71 @@ const GradcheckRegistrar registrar({
      -2,
      2,
      true},
+    // Losses. Class targets, weights and masks are literals; probability targets are inputs.
+    {"cross_entropy",
+     [](const auto& x) { return cross_entropy(x[0], i64({0, 3, 1})); },
+     {{3, 4}},
+     -2,
+     2,
+     true},
+    {"cross_entropy",
+     [](const auto& x) {
+       return cross_entropy(x[0], i64({2, 1, 2}), f64({0.5, 2, 1.5}), 1, "sum");
+     },
+     {{3, 3}}},
+    {"cross_entropy",
+     [](const auto& x) {
+       return cross_entropy(x[0], i64({{0, 2}, {-100, 1}}), f64({0.5, 2, 1.5}), -100, "mean", 0.2);
+     },
+     {{2, 3, 2}},
+     -2,
+     2,
+     true},
+    {"cross_entropy",
+     [](const auto& x) { return cross_entropy(x[0], i64({{0, 2}, {3, 1}}), {}, 3, "none", 0.3); },
+     {{2, 4, 2}}},
+    {"cross_entropy", [](const auto& x) { return cross_entropy(x[0], i64(2)); }, {{4}}},
+    {"cross_entropy",
+     [](const auto& x) { return cross_entropy(x[0], x[1], f64({1, 2, 0.5, 1}), -100, "mean", 0.1); },
+     {{3, 4}, {3, 4}},
+     -2,
+     2,
+     true},
+    {"cross_entropy",
+     [](const auto& x) { return cross_entropy(x[0], x[1], {}, -100, "none"); },
+     {{2, 3, 2}, {2, 3, 2}},
+     0,
+     1},
+    {"nll_loss", [](const auto& x) { return nll_loss(x[0], i64({0, 3, 1})); }, {{3, 4}}},
+    {"nll_loss",
+     [](const auto& x) { return nll_loss(x[0], i64({{0, 2}, {1, 1}}), f64({0.5, 2, 1.5}), 2, "mean"); },
+     {{2, 3, 2}}},
+    {"nll_loss",
+     [](const auto& x) { return nll_loss(x[0], i64({{0, 2}, {1, 1}}), {}, 2, "none"); },
+     {{2, 3, 2}}},
+    {"nll_loss", [](const auto& x) { return nll_loss(x[0].log_softmax(1), i64({2, 0}), {}, -100, "sum"); },
+     {{2, 3}}, -2, 2, true},
+    {"mse_loss", [](const auto& x) { return mse_loss(x[0], x[1]); }, {{3, 4}, {3, 4}}, -2, 2, true},
+    {"mse_loss", [](const auto& x) { return mse_loss(x[0], x[1], "sum"); }, {{3, 4}, {4}}},
+    {"mse_loss", [](const auto& x) { return mse_loss(x[0], x[1], "none"); }, {{3, 1}, {2, 3, 2}}},
+    {"binary_cross_entropy_with_logits",
+     [](const auto& x) { return binary_cross_entropy_with_logits(x[0], x[1]); },
+     {{3, 4}, {3, 4}},
+     -2,
+     2,
+     true},
+    {"binary_cross_entropy_with_logits",
+     [](const auto& x) {
+       return binary_cross_entropy_with_logits(x[0], x[1], f64({{0.5}, {2}, {1}}), "sum",
+                                               f64({1, 3, 0.5, 2}));
+     },
+     {{3, 4}, {3, 4}},
+     0,
+     1,
+     true},
+    {"binary_cross_entropy_with_logits",
+     [](const auto& x) { return binary_cross_entropy_with_logits(x[0], x[1], {}, "none", f64({2, 0.5})); },
+     {{3, 2}, {3, 2}}},
 });
 
 }  // namespace
