@@ -8,6 +8,16 @@ namespace {
 Tensor i64(const NestedList& l) { return tensor(l, kInt64); }
 Tensor f64(const NestedList& l) { return tensor(l, kFloat64); }
 
+// Fixed draws: every call of a case must see the same mask.
+Tensor fixed_dropout(const Tensor& x, double p) {
+  Generator gen(5);
+  return dropout(x, p, true, &gen);
+}
+
+Tensor sdpa(const std::vector<Tensor>& x, const Tensor& mask = {}, bool causal = false) {
+  return scaled_dot_product_attention(x[0], x[1], x[2], mask, 0.0, causal);
+}
+
 const GradcheckRegistrar registrar({
     {"softmax", [](const auto& x) { return softmax(x[0], 1); }, {{3, 4}}, -2, 2, true},
     {"softmax", [](const auto& x) { return softmax(x[0], 0) * x[0]; }, {{2, 3, 2}}, -2, 2, true},
@@ -54,6 +64,48 @@ const GradcheckRegistrar registrar({
      2,
      true},
     {"group_norm", [](const auto& x) { return group_norm(x[0], 3, {}, {}, 0.1); }, {{2, 3, 2, 2}}},
+    {"dropout", [](const auto& x) { return fixed_dropout(x[0], 0.4); }, {{3, 4}}, -2, 2, true},
+    {"dropout", [](const auto& x) { return fixed_dropout(x[0], 1) + dropout(x[0], 0.5, false); }, {{5}}},
+    {"dropout", [](const auto& x) { return std::get<0>(native_dropout(x[0], 0, true)); }, {{2, 2}}},
+    {"embedding",
+     [](const auto& x) { return embedding(x[0], i64({{0, 2, 4}, {2, 1, 0}})); },
+     {{5, 3}},
+     -2,
+     2,
+     true},
+    {"embedding",
+     [](const auto& x) { return embedding(x[0], tensor({3, 1, 3, 0}, kInt32), 2).square(); },
+     {{4, 2}},
+     -2,
+     2,
+     true},
+    {"embedding", [](const auto& x) { return embedding(x[0].t(), i64(1), 0); }, {{2, 3}}},
+    {"scaled_dot_product_attention",
+     [](const auto& x) { return sdpa(x); },
+     {{2, 3, 4}, {2, 5, 4}, {2, 5, 3}},
+     -2,
+     2,
+     true},
+    {"scaled_dot_product_attention",
+     [](const auto& x) { return sdpa(x, x[3]); },
+     {{1, 3, 2}, {2, 4, 2}, {4, 3}, {3, 4}}},
+    {"scaled_dot_product_attention",
+     [](const auto& x) {
+       return sdpa(x, tensor({{true, false, true}, {false, true, true}}));
+     },
+     {{2, 1, 2, 2}, {3, 2}, {2, 1, 3, 2}}},
+    {"scaled_dot_product_attention",
+     [](const auto& x) { return sdpa(x, {}, true); },
+     {{3, 2}, {4, 2}, {4, 2}},
+     -2,
+     2,
+     true},
+    {"scaled_dot_product_attention",
+     [](const auto& x) {
+       manual_seed(11);
+       return scaled_dot_product_attention(x[0], x[1], x[2], {}, 0.3, false, 0.7);
+     },
+     {{2, 3, 2}, {2, 3, 2}, {2, 3, 2}}},
     // Losses. Class targets, weights and masks are literals; probability targets are inputs.
     {"cross_entropy",
      [](const auto& x) { return cross_entropy(x[0], i64({0, 3, 1})); },
