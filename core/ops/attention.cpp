@@ -61,8 +61,9 @@ Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& mask, b
 // Records the backward of out = P v, P = attention_weights(q, k, mask): with dO the output's
 // gradient, dV = P^T dO, dS = P * (dP - rowsum(dP * P)) for dP = dO v^T, dQ = dS k * scale,
 // dK = dS^T q * scale, and dS for a floating mask; each summed back over broadcast batch dims.
-void record_attention(const Tensor& out, const Tensor& query, const Tensor& key, const Tensor& value,
-                      const Tensor& attn_mask, bool is_causal, double scale, ScalarType cd) {
+void record_attention(const Tensor& out, const Tensor& query, const Tensor& key,
+                      const Tensor& value, const Tensor& attn_mask, bool is_causal, double scale,
+                      ScalarType cd) {
   SavedTensor sq(query, false), sk(key, false), sv(value, false), sm(attn_mask, false);
   record(kOp, {query, key, value, attn_mask}, {out},
          [sq, sk, sv, sm, is_causal, scale, cd](const GradContext& g) -> std::vector<Tensor> {

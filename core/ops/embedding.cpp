@@ -18,7 +18,8 @@ namespace {
 const OpRegistrar registrar({{"embedding", AutocastPolicy::None, true}});
 
 // The weight's gradient [V, D]: row indices[i] receives grad row i (none for padding_idx).
-Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t V, int64_t padding_idx) {
+Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t V,
+                          int64_t padding_idx) {
   int64_t D = grad.size(-1);
   Tensor idx = indices.reshape({-1});
   Tensor rows = grad.reshape({idx.numel(), D});
@@ -29,8 +30,9 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t V, 
     out = index_add(zeros({V, D}, rows.options()), 0, idx, rows);
   }
   if (needs_grad({rows}))
-    record("embedding_backward", {rows}, {out},
-           [idx](const GradContext& g) -> std::vector<Tensor> { return {embedding(g.grad(), idx)}; });
+    record("embedding_backward", {rows}, {out}, [idx](const GradContext& g) -> std::vector<Tensor> {
+      return {embedding(g.grad(), idx)};
+    });
   return out;
 }
 
@@ -59,9 +61,10 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_id
   }
   if (needs_grad({weight})) {
     SavedTensor si(indices, false);
-    record("embedding", {weight}, {out}, [si, V, padding_idx](const GradContext& g) -> std::vector<Tensor> {
-      return {embedding_backward(g.grad(), g(si), V, padding_idx)};
-    });
+    record("embedding", {weight}, {out},
+           [si, V, padding_idx](const GradContext& g) -> std::vector<Tensor> {
+             return {embedding_backward(g.grad(), g(si), V, padding_idx)};
+           });
   }
   return out;
 }

@@ -123,20 +123,22 @@ Tensor nll(const char* op, const Tensor& logp, const Tensor& target, const Tenso
     // logp: differentiable again.
     SavedTensor st(target, false);
     DimVector sizes(logp.sizes());
-    record(op, {logp}, {out},
-           [st, total, total_sum, weight, ignore_index, r, ls, cs,
-            sizes](const GradContext& g) -> std::vector<Tensor> {
-             Tensor ge = per_class(r == Reduction::Mean ? g.grad() / total_sum : g.grad(), r, cs);
-             Tensor t = g(st).reshape({cs.N, 1, cs.D});
-             Tensor valid = t != ignore_index;
-             Tensor classes = arange(cs.C, TensorOptions(kInt64).device(t.device())).view({1, cs.C, 1});
-             Tensor d = where((t == classes) && valid, ge * total.view({cs.N, 1, cs.D}) * (ls - 1), 0);
-             if (ls > 0) {
-               Tensor s = ge * (-ls / static_cast<double>(cs.C));
-               d = d + where(valid, weight.defined() ? s * weight.view({1, cs.C, 1}) : s, 0);
-             }
-             return {d.reshape(sizes)};
-           });
+    record(
+        op, {logp}, {out},
+        [st, total, total_sum, weight, ignore_index, r, ls, cs,
+         sizes](const GradContext& g) -> std::vector<Tensor> {
+          Tensor ge = per_class(r == Reduction::Mean ? g.grad() / total_sum : g.grad(), r, cs);
+          Tensor t = g(st).reshape({cs.N, 1, cs.D});
+          Tensor valid = t != ignore_index;
+          Tensor classes =
+              arange(cs.C, TensorOptions(kInt64).device(t.device())).view({1, cs.C, 1});
+          Tensor d = where((t == classes) && valid, ge * total.view({cs.N, 1, cs.D}) * (ls - 1), 0);
+          if (ls > 0) {
+            Tensor s = ge * (-ls / static_cast<double>(cs.C));
+            d = d + where(valid, weight.defined() ? s * weight.view({1, cs.C, 1}) : s, 0);
+          }
+          return {d.reshape(sizes)};
+        });
   }
   return out;
 }
@@ -194,16 +196,18 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
     SavedTensor sl(logp, false), sp(probs, false);
     DimVector sizes(input.sizes());
     double ls = label_smoothing;
-    record(op, {logp, probs}, {out}, [sl, sp, w, r, ls, cs, sizes](const GradContext& g) -> std::vector<Tensor> {
-      DimVector ncd{cs.N, cs.C, cs.D};
-      Tensor ge = per_class(element_grad(g.grad(), r, cs.N * cs.D), r, cs);
-      if (w.defined()) ge = ge * w.view({1, cs.C, 1});
-      Tensor glogp, gprobs;
-      if (g.needs(0))
-        glogp = (-ge * (g(sp).reshape(ncd) * (1 - ls) + ls / static_cast<double>(cs.C))).reshape(sizes);
-      if (g.needs(1)) gprobs = (ge * g(sl).reshape(ncd) * (ls - 1)).reshape(sizes);
-      return {glogp, gprobs};
-    });
+    record(op, {logp, probs}, {out},
+           [sl, sp, w, r, ls, cs, sizes](const GradContext& g) -> std::vector<Tensor> {
+             DimVector ncd{cs.N, cs.C, cs.D};
+             Tensor ge = per_class(element_grad(g.grad(), r, cs.N * cs.D), r, cs);
+             if (w.defined()) ge = ge * w.view({1, cs.C, 1});
+             Tensor glogp, gprobs;
+             if (g.needs(0))
+               glogp = (-ge * (g(sp).reshape(ncd) * (1 - ls) + ls / static_cast<double>(cs.C)))
+                           .reshape(sizes);
+             if (g.needs(1)) gprobs = (ge * g(sl).reshape(ncd) * (ls - 1)).reshape(sizes);
+             return {glogp, gprobs};
+           });
   }
   return out;
 }
@@ -238,11 +242,13 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view redu
   if (needs_grad({input, target})) {
     SavedTensor si(input, false), st(target, false);
     int64_t n = numel_of(broadcast_shapes(op, input.sizes(), target.sizes()));
-    record(op, {input, target}, {out}, [si, st, r, n, cd](const GradContext& g) -> std::vector<Tensor> {
-      Tensor x = g(si), t = g(st);
-      Tensor d = (x.to(cd) - t.to(cd)) * element_grad(g.grad(), r, n) * 2;
-      return {g.needs(0) ? sum_to(d, x.sizes()) : Tensor(), g.needs(1) ? sum_to(-d, t.sizes()) : Tensor()};
-    });
+    record(op, {input, target}, {out},
+           [si, st, r, n, cd](const GradContext& g) -> std::vector<Tensor> {
+             Tensor x = g(si), t = g(st);
+             Tensor d = (x.to(cd) - t.to(cd)) * element_grad(g.grad(), r, n) * 2;
+             return {g.needs(0) ? sum_to(d, x.sizes()) : Tensor(),
+                     g.needs(1) ? sum_to(-d, t.sizes()) : Tensor()};
+           });
   }
   return out;
 }
@@ -280,15 +286,17 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
     // With lw = 1 + (pw - 1) t, loss = (1 - t) x + lw softplus(-x), so
     // d/dx = lw sigmoid(x) - pw t and d/dt = (1 - pw) log_sigmoid(x) - x (PyTorch's formulas).
     SavedTensor si(input, false), st(target, false);
-    record(op, {input, target}, {out}, [si, st, w, pw, r, cd](const GradContext& g) -> std::vector<Tensor> {
-      Tensor x = g(si).to(cd), t = g(st).to(cd);
-      Tensor ge = element_grad(g.grad(), r, x.numel());
-      if (w.defined()) ge = ge * w;
-      Tensor gx, gt;
-      if (g.needs(0)) gx = ge * (pw.defined() ? ((pw - 1) * t + 1) * sigmoid(x) - pw * t : sigmoid(x) - t);
-      if (g.needs(1)) gt = ge * (pw.defined() ? (pw - 1) * softplus(-x) - x : -x);
-      return {gx, gt};
-    });
+    record(op, {input, target}, {out},
+           [si, st, w, pw, r, cd](const GradContext& g) -> std::vector<Tensor> {
+             Tensor x = g(si).to(cd), t = g(st).to(cd);
+             Tensor ge = element_grad(g.grad(), r, x.numel());
+             if (w.defined()) ge = ge * w;
+             Tensor gx, gt;
+             if (g.needs(0))
+               gx = ge * (pw.defined() ? ((pw - 1) * t + 1) * sigmoid(x) - pw * t : sigmoid(x) - t);
+             if (g.needs(1)) gt = ge * (pw.defined() ? (pw - 1) * softplus(-x) - x : -x);
+             return {gx, gt};
+           });
   }
   return out;
 }

@@ -84,11 +84,13 @@ Tensor param_grad(const GradContext& g, size_t input, const Tensor& t, IntArrayR
 // per channel (over dims 0 and 2); running statistics are constants, making the op affine in x.
 void record_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out,
                        const Tensor& mean, const Tensor& invstd, bool batch_stats, double eps) {
-  int64_t A = x.size(0), C = x.size(1), B = numel_of(IntArrayRef(x.sizes().data() + 2, x.dim() - 2));
+  int64_t A = x.size(0), C = x.size(1),
+          B = numel_of(IntArrayRef(x.sizes().data() + 2, x.dim() - 2));
   ScalarType cd = mean.dtype();
   SavedTensor sx(x, false), sw(weight, false), smean(mean, false), sinvstd(invstd, false);
   record("batch_norm", {x, weight, bias}, {out},
-         [sx, sw, smean, sinvstd, A, B, C, cd, eps, batch_stats](const GradContext& g) -> std::vector<Tensor> {
+         [sx, sw, smean, sinvstd, A, B, C, cd, eps,
+          batch_stats](const GradContext& g) -> std::vector<Tensor> {
            Tensor x = g(sx).reshape({A, C, B}).to(cd), w = g(sw), gy = g.grad().reshape({A, C, B});
            Tensor mean = g(smean).view({1, C, 1}), invstd = g(sinvstd).view({1, C, 1});
            if (batch_stats) std::tie(mean, invstd) = backward_stats(x, {0, 2}, eps, mean, invstd);
@@ -134,16 +136,19 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, IntArrayRe
     // In the [M, N] view: y = xhat * w + b with statistics over dim 1.
     SavedTensor sx(x, false), sw(weight, false), smean(mean, false), srstd(rstd, false);
     DimVector wsizes(normalized_shape);
-    record(op, {x, weight, bias}, {out},
-           [sx, sw, smean, srstd, wsizes, M, N, cd, eps](const GradContext& g) -> std::vector<Tensor> {
-             Tensor x = g(sx).reshape({M, N}).to(cd), w = g(sw), gy = g.grad().reshape({M, N});
-             auto [mean, rstd] = backward_stats(x, {1}, eps, g(smean).view({M, 1}), g(srstd).view({M, 1}));
-             Tensor xhat = (x - mean) * rstd;
-             Tensor dx = g.needs(0) ? normalize_backward(w.defined() ? gy * w.reshape({N}) : gy, xhat, rstd, {1})
-                                          .reshape(g(sx).sizes())
-                                    : Tensor();
-             return {dx, param_grad(g, 1, gy * xhat, {0}, wsizes), param_grad(g, 2, gy, {0}, wsizes)};
-           });
+    record(
+        op, {x, weight, bias}, {out},
+        [sx, sw, smean, srstd, wsizes, M, N, cd, eps](const GradContext& g) -> std::vector<Tensor> {
+          Tensor x = g(sx).reshape({M, N}).to(cd), w = g(sw), gy = g.grad().reshape({M, N});
+          auto [mean, rstd] =
+              backward_stats(x, {1}, eps, g(smean).view({M, 1}), g(srstd).view({M, 1}));
+          Tensor xhat = (x - mean) * rstd;
+          Tensor dx = g.needs(0) ? normalize_backward(w.defined() ? gy * w.reshape({N}) : gy, xhat,
+                                                      rstd, {1})
+                                       .reshape(g(sx).sizes())
+                                 : Tensor();
+          return {dx, param_grad(g, 1, gy * xhat, {0}, wsizes), param_grad(g, 2, gy, {0}, wsizes)};
+        });
   }
   return {out, mean, rstd};
 }
@@ -246,21 +251,22 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& x, int64_t nu
     // x as [N, C, HxW] for the affine part (w and b per channel) and as [N, G, C/G * HxW] for
     // the statistics (over dim 2).
     SavedTensor sx(x, false), sw(weight, false), smean(mean, false), srstd(rstd, false);
-    record(op, {x, weight, bias}, {out},
-           [sx, sw, smean, srstd, N, C, G, HxW, cd, eps](const GradContext& g) -> std::vector<Tensor> {
-             DimVector groups{N, G, C / G * HxW}, channels{N, C, HxW};
-             Tensor x = g(sx).reshape(groups).to(cd), w = g(sw), gy = g.grad().reshape(channels);
-             auto [mean, rstd] =
-                 backward_stats(x, {2}, eps, g(smean).view({N, G, 1}), g(srstd).view({N, G, 1}));
-             Tensor xhat = ((x - mean) * rstd).reshape(channels);
-             Tensor dx;
-             if (g.needs(0)) {
-               Tensor gxhat = w.defined() ? gy * w.view({1, C, 1}) : gy;
-               dx = normalize_backward(gxhat.reshape(groups), xhat.reshape(groups), rstd, {2})
-                        .reshape(g(sx).sizes());
-             }
-             return {dx, param_grad(g, 1, gy * xhat, {0, 2}, {C}), param_grad(g, 2, gy, {0, 2}, {C})};
-           });
+    record(
+        op, {x, weight, bias}, {out},
+        [sx, sw, smean, srstd, N, C, G, HxW, cd, eps](const GradContext& g) -> std::vector<Tensor> {
+          DimVector groups{N, G, C / G * HxW}, channels{N, C, HxW};
+          Tensor x = g(sx).reshape(groups).to(cd), w = g(sw), gy = g.grad().reshape(channels);
+          auto [mean, rstd] =
+              backward_stats(x, {2}, eps, g(smean).view({N, G, 1}), g(srstd).view({N, G, 1}));
+          Tensor xhat = ((x - mean) * rstd).reshape(channels);
+          Tensor dx;
+          if (g.needs(0)) {
+            Tensor gxhat = w.defined() ? gy * w.view({1, C, 1}) : gy;
+            dx = normalize_backward(gxhat.reshape(groups), xhat.reshape(groups), rstd, {2})
+                     .reshape(g(sx).sizes());
+          }
+          return {dx, param_grad(g, 1, gy * xhat, {0, 2}, {C}), param_grad(g, 2, gy, {0, 2}, {C})};
+        });
   }
   return {out, mean, rstd};
 }

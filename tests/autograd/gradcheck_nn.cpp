@@ -23,19 +23,21 @@ const GradcheckRegistrar registrar({
     {"softmax", [](const auto& x) { return softmax(x[0], 0) * x[0]; }, {{2, 3, 2}}, -2, 2, true},
     {"softmax", [](const auto& x) { return softmax(x[0].sum(), 0); }, {{2}}},
     {"log_softmax", [](const auto& x) { return log_softmax(x[0], 1); }, {{3, 4}}, -2, 2, true},
-    {"log_softmax",
-     [](const auto& x) { return log_softmax(x[0], -1) * x[0]; },
-     {{2, 2, 3}},
-     -2,
-     2,
-     true},
+    {"log_softmax", [](const auto& x) { return log_softmax(x[0], -1) * x[0]; }, {{2, 2, 3}}, -2, 2, true},
     {"layer_norm",
      [](const auto& x) { return layer_norm(x[0], {4}, x[1], x[2]); },
      {{2, 3, 4}, {4}, {4}},
      -2,
      2,
      true},
-    {"layer_norm", [](const auto& x) { return layer_norm(x[0], {3, 2}, {}, {}, 0.1); }, {{2, 3, 2}}, -2, 2, true},
+    {"layer_norm",
+     [](const auto& x) {
+       return layer_norm(x[0], {3, 2}, {}, {}, 0.1);
+     },
+     {{2, 3, 2}},
+     -2,
+     2,
+     true},
     {"layer_norm", [](const auto& x) { return layer_norm(x[0], {5}, x[1]); }, {{3, 5}, {5}}},
     {"batch_norm",
      [](const auto& x) { return batch_norm(x[0], {}, {}, x[1], x[2], true); },
@@ -68,13 +70,17 @@ const GradcheckRegistrar registrar({
     {"dropout", [](const auto& x) { return fixed_dropout(x[0], 1) + dropout(x[0], 0.5, false); }, {{5}}},
     {"dropout", [](const auto& x) { return std::get<0>(native_dropout(x[0], 0, true)); }, {{2, 2}}},
     {"embedding",
-     [](const auto& x) { return embedding(x[0], i64({{0, 2, 4}, {2, 1, 0}})); },
+     [](const auto& x) {
+       return embedding(x[0], i64({{0, 2, 4}, {2, 1, 0}}));
+     },
      {{5, 3}},
      -2,
      2,
      true},
     {"embedding",
-     [](const auto& x) { return embedding(x[0], tensor({3, 1, 3, 0}, kInt32), 2).square(); },
+     [](const auto& x) {
+       return embedding(x[0], tensor({3, 1, 3, 0}, kInt32), 2).square();
+     },
      {{4, 2}},
      -2,
      2,
@@ -108,7 +114,9 @@ const GradcheckRegistrar registrar({
      {{2, 3, 2}, {2, 3, 2}, {2, 3, 2}}},
     // Losses. Class targets, weights and masks are literals; probability targets are inputs.
     {"cross_entropy",
-     [](const auto& x) { return cross_entropy(x[0], i64({0, 3, 1})); },
+     [](const auto& x) {
+       return cross_entropy(x[0], i64({0, 3, 1}));
+     },
      {{3, 4}},
      -2,
      2,
@@ -127,11 +135,15 @@ const GradcheckRegistrar registrar({
      2,
      true},
     {"cross_entropy",
-     [](const auto& x) { return cross_entropy(x[0], i64({{0, 2}, {3, 1}}), {}, 3, "none", 0.3); },
+     [](const auto& x) {
+       return cross_entropy(x[0], i64({{0, 2}, {3, 1}}), {}, 3, "none", 0.3);
+     },
      {{2, 4, 2}}},
     {"cross_entropy", [](const auto& x) { return cross_entropy(x[0], i64(2)); }, {{4}}},
     {"cross_entropy",
-     [](const auto& x) { return cross_entropy(x[0], x[1], f64({1, 2, 0.5, 1}), -100, "mean", 0.1); },
+     [](const auto& x) {
+       return cross_entropy(x[0], x[1], f64({1, 2, 0.5, 1}), -100, "mean", 0.1);
+     },
      {{3, 4}, {3, 4}},
      -2,
      2,
@@ -141,15 +153,29 @@ const GradcheckRegistrar registrar({
      {{2, 3, 2}, {2, 3, 2}},
      0,
      1},
-    {"nll_loss", [](const auto& x) { return nll_loss(x[0], i64({0, 3, 1})); }, {{3, 4}}},
     {"nll_loss",
-     [](const auto& x) { return nll_loss(x[0], i64({{0, 2}, {1, 1}}), f64({0.5, 2, 1.5}), 2, "mean"); },
+     [](const auto& x) {
+       return nll_loss(x[0], i64({0, 3, 1}));
+     },
+     {{3, 4}}},
+    {"nll_loss",
+     [](const auto& x) {
+       return nll_loss(x[0], i64({{0, 2}, {1, 1}}), f64({0.5, 2, 1.5}), 2, "mean");
+     },
      {{2, 3, 2}}},
     {"nll_loss",
-     [](const auto& x) { return nll_loss(x[0], i64({{0, 2}, {1, 1}}), {}, 2, "none"); },
+     [](const auto& x) {
+       return nll_loss(x[0], i64({{0, 2}, {1, 1}}), {}, 2, "none");
+     },
      {{2, 3, 2}}},
-    {"nll_loss", [](const auto& x) { return nll_loss(x[0].log_softmax(1), i64({2, 0}), {}, -100, "sum"); },
-     {{2, 3}}, -2, 2, true},
+    {"nll_loss",
+     [](const auto& x) {
+       return nll_loss(x[0].log_softmax(1), i64({2, 0}), {}, -100, "sum");
+     },
+     {{2, 3}},
+     -2,
+     2,
+     true},
     {"mse_loss", [](const auto& x) { return mse_loss(x[0], x[1]); }, {{3, 4}, {3, 4}}, -2, 2, true},
     {"mse_loss", [](const auto& x) { return mse_loss(x[0], x[1], "sum"); }, {{3, 4}, {4}}},
     {"mse_loss", [](const auto& x) { return mse_loss(x[0], x[1], "none"); }, {{3, 1}, {2, 3, 2}}},
@@ -169,7 +195,9 @@ const GradcheckRegistrar registrar({
      1,
      true},
     {"binary_cross_entropy_with_logits",
-     [](const auto& x) { return binary_cross_entropy_with_logits(x[0], x[1], {}, "none", f64({2, 0.5})); },
+     [](const auto& x) {
+       return binary_cross_entropy_with_logits(x[0], x[1], {}, "none", f64({2, 0.5}));
+     },
      {{3, 2}, {3, 2}}},
 });
 
