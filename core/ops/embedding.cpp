@@ -27,7 +27,8 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t V,
   Tensor out;
   {
     NoGradGuard no_grad;  // recorded below: linear in rows, with embedding as its backward
-    out = index_add(zeros({V, D}, rows.options()), 0, idx, rows);
+    out = zeros({V, D}, rows.options());
+    index_add_(out, 0, idx, rows);
   }
   if (needs_grad({rows}))
     record("embedding_backward", {rows}, {out}, [idx](const GradContext& g) -> std::vector<Tensor> {

@@ -123,22 +123,23 @@ Tensor nll(const char* op, const Tensor& logp, const Tensor& target, const Tenso
     // logp: differentiable again.
     SavedTensor st(target, false);
     DimVector sizes(logp.sizes());
-    record(
-        op, {logp}, {out},
-        [st, total, total_sum, weight, ignore_index, r, ls, cs,
-         sizes](const GradContext& g) -> std::vector<Tensor> {
-          Tensor ge = per_class(r == Reduction::Mean ? g.grad() / total_sum : g.grad(), r, cs);
-          Tensor t = g(st).reshape({cs.N, 1, cs.D});
-          Tensor valid = t != ignore_index;
-          Tensor classes =
-              arange(cs.C, TensorOptions(kInt64).device(t.device())).view({1, cs.C, 1});
-          Tensor d = where((t == classes) && valid, ge * total.view({cs.N, 1, cs.D}) * (ls - 1), 0);
-          if (ls > 0) {
-            Tensor s = ge * (-ls / static_cast<double>(cs.C));
-            d = d + where(valid, weight.defined() ? s * weight.view({1, cs.C, 1}) : s, 0);
-          }
-          return {d.reshape(sizes)};
-        });
+    record(op, {logp}, {out},
+           [st, total, total_sum, weight, ignore_index, r, ls, cs,
+            sizes](const GradContext& g) -> std::vector<Tensor> {
+             Tensor ge = per_class(r == Reduction::Mean ? g.grad() / total_sum : g.grad(), r, cs);
+             Tensor t = g(st).reshape({cs.N, 1, cs.D});
+             Tensor valid = t != ignore_index;
+             Tensor classes =
+                 arange(cs.C, TensorOptions(kInt64).device(t.device())).view({1, cs.C, 1});
+             // The where on [N, 1, D] keeps a mean over no targets (ge = inf) from making NaNs.
+             Tensor at_target = where(valid, ge * total.view({cs.N, 1, cs.D}) * (ls - 1), 0);
+             Tensor d = where(t == classes, at_target, 0);
+             if (ls > 0) {
+               Tensor s = ge * (-ls / static_cast<double>(cs.C));
+               d = d + where(valid, weight.defined() ? s * weight.view({1, cs.C, 1}) : s, 0);
+             }
+             return {d.reshape(sizes)};
+           });
   }
   return out;
 }

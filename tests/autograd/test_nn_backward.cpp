@@ -1,6 +1,8 @@
 // Semantics of the nn backward formulas that gradcheck cannot see (gradients PyTorch defines to
 // differ from the true derivative, dtypes, saved tensors), and gradients checked against closed
 // forms: d cross_entropy / d logits = softmax - onehot, d bce / d x = sigmoid(x) - t, ...
+#include <cmath>
+
 #include "test_util.h"
 
 namespace ember::testing {
@@ -38,6 +40,15 @@ TEST(NnBackward, IgnoredTargetsGetNoGradient) {
   Tensor s = softmax(x.detach()[0], 0);
   Tensor smoothed = tensor({0.05, 0.85, 0.05, 0.05}, kFloat64);  // 0.8 onehot + 0.2 / 4
   EXPECT_CLOSE(x.grad()[0], (s - smoothed) / 2);
+}
+
+TEST(NnBackward, AMeanOverNoTargetsIsNaNWithZeroGradient) {
+  // As PyTorch's nll_loss backward: ignored targets contribute nothing, even when none is left.
+  Tensor x = rand_leaf({2, 3});
+  Tensor loss = cross_entropy(x, tensor({1, 1}, kInt64), {}, /*ignore_index=*/1);
+  EXPECT_TRUE(std::isnan(loss.item<double>()));
+  loss.backward();
+  EXPECT_CLOSE(x.grad(), zeros({2, 3}, kFloat64));
 }
 
 TEST(NnBackward, WeightedNllLossMeanDividesByTheTargetWeights) {
