@@ -92,9 +92,5 @@ struct GradcheckRegistrar {
   GradcheckRegistrar(std::vector<GradcheckCase> cases);
 };
 
-// Differentiable ops whose backward is still to be written (tracked by issue 3); the coverage
-// test fails for any other differentiable op without a gradcheck case, and for any op listed
-// here that has gained one (so the list only shrinks).
-const std::vector<std::string>& ops_pending_backward();
 
 }  // namespace ember::testing

@@ -1,12 +1,20 @@
 // Frontend of scaled_dot_product_attention: shape, dtype and mask checks, batch broadcasting as
-// views, then the device's fused kernel.
+// views, then the device's fused kernel. The backward recomputes the attention weights with ember
+// ops (as PyTorch's math backend), so it differentiates again; with dropout under grad mode the
+// whole op runs as that composite.
 #include "ember/core/ops/attention.h"
 
 #include <cmath>
+#include <limits>
 
+#include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
+#include "ember/core/grad_mode.h"
 #include "ember/core/op_registry.h"
+#include "ember/core/ops/dropout.h"
+#include "ember/core/ops/elementwise.h"
 #include "ember/core/ops/nn_util.h"
+#include "ember/core/ops/softmax.h"
 #include "ember/core/shape.h"
 
 namespace ember {
@@ -32,6 +40,44 @@ DimVector with_last2(const DimVector& batch, int64_t a, int64_t b) {
 Tensor expand_operand(const Tensor& t, const DimVector& batch) {
   Tensor c = t.stride(-1) == 1 || t.size(-1) <= 1 ? t : t.contiguous();
   return c.expand(with_last2(batch, t.size(-2), t.size(-1)));
+}
+
+// softmax(q k^T * scale + mask) with ember ops; mask is undefined, bool (true = attend) or
+// floating (added).
+Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& mask, bool is_causal,
+                         double scale) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  Tensor s = q.matmul(k.mT()) * scale;
+  if (is_causal) {
+    TensorOptions o = TensorOptions(kInt64).device(q.device());
+    int64_t L = q.size(-2), S = k.size(-2);
+    s = s.masked_fill(arange(L, o).view({L, 1}) < arange(S, o).view({1, S}), -kInf);
+  } else if (mask.defined()) {
+    s = mask.dtype() == kBool ? s.masked_fill(!mask, -kInf) : s + mask;
+  }
+  return softmax(s, -1);
+}
+
+// Records the backward of out = P v, P = attention_weights(q, k, mask): with dO the output's
+// gradient, dV = P^T dO, dS = P * (dP - rowsum(dP * P)) for dP = dO v^T, dQ = dS k * scale,
+// dK = dS^T q * scale, and dS for a floating mask; each summed back over broadcast batch dims.
+void record_attention(const Tensor& out, const Tensor& query, const Tensor& key,
+                      const Tensor& value, const Tensor& attn_mask, bool is_causal, double scale,
+                      ScalarType cd) {
+  SavedTensor sq(query, false), sk(key, false), sv(value, false), sm(attn_mask, false);
+  record(kOp, {query, key, value, attn_mask}, {out},
+         [sq, sk, sv, sm, is_causal, scale, cd](const GradContext& g) -> std::vector<Tensor> {
+           Tensor q = g(sq), k = g(sk), v = g(sv), m = g(sm);
+           Tensor qc = q.to(cd), kc = k.to(cd), vc = v.to(cd), go = g.grad().to(cd);
+           Tensor p = attention_weights(qc, kc, m.defined() && m.dtype() != kBool ? m.to(cd) : m,
+                                        is_causal, scale);
+           Tensor dp = go.matmul(vc.mT());
+           Tensor ds = p * (dp - (dp * p).sum({p.dim() - 1}, true));
+           return {g.needs(0) ? sum_to(ds.matmul(kc) * scale, q.sizes()) : Tensor(),
+                   g.needs(1) ? sum_to(ds.mT().matmul(qc) * scale, k.sizes()) : Tensor(),
+                   g.needs(2) ? sum_to(p.mT().matmul(go), v.sizes()) : Tensor(),
+                   g.needs(3) ? sum_to(ds, m.sizes()) : Tensor()};
+         });
 }
 
 }  // namespace
@@ -74,13 +120,23 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     mask = (attn_mask.dtype() == kBool ? attn_mask : attn_mask.to(cd)).expand(scores);
   }
 
-  Tensor out = empty(with_last2(batch, L, Ev), query.options());
-  if (out.numel() == 0) return out;
   double s = scale.value_or(1 / std::sqrt(static_cast<double>(E)));
-  PhiloxState rng =
-      dropout_p > 0 ? default_generator(query.device().type).next() : PhiloxState{0, 0};
-  sdpa_stub(query.device())(out, expand_operand(query, batch), expand_operand(key, batch),
-                            expand_operand(value, batch), mask, is_causal, s, dropout_p, rng);
+  bool grad = needs_grad({query, key, value, attn_mask});
+  if (grad && dropout_p > 0) {
+    // The dropped weights must be kept for the backward: run the composite.
+    Tensor m = attn_mask.defined() && attn_mask.dtype() != kBool ? attn_mask.to(cd) : attn_mask;
+    Tensor p = attention_weights(query.to(cd), key.to(cd), m, is_causal, s);
+    return dropout(p, dropout_p).matmul(value.to(cd)).to(query.dtype());
+  }
+  Tensor out = empty(with_last2(batch, L, Ev), query.options());
+  if (out.numel() > 0) {
+    NoGradGuard no_grad;  // recorded below as one op
+    PhiloxState rng =
+        dropout_p > 0 ? default_generator(query.device().type).next() : PhiloxState{0, 0};
+    sdpa_stub(query.device())(out, expand_operand(query, batch), expand_operand(key, batch),
+                              expand_operand(value, batch), mask, is_causal, s, dropout_p, rng);
+  }
+  if (grad) record_attention(out, query, key, value, attn_mask, is_causal, s, cd);
   return out;
 }
 

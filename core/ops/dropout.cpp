@@ -2,7 +2,9 @@
 // with those kernels runs it.
 #include "ember/core/ops/dropout.h"
 
+#include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
+#include "ember/core/grad_mode.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/random.h"
@@ -27,7 +29,19 @@ std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, bool traini
   Tensor mask = empty(x.sizes(), TensorOptions(kBool).device(x.device()));
   bernoulli_(mask, 1 - p, gen);
   // p == 1 keeps nothing: zeros, not 0 * inf.
-  Tensor out = p == 1 ? zeros_like(x) : where(mask, x * (1 / (1 - p)), 0);
+  auto apply = [p](const Tensor& t, const Tensor& keep) {
+    return p == 1 ? zeros_like(t) : where(keep, t * (1 / (1 - p)), 0);
+  };
+  Tensor out;
+  {
+    NoGradGuard no_grad;  // recorded below: the backward needs only the mask
+    out = apply(x, mask);
+  }
+  if (needs_grad({x}))
+    record("dropout", {x}, {out},
+           [apply, sm = SavedTensor(mask, false)](const GradContext& g) -> std::vector<Tensor> {
+             return {apply(g.grad(), g(sm))};
+           });
   return {out, mask};
 }
 

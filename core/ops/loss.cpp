@@ -2,7 +2,9 @@
 // Losses are computed in float32 (float64 for float64 inputs) and cast to the input's dtype.
 #include "ember/core/ops/loss.h"
 
+#include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
+#include "ember/core/grad_mode.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/ops/nn_util.h"
@@ -46,6 +48,15 @@ Tensor reduce(const Tensor& l, Reduction r, ScalarType dt) {
   return s.to(dt);
 }
 
+// Loss weights get no gradient (as in PyTorch).
+Tensor constant(const Tensor& t) { return t.defined() ? t.detach() : t; }
+
+// The gradient reaching each of the `n` per-element losses from the gradient `g` of the
+// reduced loss: g itself for 'none' (per element) and 'sum' (0-dim, broadcast), g / n for 'mean'.
+Tensor element_grad(const Tensor& g, Reduction r, int64_t n) {
+  return r == Reduction::Mean ? g / static_cast<double>(n) : g;
+}
+
 // The class-index losses: input [N, C, d...] (or [C]) with class dim 1 (or 0).
 struct ClassShape {
   int64_t N, C, D;
@@ -60,6 +71,11 @@ ClassShape class_shape(const char* op, const Tensor& input) {
   DimVector ts(s.begin(), s.end());
   ts.erase(1);
   return {s[0], s[1], numel_of(IntArrayRef(s.data() + 2, s.size() - 2)), ts};
+}
+
+// An element gradient (per element of target_shape, or 0-dim) as [N, 1, D] against [N, C, D].
+Tensor per_class(const Tensor& ge, Reduction r, const ClassShape& cs) {
+  return r == Reduction::None ? ge.reshape({cs.N, 1, cs.D}) : ge;
 }
 
 // `or_probabilities`: the op also takes class probabilities (cross_entropy), for the message.
@@ -77,24 +93,55 @@ void check_class_target(const char* op, const Tensor& input, const Tensor& targe
 
 // nll over log-probabilities `logp` (compute dtype), mixed with the smoothing term when
 // label_smoothing > 0: ((1 - ls) * nll + ls / C * smooth), a mean dividing both by the summed
-// target weights (PyTorch's cross_entropy_loss_label_smoothing).
+// target weights (PyTorch's cross_entropy_loss_label_smoothing). Recorded as `op` on logp.
 Tensor nll(const char* op, const Tensor& logp, const Tensor& target, const Tensor& weight,
            int64_t ignore_index, Reduction r, double ls, const ClassShape& cs, ScalarType dt) {
   TensorOptions o = logp.options();
   Tensor loss = empty({cs.N, cs.D}, o), total = empty({cs.N, cs.D}, o);
   Tensor smooth = ls > 0 ? empty({cs.N, cs.D}, o) : Tensor();
-  if (cs.N * cs.D > 0)
-    nll_loss_stub(logp.device())(loss, total, smooth, logp.contiguous().view({cs.N, cs.C, cs.D}),
-                                 target.contiguous().view({cs.N, cs.D}), weight, ignore_index, op);
-  double smooth_scale = cs.C > 0 ? ls / static_cast<double>(cs.C) : 0;
-  if (r == Reduction::None) {
-    Tensor out = smooth.defined() ? loss * (1 - ls) + smooth * smooth_scale : loss;
-    return out.view(cs.target_shape).to(dt);
+  Tensor out, total_sum;
+  {
+    NoGradGuard no_grad;  // recorded below as one op
+    if (cs.N * cs.D > 0)
+      nll_loss_stub(logp.device())(loss, total, smooth, logp.contiguous().view({cs.N, cs.C, cs.D}),
+                                   target.contiguous().view({cs.N, cs.D}), weight, ignore_index,
+                                   op);
+    double smooth_scale = cs.C > 0 ? ls / static_cast<double>(cs.C) : 0;
+    if (r == Reduction::None) {
+      out = smooth.defined() ? loss * (1 - ls) + smooth * smooth_scale : loss;
+      out = out.view(cs.target_shape).to(dt);
+    } else {
+      out = loss_sum(loss);
+      if (smooth.defined()) out = out * (1 - ls) + loss_sum(smooth) * smooth_scale;
+      if (r == Reduction::Mean) out = out / (total_sum = loss_sum(total));
+      out = out.to(dt);
+    }
   }
-  Tensor s = loss_sum(loss);
-  if (smooth.defined()) s = s * (1 - ls) + loss_sum(smooth) * smooth_scale;
-  if (r == Reduction::Mean) s = s / loss_sum(total);
-  return s.to(dt);
+  if (needs_grad({logp})) {
+    // d loss / d logp[n, c, d] = -ge[n, d] * ((1 - ls) * w[t] * [c == t] + ls / C * w[c]) where
+    // the target is not ignored (total holds w[t], 0 where ignored). Linear in ge, constant in
+    // logp: differentiable again.
+    SavedTensor st(target, false);
+    DimVector sizes(logp.sizes());
+    record(op, {logp}, {out},
+           [st, total, total_sum, weight, ignore_index, r, ls, cs,
+            sizes](const GradContext& g) -> std::vector<Tensor> {
+             Tensor ge = per_class(r == Reduction::Mean ? g.grad() / total_sum : g.grad(), r, cs);
+             Tensor t = g(st).reshape({cs.N, 1, cs.D});
+             Tensor valid = t != ignore_index;
+             Tensor classes =
+                 arange(cs.C, TensorOptions(kInt64).device(t.device())).view({1, cs.C, 1});
+             // The where on [N, 1, D] keeps a mean over no targets (ge = inf) from making NaNs.
+             Tensor at_target = where(valid, ge * total.view({cs.N, 1, cs.D}) * (ls - 1), 0);
+             Tensor d = where(t == classes, at_target, 0);
+             if (ls > 0) {
+               Tensor s = ge * (-ls / static_cast<double>(cs.C));
+               d = d + where(valid, weight.defined() ? s * weight.view({1, cs.C, 1}) : s, 0);
+             }
+             return {d.reshape(sizes)};
+           });
+  }
+  return out;
 }
 
 }  // namespace
@@ -116,7 +163,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
   EMBER_CHECK(label_smoothing >= 0 && label_smoothing <= 1, op,
               ": label_smoothing must be between 0.0 and 1.0, got ", label_smoothing);
   ScalarType cd = compute_dtype(input.dtype());
-  Tensor w = nn_detail::param_as(op, weight, "weight", {cs.C}, input, cd);
+  Tensor w = nn_detail::param_as(op, constant(weight), "weight", {cs.C}, input, cd);
   int64_t class_dim = input.dim() == 1 ? 0 : 1;
 
   if (!target.sizes().equals(input.sizes())) {
@@ -132,14 +179,38 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
   EMBER_CHECK(ignore_index < 0, op,
               ": ignore_index is not supported for class-probability targets, got ", ignore_index);
   Tensor logp = log_softmax(input, class_dim, cd);
-  Tensor loss = empty({cs.N, cs.D}, logp.options());
-  if (loss.numel() > 0 && cs.C > 0)
-    soft_cross_entropy_stub(input.device())(loss, logp.view({cs.N, cs.C, cs.D}),
-                                            target.to(cd).contiguous().view({cs.N, cs.C, cs.D}), w,
-                                            label_smoothing);
-  else
-    loss.zero_();
-  return reduce(loss.view(cs.target_shape), r, input.dtype());
+  Tensor probs = target.to(cd);
+  Tensor out;
+  {
+    NoGradGuard no_grad;  // recorded below as one op
+    Tensor loss = empty({cs.N, cs.D}, logp.options());
+    if (loss.numel() > 0 && cs.C > 0)
+      soft_cross_entropy_stub(input.device())(loss, logp.view({cs.N, cs.C, cs.D}),
+                                              probs.contiguous().view({cs.N, cs.C, cs.D}), w,
+                                              label_smoothing);
+    else
+      loss.zero_();
+    out = reduce(loss.view(cs.target_shape), r, input.dtype());
+  }
+  if (needs_grad({logp, probs})) {
+    // loss = -sum_c logp * (probs * (1 - ls) + ls / C) * w[c], linear in each.
+    SavedTensor sl(logp, false), sp(probs, false);
+    DimVector sizes(input.sizes());
+    double ls = label_smoothing;
+    record(op, {logp, probs}, {out},
+           [sl, sp, w, r, ls, cs, sizes](const GradContext& g) -> std::vector<Tensor> {
+             DimVector ncd{cs.N, cs.C, cs.D};
+             Tensor ge = per_class(element_grad(g.grad(), r, cs.N * cs.D), r, cs);
+             if (w.defined()) ge = ge * w.view({1, cs.C, 1});
+             Tensor glogp, gprobs;
+             if (g.needs(0))
+               glogp = (-ge * (g(sp).reshape(ncd) * (1 - ls) + ls / static_cast<double>(cs.C)))
+                           .reshape(sizes);
+             if (g.needs(1)) gprobs = (ge * g(sl).reshape(ncd) * (ls - 1)).reshape(sizes);
+             return {glogp, gprobs};
+           });
+  }
+  return out;
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight,
@@ -150,7 +221,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
   ClassShape cs = class_shape(op, log_probs);
   check_class_target(op, log_probs, target, cs, false);
   ScalarType cd = compute_dtype(log_probs.dtype());
-  Tensor w = nn_detail::param_as(op, weight, "weight", {cs.C}, log_probs, cd);
+  Tensor w = nn_detail::param_as(op, constant(weight), "weight", {cs.C}, log_probs, cd);
   return nll(op, log_probs.to(cd), target, w, ignore_index, r, 0, cs, log_probs.dtype());
 }
 
@@ -163,8 +234,24 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view redu
               " and ", target.dtype());
   broadcast_shapes(op, input.sizes(), target.sizes());
   ScalarType cd = compute_dtype(dt);
-  Tensor d = input.to(cd) - target.to(cd);
-  return reduce(d.mul_(d), r, dt);
+  Tensor out;
+  {
+    NoGradGuard no_grad;  // recorded below as one op
+    Tensor d = input.to(cd) - target.to(cd);
+    out = reduce(d.mul_(d), r, dt);
+  }
+  if (needs_grad({input, target})) {
+    SavedTensor si(input, false), st(target, false);
+    int64_t n = numel_of(broadcast_shapes(op, input.sizes(), target.sizes()));
+    record(op, {input, target}, {out},
+           [si, st, r, n, cd](const GradContext& g) -> std::vector<Tensor> {
+             Tensor x = g(si), t = g(st);
+             Tensor d = (x.to(cd) - t.to(cd)) * element_grad(g.grad(), r, n) * 2;
+             return {g.needs(0) ? sum_to(d, x.sizes()) : Tensor(),
+                     g.needs(1) ? sum_to(-d, t.sizes()) : Tensor()};
+           });
+  }
+  return out;
 }
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
@@ -183,15 +270,36 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
     check_floating(op, p, what);
     EMBER_CHECK(nn_detail::broadcasts_to(p.sizes(), input.sizes()), op, ": ", what, " of shape ",
                 p.sizes(), " does not broadcast to the input's shape ", input.sizes());
-    return p.to(cd);
+    return constant(p).to(cd);
   };
-  Tensor pw = pos_weight.defined() ? broadcast_param(pos_weight, "pos_weight")
-                                   : full({}, 1.0, TensorOptions(cd).device(input.device()));
+  Tensor pw = pos_weight.defined() ? broadcast_param(pos_weight, "pos_weight") : Tensor();
   Tensor w = weight.defined() ? broadcast_param(weight, "weight") : Tensor();
-  Tensor l = empty(input.sizes(), TensorOptions(cd).device(input.device()));
-  if (l.numel() > 0) bce_with_logits_stub(input.device())(l, input, target, pw);
-  if (w.defined()) l.mul_(w);
-  return reduce(l, r, input.dtype());
+  Tensor out;
+  {
+    NoGradGuard no_grad;  // recorded below as one op
+    Tensor l = empty(input.sizes(), TensorOptions(cd).device(input.device()));
+    Tensor kernel_pw = pw.defined() ? pw : full({}, 1.0, TensorOptions(cd).device(input.device()));
+    if (l.numel() > 0) bce_with_logits_stub(input.device())(l, input, target, kernel_pw);
+    if (w.defined()) l.mul_(w);
+    out = reduce(l, r, input.dtype());
+  }
+  if (needs_grad({input, target})) {
+    // With lw = 1 + (pw - 1) t, loss = (1 - t) x + lw softplus(-x), so
+    // d/dx = lw sigmoid(x) - pw t and d/dt = (1 - pw) log_sigmoid(x) - x (PyTorch's formulas).
+    SavedTensor si(input, false), st(target, false);
+    record(op, {input, target}, {out},
+           [si, st, w, pw, r, cd](const GradContext& g) -> std::vector<Tensor> {
+             Tensor x = g(si).to(cd), t = g(st).to(cd);
+             Tensor ge = element_grad(g.grad(), r, x.numel());
+             if (w.defined()) ge = ge * w;
+             Tensor gx, gt;
+             if (g.needs(0))
+               gx = ge * (pw.defined() ? ((pw - 1) * t + 1) * sigmoid(x) - pw * t : sigmoid(x) - t);
+             if (g.needs(1)) gt = ge * (pw.defined() ? (pw - 1) * softplus(-x) - x : -x);
+             return {gx, gt};
+           });
+  }
+  return out;
 }
 
 }  // namespace ember

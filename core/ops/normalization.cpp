@@ -3,7 +3,9 @@
 // statistics become a scale and shift per channel.
 #include "ember/core/ops/normalization.h"
 
+#include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
+#include "ember/core/grad_mode.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/ops/nn_util.h"
@@ -51,6 +53,57 @@ std::pair<Tensor, Tensor> scale_shift(const Tensor& mean, const Tensor& invstd,
   return {scale, shift};
 }
 
+// --- Backward, with ember ops. Each formula works in a view of x where the statistics broadcast
+// and `dims` are the dims they reduce. ---
+
+// The saved statistics; under create_graph, when x itself needs second derivatives, the same
+// statistics recomputed from x (in the compute dtype) so double backward sees how they depend on x.
+std::pair<Tensor, Tensor> backward_stats(const Tensor& x, IntArrayRef dims, double eps,
+                                         const Tensor& mean, const Tensor& rstd) {
+  if (!GradMode::is_enabled() || !x.requires_grad()) return {mean, rstd};
+  Tensor m = x.mean(dims, true);
+  Tensor c = x - m;
+  return {m, rsqrt((c * c).mean(dims, true) + eps)};
+}
+
+// dx of xhat = (x - mean) * rstd, the statistics taken over `dims`, from gxhat (the gradient
+// reaching xhat).
+Tensor normalize_backward(const Tensor& gxhat, const Tensor& xhat, const Tensor& rstd,
+                          IntArrayRef dims) {
+  return rstd * (gxhat - gxhat.mean(dims, true) - xhat * (gxhat * xhat).mean(dims, true));
+}
+
+// A parameter's gradient summed over `dims` of a view and shaped like the parameter (none when
+// the parameter takes no gradient).
+Tensor param_grad(const GradContext& g, size_t input, const Tensor& t, IntArrayRef dims,
+                  IntArrayRef sizes) {
+  return g.needs(input) ? t.sum(dims).reshape(sizes) : Tensor();
+}
+
+// Records batch_norm's backward. In the [A, C, B] view of x: y = xhat * w + b with statistics
+// per channel (over dims 0 and 2); running statistics are constants, making the op affine in x.
+void record_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out,
+                       const Tensor& mean, const Tensor& invstd, bool batch_stats, double eps) {
+  int64_t A = x.size(0), C = x.size(1),
+          B = numel_of(IntArrayRef(x.sizes().data() + 2, x.dim() - 2));
+  ScalarType cd = mean.dtype();
+  SavedTensor sx(x, false), sw(weight, false), smean(mean, false), sinvstd(invstd, false);
+  record("batch_norm", {x, weight, bias}, {out},
+         [sx, sw, smean, sinvstd, A, B, C, cd, eps,
+          batch_stats](const GradContext& g) -> std::vector<Tensor> {
+           Tensor x = g(sx).reshape({A, C, B}).to(cd), w = g(sw), gy = g.grad().reshape({A, C, B});
+           Tensor mean = g(smean).view({1, C, 1}), invstd = g(sinvstd).view({1, C, 1});
+           if (batch_stats) std::tie(mean, invstd) = backward_stats(x, {0, 2}, eps, mean, invstd);
+           Tensor xhat = (x - mean) * invstd;
+           Tensor gxhat = w.defined() ? gy * w.view({1, C, 1}) : gy;
+           Tensor dx;
+           if (g.needs(0))
+             dx = (batch_stats ? normalize_backward(gxhat, xhat, invstd, {0, 2}) : gxhat * invstd)
+                      .reshape(g(sx).sizes());
+           return {dx, param_grad(g, 1, gy * xhat, {0, 2}, {C}), param_grad(g, 2, gy, {0, 2}, {C})};
+         });
+}
+
 }  // namespace
 
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, IntArrayRef normalized_shape,
@@ -64,20 +117,39 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, IntArrayRe
       x.dim() >= nd && IntArrayRef(x.sizes().data() + x.dim() - nd, nd).equals(normalized_shape),
       op, ": input of shape ", x.sizes(), " does not end with normalized_shape ", normalized_shape);
   ScalarType cd = compute_dtype(x.dtype());
-  Tensor w = param_as(op, weight, "weight", normalized_shape, x, cd);
-  Tensor b = param_as(op, bias, "bias", normalized_shape, x, cd);
-
   int64_t N = numel_of(normalized_shape);
   DimVector stat_shape(x.sizes().begin(), x.sizes().end() - nd);
   int64_t M = numel_of(stat_shape);
   stat_shape.resize(stat_shape.size() + static_cast<size_t>(nd), 1);
-  Tensor in = x.contiguous();
   Tensor out = empty(x.sizes(), x.options());
   Tensor mean = empty(stat_shape, TensorOptions(cd).device(x.device()));
   Tensor rstd = empty(stat_shape, TensorOptions(cd).device(x.device()));
-  if (M > 0)
-    layer_norm_stub(x.device())(out.view({M, N}), mean.view({M}), rstd.view({M}), in.view({M, N}),
-                                w, b, eps);
+  {
+    NoGradGuard no_grad;  // recorded below as one op
+    Tensor w = param_as(op, weight, "weight", normalized_shape, x, cd);
+    Tensor b = param_as(op, bias, "bias", normalized_shape, x, cd);
+    if (M > 0)
+      layer_norm_stub(x.device())(out.view({M, N}), mean.view({M}), rstd.view({M}),
+                                  x.contiguous().view({M, N}), w, b, eps);
+  }
+  if (needs_grad({x, weight, bias})) {
+    // In the [M, N] view: y = xhat * w + b with statistics over dim 1.
+    SavedTensor sx(x, false), sw(weight, false), smean(mean, false), srstd(rstd, false);
+    DimVector wsizes(normalized_shape);
+    record(
+        op, {x, weight, bias}, {out},
+        [sx, sw, smean, srstd, wsizes, M, N, cd, eps](const GradContext& g) -> std::vector<Tensor> {
+          Tensor x = g(sx).reshape({M, N}).to(cd), w = g(sw), gy = g.grad().reshape({M, N});
+          auto [mean, rstd] =
+              backward_stats(x, {1}, eps, g(smean).view({M, 1}), g(srstd).view({M, 1}));
+          Tensor xhat = (x - mean) * rstd;
+          Tensor dx = g.needs(0) ? normalize_backward(w.defined() ? gy * w.reshape({N}) : gy, xhat,
+                                                      rstd, {1})
+                                       .reshape(g(sx).sizes())
+                                 : Tensor();
+          return {dx, param_grad(g, 1, gy * xhat, {0}, wsizes), param_grad(g, 2, gy, {0}, wsizes)};
+        });
+  }
   return {out, mean, rstd};
 }
 
@@ -96,6 +168,8 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& x, const Tens
               ": running_mean and running_var must both be given or both be undefined");
   int64_t C = x.size(1);
   ScalarType cd = compute_dtype(x.dtype());
+  bool grad = needs_grad({x, weight, bias});
+  NoGradGuard no_grad;  // the forward (running stats included) is recorded as one op
   Tensor w = param_as(op, weight, "weight", {C}, x, cd);
   Tensor b = param_as(op, bias, "bias", {C}, x, cd);
   // Read and updated in place in their own dtype.
@@ -110,7 +184,12 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& x, const Tens
               x.sizes());
   if (x.numel() == 0) {
     Tensor none = empty({0}, TensorOptions(cd).device(x.device()));
-    return {empty(x.sizes(), x.options()), none, none};
+    Tensor out = empty(x.sizes(), x.options());
+    if (grad) {
+      Tensor stat = zeros({C}, TensorOptions(cd).device(x.device()));
+      record_batch_norm(x, weight, bias, out, stat, stat, batch_stats, eps);
+    }
+    return {out, none, none};
   }
 
   Tensor in = x.contiguous();
@@ -129,7 +208,9 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& x, const Tens
     invstd = rsqrt(running_var.to(cd) + eps);
   }
   auto [scale, shift] = scale_shift(mean, invstd, w, b);
-  return {channel_affine(in, A, C, B, scale, shift), mean, invstd};
+  Tensor out = channel_affine(in, A, C, B, scale, shift);
+  if (grad) record_batch_norm(x, weight, bias, out, mean, invstd, batch_stats, eps);
+  return {out, mean, invstd};
 }
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
@@ -148,6 +229,8 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& x, int64_t nu
   EMBER_CHECK(G > 0 && C % G == 0, op, ": expected the number of channels (", C,
               ") to be divisible by num_groups (", G, "), input of shape ", x.sizes());
   ScalarType cd = compute_dtype(x.dtype());
+  bool grad = needs_grad({x, weight, bias});
+  NoGradGuard no_grad;  // recorded below as one op
   Tensor w = param_as(op, weight, "weight", {C}, x, cd);
   Tensor b = param_as(op, bias, "bias", {C}, x, cd);
 
@@ -164,6 +247,27 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& x, int64_t nu
   Tensor scale = w.defined() ? rstd3 * w.view({1, G, Cg}) : rstd3.expand({N, G, Cg}).contiguous();
   Tensor shift = b.defined() ? b.view({1, G, Cg}) - mean3 * scale : -(mean3 * scale);
   Tensor out = channel_affine(in, 1, N * C, HxW, scale.view({N * C}), shift.view({N * C}));
+  if (grad) {
+    // x as [N, C, HxW] for the affine part (w and b per channel) and as [N, G, C/G * HxW] for
+    // the statistics (over dim 2).
+    SavedTensor sx(x, false), sw(weight, false), smean(mean, false), srstd(rstd, false);
+    record(
+        op, {x, weight, bias}, {out},
+        [sx, sw, smean, srstd, N, C, G, HxW, cd, eps](const GradContext& g) -> std::vector<Tensor> {
+          DimVector groups{N, G, C / G * HxW}, channels{N, C, HxW};
+          Tensor x = g(sx).reshape(groups).to(cd), w = g(sw), gy = g.grad().reshape(channels);
+          auto [mean, rstd] =
+              backward_stats(x, {2}, eps, g(smean).view({N, G, 1}), g(srstd).view({N, G, 1}));
+          Tensor xhat = ((x - mean) * rstd).reshape(channels);
+          Tensor dx;
+          if (g.needs(0)) {
+            Tensor gxhat = w.defined() ? gy * w.view({1, C, 1}) : gy;
+            dx = normalize_backward(gxhat.reshape(groups), xhat.reshape(groups), rstd, {2})
+                     .reshape(g(sx).sizes());
+          }
+          return {dx, param_grad(g, 1, gy * xhat, {0, 2}, {C}), param_grad(g, 2, gy, {0, 2}, {C})};
+        });
+  }
   return {out, mean, rstd};
 }
 

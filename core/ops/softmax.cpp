@@ -1,8 +1,10 @@
 // Frontends of softmax and log_softmax: dim and dtype checks, then the device's fused kernel.
 #include "ember/core/ops/softmax.h"
 
+#include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/op_registry.h"
+#include "ember/core/ops/elementwise.h"
 #include "ember/core/shape.h"
 
 namespace ember {
@@ -28,6 +30,16 @@ Tensor run(const char* op, const Tensor& x, int64_t dim, std::optional<ScalarTyp
   Tensor out = empty(in.sizes(), in.options());
   // A 0-dim tensor is one row of one element.
   if (out.numel() > 0) softmax_stub(in.device())(out, in, in.dim() == 0 ? 0 : d, log);
+  if (needs_grad({in})) {
+    // Both formulas use only the output, so they differentiate again through this node.
+    SavedTensor so(out, true);
+    record(op, {in}, {out}, [so, d, log](const GradContext& g) -> std::vector<Tensor> {
+      Tensor y = g(so), gy = g.grad();
+      if (y.dim() == 0) return {zeros_like(gy)};  // one element: a constant output
+      if (log) return {gy - exp(y) * gy.sum({d}, true)};
+      return {y * (gy - (gy * y).sum({d}, true))};
+    });
+  }
   return out;
 }
 

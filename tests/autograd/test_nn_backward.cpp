@@ -1,0 +1,186 @@
+// Semantics of the nn backward formulas that gradcheck cannot see (gradients PyTorch defines to
+// differ from the true derivative, dtypes, saved tensors), and gradients checked against closed
+// forms: d cross_entropy / d logits = softmax - onehot, d bce / d x = sigmoid(x) - t, ...
+#include <cmath>
+
+#include "test_util.h"
+
+namespace ember::testing {
+namespace {
+
+Tensor leaf(const NestedList& l) { return tensor(l, kFloat64).requires_grad_(); }
+Tensor rand_leaf(IntArrayRef sizes, ScalarType dt = kFloat64) {
+  return random_tensor(sizes, dt).requires_grad_();
+}
+
+TEST(NnBackward, SoftmaxWithADtypeArgumentReturnsTheInputsDtype) {
+  Tensor x = rand_leaf({2, 3}, kFloat32);
+  Tensor w = tensor({1.0, 2.0, 3.0}, kFloat64);
+  (softmax(x, 1, kFloat64) * w).sum().backward();
+  EXPECT_EQ(x.grad().dtype(), kFloat32);
+  // d/dx_j sum_i w_i softmax_i = s_j (w_j - sum_i w_i s_i).
+  Tensor s = softmax(x.detach(), 1, kFloat64);
+  EXPECT_CLOSE(x.grad(), (s * (w - (w * s).sum({1}, true))).to(kFloat32));
+}
+
+TEST(NnBackward, CrossEntropyGradientIsSoftmaxMinusOneHot) {
+  Tensor x = rand_leaf({3, 4});
+  Tensor target = tensor({1, 0, 3}, kInt64);
+  cross_entropy(x, target).backward();
+  Tensor onehot = one_hot(target, 4).to(kFloat64);
+  EXPECT_CLOSE(x.grad(), (softmax(x.detach(), 1) - onehot) / 3);
+}
+
+TEST(NnBackward, IgnoredTargetsGetNoGradient) {
+  Tensor x = rand_leaf({3, 4});
+  Tensor target = tensor({1, -100, 3}, kInt64);
+  cross_entropy(x, target, {}, -100, "mean", 0.2).backward();
+  EXPECT_CLOSE(x.grad()[1], zeros({4}, kFloat64));
+  // The mean divides by the 2 counted targets.
+  Tensor s = softmax(x.detach()[0], 0);
+  Tensor smoothed = tensor({0.05, 0.85, 0.05, 0.05}, kFloat64);  // 0.8 onehot + 0.2 / 4
+  EXPECT_CLOSE(x.grad()[0], (s - smoothed) / 2);
+}
+
+TEST(NnBackward, AMeanOverNoTargetsIsNaNWithZeroGradient) {
+  // As PyTorch's nll_loss backward: ignored targets contribute nothing, even when none is left.
+  Tensor x = rand_leaf({2, 3});
+  Tensor loss = cross_entropy(x, tensor({1, 1}, kInt64), {}, /*ignore_index=*/1);
+  EXPECT_TRUE(std::isnan(loss.item<double>()));
+  loss.backward();
+  EXPECT_CLOSE(x.grad(), zeros({2, 3}, kFloat64));
+}
+
+TEST(NnBackward, WeightedNllLossMeanDividesByTheTargetWeights) {
+  Tensor logp = rand_leaf({2, 3});
+  Tensor w = tensor({0.5, 2.0, 4.0}, kFloat64);
+  nll_loss(logp, tensor({2, 1}, kInt64), w).backward();
+  // loss = -(4 logp[0, 2] + 2 logp[1, 1]) / 6
+  EXPECT_CLOSE(logp.grad(), tensor({{0.0, 0.0, -4.0 / 6}, {0.0, -2.0 / 6, 0.0}}, kFloat64));
+}
+
+TEST(NnBackward, LossWeightsGetNoGradient) {
+  Tensor x = rand_leaf({2, 3}), w = tensor({1.0, 2.0, 3.0}, kFloat64).requires_grad_();
+  cross_entropy(x, tensor({0, 2}, kInt64), w).backward();
+  EXPECT_TRUE(x.grad().defined());
+  EXPECT_FALSE(w.grad().defined());
+}
+
+TEST(NnBackward, MseAndBceGradientsMatchTheirClosedForms) {
+  Tensor x = rand_leaf({2, 3}), t = rand_leaf({3});
+  mse_loss(x, t).backward();
+  Tensor d = x.detach() - t.detach();
+  EXPECT_CLOSE(x.grad(), d * 2 / 6);
+  EXPECT_CLOSE(t.grad(), -(d * 2 / 6).sum({0}));
+
+  Tensor y = rand_leaf({2, 3}), p = random_tensor({2, 3}, kFloat64, 0, 1).requires_grad_();
+  binary_cross_entropy_with_logits(y, p, {}, "sum").backward();
+  EXPECT_CLOSE(y.grad(), sigmoid(y.detach()) - p.detach());
+  EXPECT_CLOSE(p.grad(), -y.detach());
+}
+
+TEST(NnBackward, EmbeddingGradientCountsRowsAndSkipsPadding) {
+  Tensor w = rand_leaf({4, 2});
+  embedding(w, tensor({{1, 3, 1}, {0, 3, 3}}, kInt64), /*padding_idx=*/3).sum().backward();
+  // Row r receives one gradient row per occurrence of r; the padding row none.
+  EXPECT_CLOSE(w.grad(), tensor({{1.0, 1.0}, {2.0, 2.0}, {0.0, 0.0}, {0.0, 0.0}}, kFloat64));
+}
+
+TEST(NnBackward, DropoutGradientIsTheScaledMask) {
+  Tensor x = rand_leaf({4, 5});
+  Generator gen(3);
+  auto [out, mask] = native_dropout(x, 0.25, true, &gen);
+  out.sum().backward();
+  EXPECT_CLOSE(x.grad(), mask.to(kFloat64) / 0.75);
+  EXPECT_EQ(out.grad_fn()->name(), "dropout");
+}
+
+TEST(NnBackward, NormsAreInvariantToShiftingTheirGroups) {
+  // Normalized outputs do not change when a whole group shifts, so every gradient of x sums to
+  // zero over a group; the bias gradient is the sum of the output gradient.
+  Tensor x = rand_leaf({2, 3, 4}), g = random_tensor({2, 3, 4}, kFloat64);
+  Tensor b = rand_leaf({4});
+  (layer_norm(x, {4}, {}, b) * g).sum().backward();
+  EXPECT_CLOSE(x.grad().sum({2}), zeros({2, 3}, kFloat64), Tolerance{0, 1e-12});
+  EXPECT_CLOSE(b.grad(), g.sum({0, 1}));
+
+  Tensor y = rand_leaf({2, 3, 4});
+  (batch_norm(y, {}, {}, {}, {}, true) * g).sum().backward();
+  EXPECT_CLOSE(y.grad().sum({0, 2}), zeros({3}, kFloat64), Tolerance{0, 1e-12});
+
+  Tensor z = rand_leaf({2, 4, 3});
+  (group_norm(z, 2) * g.view({2, 4, 3})).sum().backward();
+  EXPECT_CLOSE(z.grad().view({2, 2, 6}).sum({2}), zeros({2, 2}, kFloat64), Tolerance{0, 1e-12});
+}
+
+TEST(NnBackward, BatchNormWithRunningStatsIsAffine) {
+  Tensor x = rand_leaf({3, 2}), w = leaf({2.0, -1.0});
+  Tensor rm = tensor({0.5, 1.0}, kFloat64), rv = tensor({4.0, 0.25}, kFloat64);
+  batch_norm(x, rm, rv, w, {}, false, 0.1, 0.0).sum().backward();
+  // d/dx = w / sqrt(running_var); d/dw = sum (x - running_mean) / sqrt(running_var).
+  EXPECT_CLOSE(x.grad(), tensor({1.0, -2.0}, kFloat64).expand({3, 2}).contiguous());
+  EXPECT_CLOSE(w.grad(), ((x.detach() - rm) / rv.sqrt()).sum({0}));
+}
+
+TEST(NnBackward, ReducedPrecisionNormsAndLossesGetGradientsInTheirDtype) {
+  for (ScalarType dt : {kFloat16, kBFloat16, kFloat32}) {
+    SCOPED_TRACE(to_string(dt));
+    Tensor x = rand_leaf({4, 6}, dt);
+    Tensor w = ones({6}, dt).requires_grad_();
+    cross_entropy(layer_norm(x, {6}, w), tensor({0, 5, 2, 1}, kInt64)).backward();
+    EXPECT_EQ(x.grad().dtype(), dt);
+    EXPECT_EQ(w.grad().dtype(), dt);
+    Tensor x64 = x.detach().to(kFloat64).requires_grad_();
+    cross_entropy(layer_norm(x64, {6}), tensor({0, 5, 2, 1}, kInt64)).backward();
+    // The forward rounds its output to dt before the loss sees it.
+    Tolerance tol = dt == kFloat32 ? default_tolerance(dt) : Tolerance{0.05, 2e-3};
+    EXPECT_CLOSE(x.grad(), x64.grad().to(dt), tol);
+  }
+}
+
+TEST(NnBackward, ModifyingSavedStatisticsInPlaceIsCaught) {
+  Tensor x = rand_leaf({2, 3});
+  auto [out, mean, rstd] = native_layer_norm(x, {3}, {}, {}, 1e-5);
+  mean.add_(1);
+  EXPECT_EMBER_ERROR(out.sum().backward(), "modified by an inplace operation", "layer_norm");
+}
+
+// softmax(q k^T * scale + mask) v with differentiable ember ops: the reference for the fused
+// forward's recorded backward.
+Tensor attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                           double scale) {
+  Tensor s = q.matmul(k.mT()) * scale;
+  if (mask.defined()) s = s + mask;
+  return softmax(s, -1).matmul(v);
+}
+
+TEST(NnBackward, AttentionGradientsMatchTheComposite) {
+  std::vector<Tensor> in = {rand_leaf({2, 3, 4}), rand_leaf({1, 5, 4}), rand_leaf({5, 2}), rand_leaf({3, 5})};
+  Tensor g = random_tensor({2, 3, 2}, kFloat64);
+  auto grads = [&](bool fused) {
+    Tensor out = fused ? scaled_dot_product_attention(in[0], in[1], in[2], in[3], 0.0, false, 0.3)
+                       : attention_reference(in[0], in[1], in[2], in[3], 0.3);
+    return autograd::grad({out}, in, {g});
+  };
+  std::vector<Tensor> fused = grads(true), reference = grads(false);
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_CLOSE(fused[i], reference[i]);
+}
+
+TEST(NnBackward, AttentionMasksAndDropout) {
+  // A boolean mask blocks the gradient to keys it hides; dropout under grad mode still trains.
+  Tensor q = rand_leaf({2, 3}), k = rand_leaf({4, 3}), v = rand_leaf({4, 2});
+  Tensor mask = tensor({{true, true, false, true}, {true, false, false, true}});
+  scaled_dot_product_attention(q, k, v, mask).sum().backward();
+  EXPECT_CLOSE(k.grad()[2], zeros({3}, kFloat64));
+  EXPECT_CLOSE(v.grad()[2], zeros({2}, kFloat64));
+
+  Tensor q2 = rand_leaf({2, 3, 4}, kFloat32);
+  Tensor out = scaled_dot_product_attention(q2, q2, q2, {}, 0.5, true);
+  EXPECT_EQ(out.dtype(), kFloat32);
+  out.sum().backward();
+  EXPECT_EQ(q2.grad().dtype(), kFloat32);
+  EXPECT_TRUE((q2.grad().abs() < 1e30).all().item<bool>());  // finite, no NaN
+}
+
+}  // namespace
+}  // namespace ember::testing
