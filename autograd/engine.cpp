@@ -118,8 +118,7 @@ std::vector<Tensor> run(const std::vector<Edge>& roots, const std::vector<Tensor
       if (i < out.size() && out[i].defined()) {
         Tensor g = validate(*n, i, out[i], e.node->output_meta()[e.input_nr]);
         EMBER_CHECK(!anomaly_enabled || !has_nan(g), "anomaly detected: the backward of ", n->name(),
-                    " returned NaN values in its gradient ", i, " (the forward op that created it is ",
-                    n->name(), ")");
+                    " returned NaN values in its gradient for input ", i);
         deliver(e.node.get(), e.input_nr, g);
       }
       if (--deps[e.node.get()] == 0) ready.push(e.node.get());
