@@ -14,7 +14,7 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/config
 configure_rc=$?
 cmake --build "$BUILD_DIR" -j "$(nproc)" -- -k 0 > "$OUT/build.log" 2>&1
 build_rc=$?
-ctest --test-dir "$BUILD_DIR" -j 8 --output-on-failure > "$OUT/ctest.log" 2>&1
+ctest --test-dir "$BUILD_DIR" --output-on-failure > "$OUT/ctest.log" 2>&1
 test_rc=$?
 bench="$BUILD_DIR/tools/bench/cpu_ops_bench"
 [ -x "$bench" ] && "$bench" --benchmark_min_time=0.5 > "$OUT/bench.txt" 2>&1

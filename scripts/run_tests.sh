@@ -3,4 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh "$@"
-ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "$(nproc)"
+# One test at a time: each test already uses every core through OpenMP, and two processes of
+# spinning OpenMP threads on the same cores slow each other down by orders of magnitude.
+ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure
