@@ -33,17 +33,27 @@ Tensor record_reshape(const char* name, const Tensor& in, Tensor out) {
   return record_view(name, in, std::move(out), [sizes](const Tensor& g) { return g.reshape(sizes); });
 }
 
-// A view that picks some elements (slice, select): the gradient scatters into zeros.
-// First order only: the scatter is not itself recorded.
+// Writes g into the picked part of zeros of `sizes`: the backward of a pick, itself recorded
+// (its backward is the pick again), so slicing supports double backward.
+template <class Pick>
+Tensor embed(const DimVector& sizes, const Pick& pick, const Tensor& g) {
+  Tensor z = zeros(sizes, g.options());
+  {
+    NoGradGuard no_grad;
+    pick(z).copy_(g);
+  }
+  if (needs_grad({g}))
+    record("pick_backward", {g}, {z},
+           [pick](const GradContext& c) -> std::vector<Tensor> { return {pick(c.grad())}; });
+  return z;
+}
+
+// A view that picks some elements (slice, select): the gradient goes back into zeros.
 template <class Pick>
 Tensor record_pick(const char* name, const Tensor& in, Tensor out, Pick pick) {
   DimVector sizes(in.sizes());
-  return record_view(name, in, std::move(out), [sizes, pick](const Tensor& g) {
-    Tensor z = zeros(sizes, g.options());
-    NoGradGuard no_grad;
-    pick(z).copy_(g);
-    return z;
-  });
+  return record_view(name, in, std::move(out),
+                     [sizes, pick](const Tensor& g) { return embed(sizes, pick, g); });
 }
 
 }  // namespace
