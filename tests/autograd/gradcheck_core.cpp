@@ -58,6 +58,12 @@ const GradcheckRegistrar registrar({
     {"baddbmm",
      [](const auto& x) { return baddbmm(x[0], x[1], x[2], 1, 0.5); },
      {{2, 1, 3}, {2, 2, 4}, {2, 4, 3}}},
+    {"slice",
+     [](const auto& x) { return x[0].slice(1, 1, 4, 2).select(0, 1) * x[0][0].narrow(0, 0, 2); },
+     {{3, 5}},
+     -2,
+     2,
+     true},
     {"view",
      [](const auto& x) {
        return x[0].t().reshape({2, 6}).slice(1, 1, 5, 2).unsqueeze(0).expand({3, 2, 2}).squeeze() +
