@@ -26,6 +26,7 @@
 #include "ember/core/ops/sorting.h"
 #include "ember/core/parallel.h"
 #include "ember/core/random.h"
+#include "ember/core/state_dict.h"
 #include "ember/core/tensor.h"
 #include "ember/core/tensor_index.h"
 #include "ember/core/type_promotion.h"
