@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # One call on the GPU machine (the `device` tool): configure for Hopper, build with ninja, run
-# every test, run the benchmarks, print a short table last. Logs go to $OUT when it is set.
+# the CPU and CUDA tests, run the GPU benchmarks next to PyTorch's, print a short table last.
+# Logs go to $OUT when it is set.
+#   scripts/device_check.sh                 everything
+#   BENCH=0 scripts/device_check.sh         tests only
+#   BENCH_FILTER=matmul TESTS=0 scripts/device_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/ember-device}
 mkdir -p "$OUT"
 BUILD_DIR=${BUILD_DIR:-build-device}
+export NCCL_NVLS_ENABLE=0  # never NVLink multicast on the shared machines
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   g++ --version | head -1; cmake --version | head -1; nvcc --version | tail -1
@@ -14,15 +19,23 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/config
 configure_rc=$?
 cmake --build "$BUILD_DIR" -j "$(nproc)" -- -k 0 > "$OUT/build.log" 2>&1
 build_rc=$?
-ctest --test-dir "$BUILD_DIR" --output-on-failure > "$OUT/ctest.log" 2>&1
-test_rc=$?
-bench="$BUILD_DIR/tools/bench/cpu_ops_bench"
-[ -x "$bench" ] && "$bench" --benchmark_min_time=0.5 > "$OUT/bench.txt" 2>&1
+cpu_rc=- cuda_rc=-
+if [ "${TESTS:-1}" = 1 ]; then
+  ctest --test-dir "$BUILD_DIR" -L cpu --output-on-failure > "$OUT/ctest_cpu.log" 2>&1; cpu_rc=$?
+  ctest --test-dir "$BUILD_DIR" -L cuda --output-on-failure --timeout 300 > "$OUT/ctest_cuda.log" 2>&1; cuda_rc=$?
+fi
+if [ "${BENCH:-1}" = 1 ] && [ -x "$BUILD_DIR/tools/bench/cuda_ops_bench" ]; then
+  "$BUILD_DIR/tools/bench/cuda_ops_bench" "${BENCH_FILTER:-}" > "$OUT/bench_ember.jsonl" 2> "$OUT/bench_ember.err"
+  python3 tools/bench/torch_ops_bench.py "${BENCH_FILTER:-}" > "$OUT/bench_torch.jsonl" 2> "$OUT/bench_torch.err"
+fi
 "$BUILD_DIR/tools/env_report" >> "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
-grep -E "CUDA backend|Benchmark" "$OUT/configure.log"
+grep -E "CUDA backend" "$OUT/configure.log"
+[ $build_rc -ne 0 ] && grep -E "error" "$OUT/build.log" | head -30
+[ "$cuda_rc" != - ] && [ "$cuda_rc" != 0 ] && grep -E "^\s*[0-9]+ - .*Failed|\(Failed\)|Timeout|Exception" "$OUT/ctest_cuda.log" | head -60
 echo "---- summary"
 printf '%-10s %s\n' configure "rc=$configure_rc" build "rc=$build_rc (warnings: $(grep -c 'warning:' "$OUT/build.log"))" \
-  tests "rc=$test_rc $(grep -E 'tests passed' "$OUT/ctest.log")"
-[ -f "$OUT/bench.txt" ] && grep -E "^BM_" "$OUT/bench.txt"
-[ $build_rc -eq 0 ] && [ $test_rc -eq 0 ]
+  cpu-tests "rc=$cpu_rc $(grep -E 'tests passed' "$OUT/ctest_cpu.log" 2>/dev/null)" \
+  cuda-tests "rc=$cuda_rc $(grep -E 'tests passed' "$OUT/ctest_cuda.log" 2>/dev/null)"
+[ -s "$OUT/bench_ember.jsonl" ] && python3 tools/bench/compare.py "$OUT/bench_ember.jsonl" "$OUT/bench_torch.jsonl"
+[ $build_rc -eq 0 ] && [ "$cpu_rc" != 1 ] && [ "$cuda_rc" != 1 ]

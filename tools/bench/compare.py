@@ -1,0 +1,29 @@
+"""Prints ember's and PyTorch's benchmark lines side by side:
+    python3 compare.py ember.jsonl torch.jsonl
+ratio = PyTorch ms / ember ms (above 1: ember is faster)."""
+import json, sys
+
+
+def load(path):
+    rows = {}
+    for line in open(path):
+        line = line.strip()
+        if line.startswith("{"):
+            r = json.loads(line)
+            rows[r["case"]] = r
+    return rows
+
+
+def rate(r):
+    for unit, label in (("tflops", "TFLOP/s"), ("tbps", "TB/s")):
+        if unit in r:
+            return f"{r[unit]:.2f} {label}"
+    return r.get("error", "")[:40]
+
+
+ours, theirs = load(sys.argv[1]), load(sys.argv[2])
+print(f"{'case':<52} {'ember ms':>9} {'torch ms':>9} {'ratio':>6}  {'ember':>14} {'torch':>14}")
+for case in list(ours) + [c for c in theirs if c not in ours]:
+    a, b = ours.get(case, {}), theirs.get(case, {})
+    ratio = f"{b['ms'] / a['ms']:.2f}" if "ms" in a and "ms" in b else "-"
+    print(f"{case:<52} {a.get('ms', '-'):>9} {b.get('ms', '-'):>9} {ratio:>6}  {rate(a):>14} {rate(b):>14}")

@@ -1,0 +1,137 @@
+// ember's side of the GPU op benchmarks (issue 4): the same cases, sizes and timing method as
+// tools/bench/torch_ops_bench.py, which runs PyTorch in the same device call; compare.py prints
+// both side by side. Each case prints one JSON line: median ms per iteration from CUDA events,
+// and the achieved TFLOP/s or TB/s.
+//   cuda_ops_bench [filter-substring]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <ember/ember.h>
+
+using namespace ember;
+
+namespace {
+
+std::string filter;
+
+void check(cudaError_t e) {
+  if (e != cudaSuccess) throw Error(std::string("cuda_ops_bench: ") + cudaGetErrorString(e));
+}
+
+// Median time of one call of `step` over `iters` timed calls, after `warm` untimed ones.
+double time_ms(const std::function<void()>& step, int warm = 5, int iters = 20) {
+  for (int i = 0; i < warm; ++i) step();
+  check(cudaDeviceSynchronize());
+  cudaEvent_t s, e;
+  check(cudaEventCreate(&s));
+  check(cudaEventCreate(&e));
+  std::vector<float> t;
+  for (int i = 0; i < iters; ++i) {
+    check(cudaEventRecord(s, nullptr));
+    step();
+    check(cudaEventRecord(e, nullptr));
+    check(cudaEventSynchronize(e));
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, s, e));
+    t.push_back(ms);
+  }
+  check(cudaEventDestroy(s));
+  check(cudaEventDestroy(e));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// `work` is FLOPs (unit TFLOP/s) or bytes moved (unit TB/s).
+void run(const std::string& name, double work, const char* unit, const std::function<void()>& step) {
+  if (!filter.empty() && name.find(filter) == std::string::npos) return;
+  try {
+    double ms = time_ms(step);
+    std::printf("{\"case\": \"%s\", \"ms\": %.4f, \"%s\": %.3f}\n", name.c_str(), ms, unit, work / ms / 1e9);
+  } catch (const Error& err) {
+    std::printf("{\"case\": \"%s\", \"error\": \"%s\"}\n", name.c_str(), err.what());
+  }
+  std::fflush(stdout);
+}
+
+const char* dtype_name(ScalarType t) { return t == kBFloat16 ? "bf16" : t == kFloat16 ? "f16" : "f32"; }
+
+void matmul_cases() {
+  for (ScalarType dt : {kBFloat16, kFloat32})
+    for (int64_t n : {4096, 8192}) {
+      Tensor a = randn({n, n}, TensorOptions(dt).device(kCUDA)), b = randn({n, n}, TensorOptions(dt).device(kCUDA));
+      run(std::string("matmul ") + dtype_name(dt) + " " + std::to_string(n) + "^3", 2.0 * n * n * n, "tflops",
+          [&] { matmul(a, b); });
+    }
+}
+
+void elementwise_cases() {
+  const int64_t n = 256LL << 20;
+  for (ScalarType dt : {kFloat32, kBFloat16}) {
+    Tensor a = randn({n}, TensorOptions(dt).device(kCUDA)), b = randn({n}, TensorOptions(dt).device(kCUDA));
+    double bytes = static_cast<double>(n) * element_size(dt);
+    run(std::string("add 256M ") + dtype_name(dt), 3 * bytes, "tbps", [&] { add(a, b); });
+    run(std::string("gelu 256M ") + dtype_name(dt), 2 * bytes, "tbps", [&] { gelu(a); });
+  }
+}
+
+// Forward + backward of a row-wise op on [32768, 1024]: reads x, writes y, reads dy (and y or
+// x), writes dx: 5 passes over the tensor. Gradients come from autograd::grad, so nothing
+// accumulates into .grad between iterations.
+void rowwise_cases() {
+  for (ScalarType dt : {kFloat32, kBFloat16}) {
+    TensorOptions o = TensorOptions(dt).device(kCUDA);
+    Tensor x = randn({32768, 1024}, o), dy = randn({32768, 1024}, o);
+    Tensor w = randn({1024}, o), bias = randn({1024}, o);
+    x.requires_grad_();
+    w.requires_grad_();
+    bias.requires_grad_();
+    double bytes = 5.0 * x.numel() * element_size(dt);
+    run(std::string("softmax fwd+bwd [32768,1024] ") + dtype_name(dt), bytes, "tbps",
+        [&] { autograd::grad({softmax(x, -1)}, {x}, {dy}); });
+    run(std::string("layer_norm fwd+bwd [32768,1024] ") + dtype_name(dt), bytes, "tbps",
+        [&] { autograd::grad({layer_norm(x, {1024}, w, bias)}, {x, w, bias}, {dy}); });
+  }
+}
+
+// ResNet-50 convolutions (batch 128, bf16, channels-last), forward + backward (data and weight).
+void conv_cases() {
+  struct Shape {
+    int64_t c, h, k, r, stride;
+  };
+  for (Shape s : {Shape{64, 56, 64, 3, 1}, Shape{64, 56, 256, 1, 1}, Shape{128, 28, 128, 3, 1},
+                  Shape{256, 14, 256, 3, 1}, Shape{512, 7, 512, 3, 1}, Shape{256, 56, 512, 1, 2}}) {
+    TensorOptions o = TensorOptions(kBFloat16).device(kCUDA);
+    const int64_t n = 128, pad = s.r / 2, ho = (s.h + 2 * pad - s.r) / s.stride + 1;
+    Tensor x = randn({n, s.h, s.h, s.c}, o).permute({0, 3, 1, 2});  // NCHW sizes, NHWC memory
+    Tensor w = randn({s.k, s.r, s.r, s.c}, o).permute({0, 3, 1, 2});
+    Tensor dy = randn({n, ho, ho, s.k}, o).permute({0, 3, 1, 2});
+    x.requires_grad_();
+    w.requires_grad_();
+    double flops = 3 * 2.0 * n * s.k * ho * ho * s.c * s.r * s.r;
+    char name[128];
+    std::snprintf(name, sizeof name, "conv2d fwd+bwd bf16 NHWC n128 c%lld %lldx%lld k%lld %lldx%lld s%lld",
+                  (long long)s.c, (long long)s.h, (long long)s.h, (long long)s.k, (long long)s.r,
+                  (long long)s.r, (long long)s.stride);
+    run(name, flops, "tflops", [&] { autograd::grad({conv2d(x, w, {}, s.stride, pad)}, {x, w}, {dy}); });
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1) filter = argv[1];
+  if (!cuda::is_available()) {
+    std::printf("cuda_ops_bench: no CUDA device\n");
+    return 1;
+  }
+  matmul_cases();
+  elementwise_cases();
+  rowwise_cases();
+  conv_cases();
+  return 0;
+}

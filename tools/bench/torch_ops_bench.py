@@ -1,0 +1,81 @@
+"""PyTorch's side of the GPU op benchmarks: the same cases, sizes and timing method as
+cuda_ops_bench.cpp (median of CUDA-event-timed iterations after a warm-up); one JSON line each.
+    python3 torch_ops_bench.py [filter-substring]"""
+import json, sys
+import torch, torch.nn.functional as F
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cudnn.benchmark = True
+dev = "cuda"
+flt = sys.argv[1] if len(sys.argv) > 1 else ""
+names = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
+
+
+def time_ms(step, warm=5, iters=20):
+    for _ in range(warm):
+        step()
+    torch.cuda.synchronize()
+    t = []
+    for _ in range(iters):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); step(); e.record(); e.synchronize()
+        t.append(s.elapsed_time(e))
+    return sorted(t)[len(t) // 2]
+
+
+def run(name, work, unit, step):
+    if flt not in name:
+        return
+    ms = time_ms(step)
+    print(json.dumps({"case": name, "ms": round(ms, 4), unit: round(work / ms / 1e9, 3)}), flush=True)
+
+
+def matmul_cases():
+    for dt in (torch.bfloat16, torch.float32):
+        for n in (4096, 8192):
+            a, b = torch.randn(n, n, device=dev, dtype=dt), torch.randn(n, n, device=dev, dtype=dt)
+            run(f"matmul {names[dt]} {n}^3", 2.0 * n**3, "tflops", lambda: a @ b)
+
+
+def elementwise_cases():
+    n = 256 << 20
+    for dt in (torch.float32, torch.bfloat16):
+        a, b = torch.randn(n, device=dev, dtype=dt), torch.randn(n, device=dev, dtype=dt)
+        nbytes = n * a.element_size()
+        run(f"add 256M {names[dt]}", 3 * nbytes, "tbps", lambda: torch.add(a, b))
+        run(f"gelu 256M {names[dt]}", 2 * nbytes, "tbps", lambda: F.gelu(a))
+
+
+def rowwise_cases():
+    for dt in (torch.float32, torch.bfloat16):
+        x = torch.randn(32768, 1024, device=dev, dtype=dt, requires_grad=True)
+        dy = torch.randn_like(x)
+        w = torch.randn(1024, device=dev, dtype=dt, requires_grad=True)
+        b = torch.randn(1024, device=dev, dtype=dt, requires_grad=True)
+        nbytes = 5.0 * x.numel() * x.element_size()
+        run(f"softmax fwd+bwd [32768,1024] {names[dt]}", nbytes, "tbps",
+            lambda: torch.autograd.grad(torch.softmax(x, -1), (x,), dy))
+        run(f"layer_norm fwd+bwd [32768,1024] {names[dt]}", nbytes, "tbps",
+            lambda: torch.autograd.grad(F.layer_norm(x, (1024,), w, b), (x, w, b), dy))
+
+
+def conv_cases():
+    for c, h, k, r, s in ((64, 56, 64, 3, 1), (64, 56, 256, 1, 1), (128, 28, 128, 3, 1),
+                          (256, 14, 256, 3, 1), (512, 7, 512, 3, 1), (256, 56, 512, 1, 2)):
+        n, pad = 128, r // 2
+        ho = (h + 2 * pad - r) // s + 1
+        cl = torch.channels_last
+        x = torch.randn(n, c, h, h, device=dev, dtype=torch.bfloat16).to(memory_format=cl).requires_grad_()
+        w = torch.randn(k, c, r, r, device=dev, dtype=torch.bfloat16).to(memory_format=cl).requires_grad_()
+        dy = torch.randn(n, k, ho, ho, device=dev, dtype=torch.bfloat16).to(memory_format=cl)
+        flops = 3 * 2.0 * n * k * ho * ho * c * r * r
+        run(f"conv2d fwd+bwd bf16 NHWC n128 c{c} {h}x{h} k{k} {r}x{r} s{s}", flops, "tflops",
+            lambda: torch.autograd.grad(F.conv2d(x, w, None, s, pad), (x, w), dy))
+
+
+if __name__ == "__main__":
+    matmul_cases()
+    elementwise_cases()
+    rowwise_cases()
+    conv_cases()
