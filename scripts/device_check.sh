@@ -38,4 +38,4 @@ printf '%-10s %s\n' configure "rc=$configure_rc" build "rc=$build_rc (warnings: 
   cpu-tests "rc=$cpu_rc $(grep -E 'tests passed' "$OUT/ctest_cpu.log" 2>/dev/null)" \
   cuda-tests "rc=$cuda_rc $(grep -E 'tests passed' "$OUT/ctest_cuda.log" 2>/dev/null)"
 [ -s "$OUT/bench_ember.jsonl" ] && python3 tools/bench/compare.py "$OUT/bench_ember.jsonl" "$OUT/bench_torch.jsonl"
-[ $build_rc -eq 0 ] && [ "$cpu_rc" != 1 ] && [ "$cuda_rc" != 1 ]
+[ $build_rc -eq 0 ] && [[ "$cpu_rc" =~ ^(0|-)$ ]] && [[ "$cuda_rc" =~ ^(0|-)$ ]]
