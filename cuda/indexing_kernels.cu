@@ -1,7 +1,8 @@
 // CUDA kernels of the indexing ops and embedding. gather reads through any strides. scatter_add
 // adds with atomics (a CAS loop on the enclosing word for 1-byte types). scatter keeps the CPU's
-// rule that the last write in index order wins: a first pass records, per destination, the
-// largest position along dim that writes it (atomicMax), a second pass lets only that one write.
+// rule that the last write in index order wins: short lines go a thread per line; long ones take a
+// first pass that records, per destination, the largest position along dim that writes it
+// (atomicMax), and a second that lets only that one write.
 // index_range is a min/max reduction whose result comes back to the host for the range checks.
 #include <climits>
 
@@ -111,6 +112,23 @@ __global__ void scatter_add_kernel(T* self, const int64_t* index, const T* src, 
   }
 }
 
+// Lines along dim no longer than this are written by one thread each, in index order.
+constexpr int64_t kSerialLine = 32;
+
+// One thread per line along dim (oc over index's shape with dim of size 1: self's line start,
+// index, src), writing in index order.
+template <class U>
+__global__ void scatter_lines_kernel(U* self, const int64_t* index, const U* src, OffsetCalc<3> oc,
+                                     int64_t len, int64_t self_step, int64_t index_step, int64_t src_step,
+                                     int64_t lines) {
+  EMBER_GRID_STRIDE(j, lines) {
+    int64_t off[3];
+    oc.get(j, off);
+    for (int64_t i = 0; i < len; ++i)
+      self[off[0] + index[off[1] + i * index_step] * self_step] = src[off[2] + i * src_step];
+  }
+}
+
 // Operands over index's shape: self, index, src as above, then the logical (contiguous) position
 // in self of the line's first element, and the position along dim.
 using ScatterCalc = OffsetCalc<5>;
@@ -124,7 +142,6 @@ __global__ void scatter_winner_kernel(int* winner, const int64_t* index, Scatter
   }
 }
 
-// winner null: no two positions along dim share a destination.
 template <class U>
 __global__ void scatter_assign_kernel(U* self, const int64_t* index, const U* src, const int* winner,
                                       ScatterCalc oc, int64_t step, int64_t logical_step, int64_t n) {
@@ -132,13 +149,33 @@ __global__ void scatter_assign_kernel(U* self, const int64_t* index, const U* sr
     int64_t off[5];
     oc.get(i, off);
     const int64_t k = index[off[1]];
-    if (!winner || winner[off[3] + k * logical_step] == off[4]) self[off[0] + k * step] = src[off[2]];
+    if (winner[off[3] + k * logical_step] == off[4]) self[off[0] + k * step] = src[off[2]];
   }
 }
 
+// Short lines (or a self so much larger than index that a slot per element of self would cost
+// more than the writes) go a thread per line; otherwise two passes over every element, the first
+// recording the winner of each destination in a slot per element of self.
 void scatter_assign(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                     cudaStream_t stream) {
   const int64_t nd = self.dim(), len = index.size(dim), n = index.numel();
+  const DimVector self_strides = strides_without(self, dim);
+  const auto* pi = static_cast<const int64_t*>(index.data_ptr());
+  if (len <= kSerialLine || self.numel() > 8 * n) {
+    DimVector line_sizes(index.sizes());
+    line_sizes[dim] = 1;
+    const OffsetCalc<3> oc =
+        make_offset_calc<3>("scatter", line_sizes, {self_strides, index.strides(), src.strides()});
+    const int64_t lines = n / len;
+    visit_element_size(self.element_size(), [&](auto tag) {
+      using U = decltype(tag);
+      scatter_lines_kernel<U><<<grid_for(lines, kThreads), kThreads, 0, stream>>>(
+          static_cast<U*>(self.data_ptr()), pi, static_cast<const U*>(src.data_ptr()), oc, len,
+          self.stride(dim), index.stride(dim), src.stride(dim), lines);
+      EMBER_CUDA_LAUNCH_CHECK();
+    });
+    return;
+  }
   EMBER_CHECK(len <= INT_MAX, "scatter: CUDA kernel supports at most ", INT_MAX,
               " indices along dim, got index ", index.sizes());
   // Contiguous strides over self's shape give each destination a slot in `winner`; along dim the
@@ -151,19 +188,13 @@ void scatter_assign(const Tensor& self, int64_t dim, const Tensor& index, const 
   const int64_t logical_step = logical[dim];
   logical[dim] = 0;
   coord[dim] = 1;
-  const DimVector self_strides = strides_without(self, dim);
   const ScatterCalc oc = make_offset_calc<5>("scatter", index.sizes(),
                                              {self_strides, index.strides(), src.strides(), logical, coord});
-  const auto* pi = static_cast<const int64_t*>(index.data_ptr());
-  Tensor winner;
-  if (len > 1) {
-    winner = empty({self.numel()}, TensorOptions(kInt32).device(self.device()));
-    EMBER_CUDA_CHECK(cudaMemsetAsync(winner.data_ptr(), 0xff, winner.nbytes(), stream));  // -1
-    scatter_winner_kernel<<<grid_for(n, kThreads), kThreads, 0, stream>>>(
-        static_cast<int*>(winner.data_ptr()), pi, oc, logical_step, n);
-    EMBER_CUDA_LAUNCH_CHECK();
-  }
-  const int* pw = winner.defined() ? static_cast<const int*>(winner.data_ptr()) : nullptr;
+  Tensor winner = empty({self.numel()}, TensorOptions(kInt32).device(self.device()));
+  auto* pw = static_cast<int*>(winner.data_ptr());
+  EMBER_CUDA_CHECK(cudaMemsetAsync(pw, 0xff, winner.nbytes(), stream));  // -1
+  scatter_winner_kernel<<<grid_for(n, kThreads), kThreads, 0, stream>>>(pw, pi, oc, logical_step, n);
+  EMBER_CUDA_LAUNCH_CHECK();
   visit_element_size(self.element_size(), [&](auto tag) {
     using U = decltype(tag);
     scatter_assign_kernel<U><<<grid_for(n, kThreads), kThreads, 0, stream>>>(

@@ -230,6 +230,11 @@ TEST_F(FusedCuda, ScatterLastWriteInIndexOrderWins) {
                      {self, randint(0, 9, {30, 6}), random_tensor({6, 40}, kFloat64)}, Tolerance{0, 0});
   expect_matches_cpu([](const auto& in) { return scatter(in[0].t(), 1, in[1], 2.5); },
                      {self, randint(0, 6, {9, 20})}, Tolerance{0, 0});
+  // Long lines through transposed self and src (the two-pass path).
+  expect_matches_cpu(
+      [](const auto& in) { return scatter(in[0].t(), 0, in[1], in[2].t()); },
+      {random_tensor({4, 50}, kFloat16), randint(0, 50, {200, 4}), random_tensor({4, 300}, kFloat16)},
+      Tolerance{0, 0});
   expect_matches_cpu([](const auto& in) { return one_hot(in[0], 6); }, {randint(0, 6, {4, 5})});
 }
 
