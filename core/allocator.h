@@ -19,6 +19,9 @@ class Allocator {
  public:
   virtual ~Allocator() = default;
   virtual DataPtr allocate(size_t nbytes) = 0;
+  // Memory on device `index` of this allocator's type (-1: the current device); the DataPtr
+  // names the concrete device. Single-device allocators ignore the index.
+  virtual DataPtr allocate_on(size_t nbytes, int /*index*/) { return allocate(nbytes); }
 };
 
 // The allocator for each device type. The CPU one is 64-byte aligned; the CUDA layer installs
