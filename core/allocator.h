@@ -29,4 +29,14 @@ class Allocator {
 Allocator* get_allocator(DeviceType type);
 void set_allocator(DeviceType type, Allocator* allocator);
 
+// Page-locked host memory, which the GPU copies to and from asynchronously. The CUDA layer
+// installs one at load time; a build without CUDA has none (null).
+class PinnedAllocator : public Allocator {
+ public:
+  // Whether `ptr` points into page-locked memory (from this allocator or pinned elsewhere).
+  virtual bool is_pinned(const void* ptr) const = 0;
+};
+PinnedAllocator* get_pinned_allocator();
+void set_pinned_allocator(PinnedAllocator* allocator);
+
 }  // namespace ember
