@@ -25,6 +25,7 @@ class CPUAllocator final : public Allocator {
 
 CPUAllocator cpu_allocator;
 Allocator* allocators[kNumDeviceTypes] = {&cpu_allocator, nullptr};
+PinnedAllocator* pinned_allocator = nullptr;
 
 }  // namespace
 
@@ -36,5 +37,8 @@ Allocator* get_allocator(DeviceType type) {
 }
 
 void set_allocator(DeviceType type, Allocator* allocator) { allocators[static_cast<int>(type)] = allocator; }
+
+PinnedAllocator* get_pinned_allocator() { return pinned_allocator; }
+void set_pinned_allocator(PinnedAllocator* allocator) { pinned_allocator = allocator; }
 
 }  // namespace ember

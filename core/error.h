@@ -12,6 +12,13 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& msg) : std::runtime_error(msg) {}
 };
 
+// A device allocation that failed even after the allocator released its cached memory; the
+// process can go on (free tensors, then retry).
+class OutOfMemoryError : public Error {
+ public:
+  using Error::Error;
+};
+
 namespace detail {
 template <class... Args>
 std::string str_cat(const Args&... args) {

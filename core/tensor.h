@@ -129,6 +129,10 @@ class Tensor {
   Tensor to(const TensorOptions& options, bool copy = false) const;
   Tensor cpu() const { return to(Device(kCPU)); }
   Tensor cuda() const { return to(Device(kCUDA)); }
+  // A copy in page-locked host memory (this tensor itself when already pinned), for
+  // asynchronous host-device copies; needs the CUDA layer.
+  Tensor pin_memory() const;
+  bool is_pinned() const;
   Tensor to_float() const { return to(kFloat32); }
   const Tensor& fill_(const Scalar& value) const;
   const Tensor& zero_() const { return fill_(0); }

@@ -6,7 +6,7 @@
 namespace ember {
 
 Storage make_storage(size_t nbytes, Device device) {
-  DataPtr p = get_allocator(device.type)->allocate(nbytes);
+  DataPtr p = get_allocator(device.type)->allocate_on(nbytes, device.index);
   return Storage::make(p, nbytes);
 }
 

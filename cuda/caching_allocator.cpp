@@ -1,0 +1,576 @@
+// The CUDA caching allocator, after PyTorch's c10/cuda/CUDACachingAllocator.cpp.
+//
+// Memory comes from cudaMalloc in segments, which are cut into blocks. Requests are rounded up to
+// 512 B; up to 1 MiB they are served from the small pool (2 MiB segments), larger ones from the
+// large pool (20 MiB segments below 10 MiB, else a segment of the request rounded to 2 MiB). A
+// free block is found best-fit among the free blocks of the same stream (a std::set ordered by
+// stream, size, address), split when the rest is worth keeping, and merged with its free
+// neighbours when it comes back. Freed memory is never returned to CUDA on the hot path: only
+// empty_cache() and an out-of-memory retry call cudaFree.
+//
+// Streams: a block belongs to the stream it was allocated on, so reusing it in stream order is
+// safe. A block also used on other streams (record_stream) gets an event recorded on each of
+// them when freed and returns to the pool once they have completed (checked on each malloc).
+#include "ember/cuda/caching_allocator.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <deque>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <vector>
+
+#include "ember/core/allocator.h"
+#include "ember/core/tensor.h"
+#include "ember/cuda/check.h"
+#include "ember/cuda/device.h"
+#include "ember/cuda/stream.h"
+
+namespace ember::cuda {
+namespace {
+
+constexpr size_t kMinBlockSize = 512;        // every block size is a multiple of this
+constexpr size_t kSmallSize = 1 << 20;       // largest request served from the small pool
+constexpr size_t kSmallBuffer = 2 << 20;     // small pool segment
+constexpr size_t kLargeBuffer = 20 << 20;    // large pool segment for requests below kMinLargeAlloc
+constexpr size_t kMinLargeAlloc = 10 << 20;  // from here on a request gets its own segment
+constexpr size_t kRoundLarge = 2 << 20;      // ... rounded up to this
+// Beyond this, rounding up could overflow; no device has that much memory anyway.
+constexpr size_t kMaxRequest = std::numeric_limits<size_t>::max() / 2;
+
+size_t round_up(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+
+struct Block;
+
+struct BlockLess {
+  bool operator()(const Block* a, const Block* b) const;
+};
+
+struct BlockPool {
+  std::set<Block*, BlockLess> blocks;  // the free blocks
+  bool is_small;
+};
+
+// A piece of one segment; the blocks of a segment form a list in address order, and all belong
+// to the stream the segment was first allocated for.
+struct Block {
+  Block(int device, cudaStream_t stream, size_t size, BlockPool* pool, char* ptr)
+      : device(device), stream(stream), size(size), pool(pool), ptr(ptr) {}
+
+  int device;
+  cudaStream_t stream;
+  size_t size;
+  BlockPool* pool;
+  char* ptr;
+  size_t requested = 0;  // the caller's size, while allocated
+  bool allocated = false;
+  int event_count = 0;  // events that must complete before the block returns to its pool
+  Block* prev = nullptr;
+  Block* next = nullptr;
+  std::vector<cudaStream_t> stream_uses;  // other streams it was used on (record_stream)
+
+  bool is_split() const { return prev || next; }
+  bool is_free() const { return !allocated && event_count == 0; }
+};
+
+bool BlockLess::operator()(const Block* a, const Block* b) const {
+  if (a->stream != b->stream) return std::less<cudaStream_t>()(a->stream, b->stream);
+  if (a->size != b->size) return a->size < b->size;
+  return std::less<char*>()(a->ptr, b->ptr);
+}
+
+// One statistic as PyTorch keeps it: current value, its peak, and the sums of increases
+// ("allocated") and decreases ("freed").
+struct Stat {
+  int64_t current = 0, peak = 0, allocated = 0, freed = 0;
+  void add(int64_t delta) {
+    current += delta;
+    peak = std::max(peak, current);
+    (delta > 0 ? allocated : freed) += delta > 0 ? delta : -delta;
+  }
+};
+constexpr const char* kPoolNames[] = {"all", "small_pool", "large_pool"};
+using StatArray = std::array<Stat, 3>;  // indexed like kPoolNames
+
+struct DeviceStats {
+  StatArray allocation, segment, active, inactive_split;
+  StatArray allocated_bytes, reserved_bytes, active_bytes, inactive_split_bytes, requested_bytes;
+  int64_t num_alloc_retries = 0, num_ooms = 0, num_sync_all_streams = 0, num_device_alloc = 0,
+          num_device_free = 0;
+};
+
+// Every StatArray with its memory_stats key and memory_summary title, in the summary's order.
+struct StatInfo {
+  const char* key;
+  const char* title;
+  StatArray DeviceStats::*stat;
+  bool is_bytes;
+};
+constexpr StatInfo kStats[] = {
+    {"allocated_bytes", "Allocated memory", &DeviceStats::allocated_bytes, true},
+    {"active_bytes", "Active memory", &DeviceStats::active_bytes, true},
+    {"requested_bytes", "Requested memory", &DeviceStats::requested_bytes, true},
+    {"reserved_bytes", "GPU reserved memory", &DeviceStats::reserved_bytes, true},
+    {"inactive_split_bytes", "Non-releasable memory", &DeviceStats::inactive_split_bytes, true},
+    {"allocation", "Allocations", &DeviceStats::allocation, false},
+    {"active", "Active allocs", &DeviceStats::active, false},
+    {"segment", "GPU reserved segments", &DeviceStats::segment, false},
+    {"inactive_split", "Non-releasable allocs", &DeviceStats::inactive_split, false},
+};
+
+void update(StatArray& s, const BlockPool& pool, int64_t delta) {
+  s[0].add(delta);
+  s[pool.is_small ? 1 : 2].add(delta);
+}
+
+// PyTorch's format_size for messages: "512 bytes", "2.00 MiB".
+std::string format_size(size_t n) {
+  char buf[48];
+  if (n <= 1024)
+    std::snprintf(buf, sizeof buf, "%zu bytes", n);
+  else if (n <= (size_t{1} << 20))
+    std::snprintf(buf, sizeof buf, "%.2f KiB", n / 1024.0);
+  else if (n <= (size_t{1} << 30))
+    std::snprintf(buf, sizeof buf, "%.2f MiB", n / 1048576.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f GiB", n / 1073741824.0);
+  return buf;
+}
+
+class DeviceAllocator {
+ public:
+  explicit DeviceAllocator(int device) : device_(device) {}
+
+  Block* malloc(size_t nbytes, cudaStream_t stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    process_events();
+    size_t size =
+        nbytes > kMaxRequest ? kMaxRequest : round_up(std::max(nbytes, kMinBlockSize), kMinBlockSize);
+    BlockPool& pool = size <= kSmallSize ? small_ : large_;
+    Block* block = take_free_block(pool, size, stream);
+    if (!block) block = new_segment(pool, size, stream);
+    return use_block(block, size, nbytes);
+  }
+
+  void free(Block* block) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    BlockPool& pool = *block->pool;
+    block->allocated = false;
+    allocated_.erase(block->ptr);
+    update(stats_.allocation, pool, -1);
+    update(stats_.allocated_bytes, pool, -static_cast<int64_t>(block->size));
+    update(stats_.requested_bytes, pool, -static_cast<int64_t>(block->requested));
+    if (block->stream_uses.empty()) {
+      return_to_pool(block);
+      return;
+    }
+    DeviceGuard guard(device_);  // the legacy default stream is the current device's
+    for (cudaStream_t s : block->stream_uses) {
+      cudaEvent_t event = spare_event();
+      EMBER_CUDA_CHECK(cudaEventRecord(event, s));
+      ++block->event_count;
+      pending_[s].emplace_back(event, block);
+    }
+    block->stream_uses.clear();
+  }
+
+  // False when `ptr` is not the start of a live block of this device.
+  bool record_stream(const void* ptr, cudaStream_t stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = allocated_.find(ptr);
+    if (it == allocated_.end()) return false;
+    Block* block = it->second;
+    if (stream != block->stream &&
+        std::find(block->stream_uses.begin(), block->stream_uses.end(), stream) == block->stream_uses.end())
+      block->stream_uses.push_back(stream);
+    return true;
+  }
+
+  void empty_cache() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    release_cached_segments();
+  }
+
+  DeviceStats stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+  }
+
+  void reset_peak() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const StatInfo& info : kStats)
+      for (Stat& s : stats_.*info.stat) s.peak = s.current;
+  }
+
+  void reset_accumulated() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const StatInfo& info : kStats)
+      for (Stat& s : stats_.*info.stat) s.allocated = s.freed = 0;
+    stats_.num_alloc_retries = stats_.num_ooms = stats_.num_sync_all_streams = 0;
+    stats_.num_device_alloc = stats_.num_device_free = 0;
+  }
+
+ private:
+  // The smallest free block of `stream` that holds `size`, taken out of the pool.
+  Block* take_free_block(BlockPool& pool, size_t size, cudaStream_t stream) {
+    Block key(device_, stream, size, &pool, nullptr);
+    auto it = pool.blocks.lower_bound(&key);
+    if (it == pool.blocks.end() || (*it)->stream != stream) return nullptr;
+    Block* block = *it;
+    pool.blocks.erase(it);
+    return block;
+  }
+
+  Block* new_segment(BlockPool& pool, size_t size, cudaStream_t stream) {
+    size_t segment_size = pool.is_small           ? kSmallBuffer
+                          : size < kMinLargeAlloc ? kLargeBuffer
+                                                  : round_up(size, kRoundLarge);
+    void* ptr = nullptr;
+    cudaError_t err = device_malloc(&ptr, segment_size);
+    if (err == cudaErrorMemoryAllocation) {
+      // Give every cached segment nobody uses back to CUDA and try once more.
+      release_cached_segments();
+      ++stats_.num_alloc_retries;
+      err = device_malloc(&ptr, segment_size);
+    }
+    if (err == cudaErrorMemoryAllocation) {
+      ++stats_.num_ooms;
+      throw OutOfMemoryError(oom_message(segment_size));
+    }
+    EMBER_CUDA_CHECK(err);
+    update(stats_.segment, pool, 1);
+    update(stats_.reserved_bytes, pool, static_cast<int64_t>(segment_size));
+    ++stats_.num_device_alloc;
+    return new Block{device_, stream, segment_size, &pool, static_cast<char*>(ptr)};
+  }
+
+  cudaError_t device_malloc(void** ptr, size_t size) {
+    DeviceGuard guard(device_);
+    cudaError_t err = cudaMalloc(ptr, size);
+    if (err != cudaSuccess) cudaGetLastError();  // not sticky: clear it for later checks
+    return err;
+  }
+
+  std::string oom_message(size_t segment_size) {
+    auto [free, total] = mem_get_info(device_);
+    int64_t allocated = stats_.allocated_bytes[0].current;
+    int64_t cached = stats_.reserved_bytes[0].current - allocated;
+    return ember::detail::str_cat("CUDA out of memory. Tried to allocate ", format_size(segment_size),
+                                  ". GPU ", device_, " has a total capacity of ", format_size(total),
+                                  " of which ", format_size(free), " is free. Of the allocated memory ",
+                                  format_size(static_cast<size_t>(allocated)), " is allocated by ember, and ",
+                                  format_size(static_cast<size_t>(cached)),
+                                  " is reserved by ember but unallocated.");
+  }
+
+  // Hands out the front `size` bytes of a free block; a remainder worth keeping stays in the pool.
+  Block* use_block(Block* block, size_t size, size_t nbytes) {
+    BlockPool& pool = *block->pool;
+    bool was_split = block->is_split();
+    size_t rest_size = block->size - size;
+    if (pool.is_small ? rest_size >= kMinBlockSize : rest_size > kSmallSize) {
+      Block* rest = new Block{device_, block->stream, rest_size, &pool, block->ptr + size};
+      rest->prev = block;
+      rest->next = block->next;
+      if (rest->next) rest->next->prev = rest;
+      block->next = rest;
+      block->size = size;
+      pool.blocks.insert(rest);
+      // Free pieces of split segments are "inactive split": not releasable by empty_cache.
+      if (was_split) {
+        update(stats_.inactive_split_bytes, pool, -static_cast<int64_t>(size));
+      } else {
+        update(stats_.inactive_split, pool, 1);
+        update(stats_.inactive_split_bytes, pool, static_cast<int64_t>(rest_size));
+      }
+    } else if (was_split) {
+      update(stats_.inactive_split, pool, -1);
+      update(stats_.inactive_split_bytes, pool, -static_cast<int64_t>(block->size));
+    }
+    block->allocated = true;
+    block->requested = nbytes;
+    allocated_.emplace(block->ptr, block);
+    auto bytes = static_cast<int64_t>(block->size);
+    update(stats_.allocation, pool, 1);
+    update(stats_.allocated_bytes, pool, bytes);
+    update(stats_.active, pool, 1);
+    update(stats_.active_bytes, pool, bytes);
+    update(stats_.requested_bytes, pool, static_cast<int64_t>(nbytes));
+    return block;
+  }
+
+  // A freed block (its events done) goes back to its pool, merged with free neighbours.
+  void return_to_pool(Block* block) {
+    BlockPool& pool = *block->pool;
+    auto active_bytes = static_cast<int64_t>(block->size);
+    int64_t split_count = 0, split_bytes = 0;
+    for (Block* n : {block->prev, block->next}) {
+      if (!n || !n->is_free()) continue;
+      // A free neighbour was an inactive split block; it is absorbed.
+      pool.blocks.erase(n);
+      --split_count;
+      split_bytes -= static_cast<int64_t>(n->size);
+      if (n == block->prev) {
+        block->ptr = n->ptr;
+        block->prev = n->prev;
+        if (block->prev) block->prev->next = block;
+      } else {
+        block->next = n->next;
+        if (block->next) block->next->prev = block;
+      }
+      block->size += n->size;
+      delete n;
+    }
+    pool.blocks.insert(block);
+    if (block->is_split()) {
+      ++split_count;
+      split_bytes += static_cast<int64_t>(block->size);
+    }
+    update(stats_.inactive_split, pool, split_count);
+    update(stats_.inactive_split_bytes, pool, split_bytes);
+    update(stats_.active, pool, -1);
+    update(stats_.active_bytes, pool, -active_bytes);
+  }
+
+  cudaEvent_t spare_event() {
+    if (!spare_events_.empty()) {
+      cudaEvent_t e = spare_events_.back();
+      spare_events_.pop_back();
+      return e;
+    }
+    cudaEvent_t e = nullptr;
+    EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    return e;
+  }
+
+  void event_done(cudaEvent_t event, Block* block) {
+    spare_events_.push_back(event);
+    if (--block->event_count == 0) return_to_pool(block);
+  }
+
+  // Returns blocks whose events have completed to their pools (events complete in order per stream).
+  void process_events() {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      auto& queue = it->second;
+      while (!queue.empty()) {
+        cudaError_t err = cudaEventQuery(queue.front().first);
+        if (err == cudaErrorNotReady) {
+          cudaGetLastError();
+          break;
+        }
+        EMBER_CUDA_CHECK(err);
+        event_done(queue.front().first, queue.front().second);
+        queue.pop_front();
+      }
+      it = queue.empty() ? pending_.erase(it) : std::next(it);
+    }
+  }
+
+  void release_cached_segments() {
+    if (!pending_.empty()) ++stats_.num_sync_all_streams;
+    for (auto& [stream, queue] : pending_) {
+      for (auto [event, block] : queue) {
+        EMBER_CUDA_CHECK(cudaEventSynchronize(event));
+        event_done(event, block);
+      }
+    }
+    pending_.clear();
+    std::optional<DeviceGuard> guard;  // set only when there is something to free
+    for (BlockPool* pool : {&small_, &large_}) {
+      for (auto it = pool->blocks.begin(); it != pool->blocks.end();) {
+        Block* block = *it;
+        if (block->is_split()) {
+          ++it;
+          continue;
+        }
+        if (!guard) guard.emplace(device_);
+        EMBER_CUDA_CHECK(cudaFree(block->ptr));
+        update(stats_.segment, *pool, -1);
+        update(stats_.reserved_bytes, *pool, -static_cast<int64_t>(block->size));
+        ++stats_.num_device_free;
+        it = pool->blocks.erase(it);
+        delete block;
+      }
+    }
+    for (cudaEvent_t e : spare_events_) cudaEventDestroy(e);
+    spare_events_.clear();
+  }
+
+  std::mutex mutex_;
+  const int device_;
+  BlockPool small_{{}, true};
+  BlockPool large_{{}, false};
+  std::unordered_map<const void*, Block*> allocated_;  // live blocks by address
+  // Events recorded on each stream when blocks used there were freed, oldest first.
+  std::unordered_map<cudaStream_t, std::deque<std::pair<cudaEvent_t, Block*>>> pending_;
+  std::vector<cudaEvent_t> spare_events_;
+  DeviceStats stats_;
+};
+
+// One allocator per device, never destroyed: tensors may be freed during static destruction.
+DeviceAllocator& device_allocator(int device) {
+  static std::deque<DeviceAllocator>* all = [] {
+    auto* d = new std::deque<DeviceAllocator>;
+    for (int i = 0; i < device_count(); ++i) d->emplace_back(i);
+    return d;
+  }();
+  return (*all)[device];
+}
+
+class CachingAllocator final : public Allocator {
+ public:
+  DataPtr allocate(size_t nbytes) override { return allocate_on(nbytes, -1); }
+
+  DataPtr allocate_on(size_t nbytes, int index) override {
+    int device = detail::resolve_device("CUDA caching allocator", index);
+    if (nbytes == 0) return {nullptr, nullptr, nullptr, Device(kCUDA, device)};
+    Block* block = device_allocator(device).malloc(nbytes, current_stream(device).stream());
+    return {block->ptr, block, &release, Device(kCUDA, device)};
+  }
+
+ private:
+  static void release(void* ctx) {
+    auto* block = static_cast<Block*>(ctx);
+    try {
+      device_allocator(block->device).free(block);
+    } catch (const Error&) {
+      // Recording the free's events failed (a failed device, or CUDA shutting down at exit):
+      // the block is leaked rather than reused while a stream may still touch it.
+    }
+  }
+};
+
+[[maybe_unused]] const bool installed = [] {
+  set_allocator(kCUDA, new CachingAllocator);
+  return true;
+}();
+
+DeviceAllocator& allocator_for(const char* op, int device) {
+  return device_allocator(detail::resolve_device(op, device));
+}
+
+// memory_summary's cells, as torch.cuda.memory_summary formats them: the unit is chosen from the
+// metric's "all" value so that its rows line up.
+std::string format_cell(int64_t value, int64_t all_value, bool is_bytes) {
+  static const char* const kByteUnits[] = {"B  ", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  static const char* const kCountUnits[] = {" ", "K", "M"};
+  const int64_t step = is_bytes ? 1024 : 1000, threshold = is_bytes ? 768 * 1024 : 750 * 1000;
+  const int last_unit = is_bytes ? 5 : 2;
+  int unit = 0;
+  for (double pref = static_cast<double>(all_value); unit < last_unit && pref >= threshold; ++unit) {
+    value /= step;
+    pref /= step;
+  }
+  char buf[48];
+  if (is_bytes)
+    std::snprintf(buf, sizeof buf, "%6lld %s", static_cast<long long>(value), kByteUnits[unit]);
+  else
+    std::snprintf(buf, sizeof buf, "%7lld %s ", static_cast<long long>(value), kCountUnits[unit]);
+  return buf;
+}
+
+std::string centered(const std::string& text, size_t width) {
+  size_t left = text.size() < width ? (width - text.size()) / 2 : 0;
+  std::string s = std::string(left, ' ') + text;
+  return s + std::string(s.size() < width ? width - s.size() : 0, ' ');
+}
+
+}  // namespace
+
+size_t memory_allocated(int device) {
+  return allocator_for("memory_allocated", device).stats().allocated_bytes[0].current;
+}
+size_t max_memory_allocated(int device) {
+  return allocator_for("max_memory_allocated", device).stats().allocated_bytes[0].peak;
+}
+size_t memory_reserved(int device) {
+  return allocator_for("memory_reserved", device).stats().reserved_bytes[0].current;
+}
+size_t max_memory_reserved(int device) {
+  return allocator_for("max_memory_reserved", device).stats().reserved_bytes[0].peak;
+}
+void reset_peak_memory_stats(int device) { allocator_for("reset_peak_memory_stats", device).reset_peak(); }
+void reset_accumulated_memory_stats(int device) {
+  allocator_for("reset_accumulated_memory_stats", device).reset_accumulated();
+}
+
+std::map<std::string, int64_t> memory_stats(int device) {
+  DeviceStats s = allocator_for("memory_stats", device).stats();
+  std::map<std::string, int64_t> out;
+  for (const StatInfo& info : kStats) {
+    for (int p = 0; p < 3; ++p) {
+      std::string prefix = std::string(info.key) + "." + kPoolNames[p] + ".";
+      const Stat& stat = (s.*info.stat)[p];
+      out[prefix + "current"] = stat.current;
+      out[prefix + "peak"] = stat.peak;
+      out[prefix + "allocated"] = stat.allocated;
+      out[prefix + "freed"] = stat.freed;
+    }
+  }
+  out["num_alloc_retries"] = s.num_alloc_retries;
+  out["num_ooms"] = s.num_ooms;
+  out["num_sync_all_streams"] = s.num_sync_all_streams;
+  out["num_device_alloc"] = s.num_device_alloc;
+  out["num_device_free"] = s.num_device_free;
+  return out;
+}
+
+std::string memory_summary(int device, bool abbreviated) {
+  device = detail::resolve_device("memory_summary", device);
+  DeviceStats s = device_allocator(device).stats();
+  constexpr size_t kWidth = 75;
+  const std::string double_rule = "|" + std::string(kWidth, '=') + "|\n";
+  const std::string rule = "|" + std::string(kWidth, '-') + "|\n";
+  std::ostringstream os;
+  os << double_rule << "|"
+     << centered("ember CUDA memory summary, device ID " + std::to_string(device), kWidth) << "|\n"
+     << rule << "|" << centered("CUDA OOMs: " + std::to_string(s.num_ooms), 37) << "|"
+     << centered("cudaMalloc retries: " + std::to_string(s.num_alloc_retries), 37) << "|\n"
+     << double_rule << "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |\n";
+  // Rows per metric: all pools, then (unless abbreviated) the large and the small pool.
+  constexpr int kRowPools[] = {0, 2, 1};
+  static const char* const kRowNames[] = {nullptr, "      from small pool", "      from large pool"};
+  for (const StatInfo& info : kStats) {
+    os << rule;
+    const StatArray& stat = s.*info.stat;
+    for (int p : kRowPools) {
+      if (abbreviated && p != 0) break;
+      char name[32];
+      std::snprintf(name, sizeof name, "%-21s", p == 0 ? info.title : kRowNames[p]);
+      auto cell = [&](int64_t Stat::*field) {
+        return format_cell(stat[p].*field, stat[0].*field, info.is_bytes);
+      };
+      os << "| " << name << " | " << cell(&Stat::current) << " | " << cell(&Stat::peak) << " | "
+         << cell(&Stat::allocated) << " | " << cell(&Stat::freed) << " |\n";
+    }
+  }
+  os << double_rule;
+  return os.str();
+}
+
+void empty_cache() {
+  for (int d = 0; d < device_count(); ++d) device_allocator(d).empty_cache();
+}
+
+void record_stream(const void* ptr, const Stream& stream) {
+  int device = detail::resolve_device("record_stream", stream.device_index());
+  EMBER_CHECK(device_allocator(device).record_stream(ptr, stream.stream()), "record_stream: ", ptr,
+              " is not the start of a live allocation of ember's CUDA caching allocator on cuda:", device);
+}
+
+void record_stream(const Tensor& tensor, const Stream& stream) {
+  EMBER_CHECK(tensor.is_cuda(), "record_stream: expected a CUDA tensor, got one on ", tensor.device());
+  EMBER_CHECK(tensor.device().index == stream.device_index(), "record_stream: the tensor is on ",
+              tensor.device(), " but the stream on cuda:", stream.device_index());
+  const void* base = tensor.impl().storage()->data();
+  if (base) device_allocator(stream.device_index()).record_stream(base, stream.stream());
+}
+
+}  // namespace ember::cuda

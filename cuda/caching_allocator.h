@@ -1,0 +1,49 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+
+// The CUDA caching allocator (PyTorch's CUDACachingAllocator): ember's allocator for kCUDA,
+// installed when the library loads. Memory freed by tensors stays cached per device and stream
+// and is handed out again without cudaMalloc/cudaFree; see caching_allocator.cpp for the policy.
+// No CUDA types here, so a build without CUDA has these functions too (they throw). A device of
+// -1 means the current one.
+namespace ember {
+class Tensor;
+}
+
+namespace ember::cuda {
+
+class Stream;
+
+// Bytes held by live tensors (rounded to the allocator's block sizes), and their peak.
+size_t memory_allocated(int device = -1);
+size_t max_memory_allocated(int device = -1);
+// Bytes obtained from cudaMalloc (allocated plus cached), and their peak.
+size_t memory_reserved(int device = -1);
+size_t max_memory_reserved(int device = -1);
+// Peaks restart from the current values; the accumulated counts ("allocated", "freed",
+// num_alloc_retries, num_ooms, ...) restart from zero.
+void reset_peak_memory_stats(int device = -1);
+void reset_accumulated_memory_stats(int device = -1);
+
+// torch.cuda.memory_stats: "<stat>.<all|small_pool|large_pool>.<current|peak|allocated|freed>"
+// for the stats allocation, segment, active, inactive_split, allocated_bytes, reserved_bytes,
+// active_bytes, inactive_split_bytes, requested_bytes; and num_alloc_retries, num_ooms,
+// num_sync_all_streams, num_device_alloc, num_device_free.
+std::map<std::string, int64_t> memory_stats(int device = -1);
+// torch.cuda.memory_summary: the stats as a table (abbreviated: without the per-pool rows).
+std::string memory_summary(int device = -1, bool abbreviated = false);
+
+// Gives cached segments that hold no live block back to CUDA (on every device).
+void empty_cache();
+
+// Declares that `stream` uses this memory too: when freed, it is reused only after the work
+// queued on `stream` by then has completed. The tensor form ignores memory the allocator does
+// not own (from_blob); the pointer form needs the start of a live allocation.
+void record_stream(const Tensor& tensor, const Stream& stream);
+void record_stream(const void* ptr, const Stream& stream);
+
+}  // namespace ember::cuda
