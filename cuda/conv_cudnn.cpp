@@ -328,10 +328,9 @@ bool run_call(const Call& c) {
                  p.dilation[1],
                  p.groups,
                  default_math(c.x.dtype())}};
-  if (std::optional<Choice> cached = choice_cache().find(key)) {
-    EMBER_CUDNN_CHECK(launch(h, d, c, *cached));
-    return true;
-  }
+  // The cached algorithm, unless it fails now (its workspace no longer fits): then search again.
+  if (std::optional<Choice> cached = choice_cache().find(key))
+    if (launch(h, d, c, *cached) == CUDNN_STATUS_SUCCESS) return true;
   for (const Choice& choice : candidates(h, d, c)) {
     if (launch(h, d, c, choice) == CUDNN_STATUS_SUCCESS) {
       choice_cache().insert(key, choice);

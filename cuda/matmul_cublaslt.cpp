@@ -247,15 +247,20 @@ bool run_problem(const Problem& p, double alpha, double beta) {
   return true;
 }
 
+// The epilogue with ember ops, for what cuBLASLt does not fuse.
+void apply_epilogue(const Tensor& out, Epilogue epilogue, const Tensor& bias) {
+  if (epilogue == Epilogue::None) return;
+  out.add_(bias);
+  if (epilogue == Epilogue::GeluBias) out.copy_(gelu(out, "tanh"));
+}
+
 // out = epilogue(alpha * a @ b + beta * out) for an empty sum (K = 0).
 void empty_product(const Tensor& out, double beta, Epilogue epilogue, const Tensor& bias) {
   if (beta == 0)
     out.zero_();
   else
     out.mul_(beta);
-  if (epilogue == Epilogue::None) return;
-  out.add_(bias);
-  if (epilogue == Epilogue::GeluBias) out.copy_(gelu(out, "tanh"));
+  apply_epilogue(out, epilogue, bias);
 }
 
 // gemm() once the operands are checked; false when cuBLASLt has no algorithm for their layout.
@@ -352,6 +357,10 @@ void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, dou
   if (out.numel() == 0) return;
   if (a.size(2) == 0) return empty_product(out, beta, epilogue, bias_c);
   if (try_gemm(out, a, b, alpha, beta, epilogue, bias_c)) return;
+  if (epilogue != Epilogue::None) {  // not fused for this dtype: the product, then the epilogue
+    gemm(out, a, b, alpha, beta);
+    return apply_epilogue(out, epilogue, bias_c);
+  }
   // Unusual strides or alignment can leave the heuristic without a kernel: retry dense.
   Tensor tmp = empty(out.sizes(), out.options());
   if (beta != 0) tmp.copy_(out);
@@ -369,7 +378,13 @@ void bmm_cuda(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar&
   gemm(out, a, b, alpha.to_double(), beta.to_double());
 }
 
+// addmm with a bias row (nn.Linear): the bias added in cuBLASLt's epilogue.
+void addmm_bias_cuda(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
+  gemm(out.unsqueeze(0), a.unsqueeze(0), b.unsqueeze(0), 1, 0, Epilogue::Bias, bias);
+}
+
 KernelRegistrar<BmmFn> reg_bmm(bmm_stub, kCUDA, &bmm_cuda);
+KernelRegistrar<AddmmBiasFn> reg_addmm_bias(addmm_bias_stub, kCUDA, &addmm_bias_cuda);
 
 }  // namespace
 }  // namespace ember::cuda

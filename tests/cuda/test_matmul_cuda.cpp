@@ -93,6 +93,33 @@ TEST_F(MatmulCuda, AddmmAndBaddbmmScale) {
   }
 }
 
+// addmm with a bias row and beta = alpha = 1 (nn.Linear) runs fused, with its own backward.
+TEST_F(MatmulCuda, FusedAddmmBiasAndItsGradients) {
+  for (ScalarType dt : kFloatTypes)
+    for (bool row2d : {false, true}) {
+      SCOPED_TRACE(std::string(to_string(dt)) + (row2d ? " bias [1, N]" : " bias [N]"));
+      manual_seed(6);
+      Tensor a = random_tensor({7, 20}, dt, -1, 1), b = random_tensor({20, 9}, dt, -1, 1),
+             bias = random_tensor(row2d ? DimVector{1, 9} : DimVector{9}, dt, -1, 1),
+             g = random_tensor({7, 9}, dt, -1, 1);
+      auto run = [&](Device d) {
+        Tensor ar = a.to(d).detach().requires_grad_(), br = b.to(d).detach().requires_grad_(),
+               cr = bias.to(d).detach().requires_grad_();
+        Tensor out = addmm(cr, ar, br);
+        (out * g.to(d)).sum().backward();
+        return std::vector<Tensor>{out.cpu(), cr.grad().cpu(), ar.grad().cpu(), br.grad().cpu()};
+      };
+      std::vector<Tensor> ref = run(Device(kCPU)), got = run(Device(kCUDA));
+      for (size_t i = 0; i < ref.size(); ++i) {
+        SCOPED_TRACE("output, bias, mat1, mat2 gradient #" + std::to_string(i));
+        EXPECT_TRUE(assert_close(got[i], ref[i], scaled_tolerance(dt, 4)));
+      }
+      Tensor plain = addmm(bias.cuda(), a.cuda(), b.cuda());
+      EXPECT_TRUE(plain.sizes().equals({7, 9}));
+      EXPECT_FALSE(plain.requires_grad());
+    }
+}
+
 // Zero-size products: nothing to compute, or (K = 0) an empty sum.
 TEST_F(MatmulCuda, ZeroSizes) {
   for (ScalarType dt : kFloatTypes) {
