@@ -10,12 +10,9 @@
 #include "ember/cuda/conv_cudnn.h"
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <climits>
-#include <mutex>
 #include <optional>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -23,6 +20,7 @@
 #include "ember/core/ops/convolution.h"
 #include "ember/cuda/cudnn_handle.h"
 #include "ember/cuda/handle_pool.h"
+#include "ember/cuda/plan_cache.h"
 
 namespace ember::cuda {
 
@@ -122,44 +120,16 @@ Tensor stand_in(const Tensor& t, int64_t h, int64_t w, bool nhwc, bool input) {
   return s;
 }
 
-// Everything the algorithm choice depends on.
-struct Key {
-  std::array<int64_t, 21> v;
-  bool operator==(const Key& o) const { return v == o.v; }
-};
-struct KeyHash {
-  size_t operator()(const Key& k) const {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a
-    for (int64_t x : k.v) h = (h ^ static_cast<uint64_t>(x)) * 1099511628211ull;
-    return static_cast<size_t>(h);
-  }
-};
-
 struct Choice {
   int algo;
   cudnnMathType_t math;
 };
 
-class ChoiceCache {
- public:
-  std::optional<Choice> find(const Key& k) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = map_.find(k);
-    if (it == map_.end()) return std::nullopt;
-    return it->second;
-  }
-  void insert(const Key& k, Choice c) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    map_[k] = c;
-  }
+// Algorithms by everything the choice depends on (run_call's key).
+using ConvPlans = detail::PlanCache<21, Choice>;
 
- private:
-  std::mutex mutex_;
-  std::unordered_map<Key, Choice, KeyHash> map_;
-};
-
-ChoiceCache& choice_cache() {
-  static auto* cache = new ChoiceCache;  // leaked: used until the process ends
+ConvPlans& choice_cache() {
+  static auto* cache = new ConvPlans;  // leaked: used until the process ends
   return *cache;
 }
 
@@ -307,27 +277,27 @@ bool run_call(const Call& c) {
   describe(d, c);
   cudnnHandle_t h = cudnn_handle();
   const Conv2dParams& p = c.p;
-  const Key key{{static_cast<int64_t>(c.kind),
-                 detail::current_device(),
-                 static_cast<int64_t>(c.x.dtype()),
-                 c.nhwc,
-                 c.x.size(0),
-                 c.x.size(1),
-                 c.x.size(2),
-                 c.x.size(3),
-                 c.y.size(1),
-                 c.w.size(2),
-                 c.w.size(3),
-                 c.y.size(2),
-                 c.y.size(3),
-                 p.padding[0],
-                 p.padding[1],
-                 p.stride[0],
-                 p.stride[1],
-                 p.dilation[0],
-                 p.dilation[1],
-                 p.groups,
-                 default_math(c.x.dtype())}};
+  const ConvPlans::Key key{{static_cast<int64_t>(c.kind),
+                            detail::current_device(),
+                            static_cast<int64_t>(c.x.dtype()),
+                            c.nhwc,
+                            c.x.size(0),
+                            c.x.size(1),
+                            c.x.size(2),
+                            c.x.size(3),
+                            c.y.size(1),
+                            c.w.size(2),
+                            c.w.size(3),
+                            c.y.size(2),
+                            c.y.size(3),
+                            p.padding[0],
+                            p.padding[1],
+                            p.stride[0],
+                            p.stride[1],
+                            p.dilation[0],
+                            p.dilation[1],
+                            p.groups,
+                            default_math(c.x.dtype())}};
   // The cached algorithm, unless it fails now (its workspace no longer fits): then search again.
   if (std::optional<Choice> cached = choice_cache().find(key))
     if (launch(h, d, c, *cached) == CUDNN_STATUS_SUCCESS) return true;

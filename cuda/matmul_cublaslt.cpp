@@ -10,16 +10,14 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
-#include <cstring>
-#include <mutex>
 #include <optional>
-#include <unordered_map>
 
 #include "ember/core/factories.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/ops/linalg.h"
 #include "ember/cuda/blas_handle.h"
 #include "ember/cuda/handle_pool.h"
+#include "ember/cuda/plan_cache.h"
 
 namespace ember::cuda {
 
@@ -89,40 +87,11 @@ Tensor packed(const Tensor& t) {
   return t.contiguous();
 }
 
-// Everything the heuristic's choice depends on.
-struct PlanKey {
-  int64_t v[22];
-  bool operator==(const PlanKey& o) const { return std::memcmp(v, o.v, sizeof v) == 0; }
-};
+// Heuristic picks by everything they depend on (run_problem's key).
+using MatmulPlans = detail::PlanCache<22, cublasLtMatmulHeuristicResult_t>;
 
-struct PlanKeyHash {
-  size_t operator()(const PlanKey& k) const {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a
-    for (int64_t x : k.v) h = (h ^ static_cast<uint64_t>(x)) * 1099511628211ull;
-    return static_cast<size_t>(h);
-  }
-};
-
-class PlanCache {
- public:
-  std::optional<cublasLtMatmulHeuristicResult_t> find(const PlanKey& k) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = plans_.find(k);
-    if (it == plans_.end()) return std::nullopt;
-    return it->second;
-  }
-  void insert(const PlanKey& k, const cublasLtMatmulHeuristicResult_t& r) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    plans_.emplace(k, r);
-  }
-
- private:
-  std::mutex mutex_;
-  std::unordered_map<PlanKey, cublasLtMatmulHeuristicResult_t, PlanKeyHash> plans_;
-};
-
-PlanCache& plan_cache() {
-  static auto* cache = new PlanCache;  // leaked: used until the process ends
+MatmulPlans& plan_cache() {
+  static auto* cache = new MatmulPlans;  // leaked: used until the process ends
   return *cache;
 }
 
@@ -192,28 +161,28 @@ bool run_problem(const Problem& p, double alpha, double beta) {
   const uint32_t align_b = alignment(p.b.ptr, p.b.ld, p.b.batch_stride, p.batch, in_es);
   const uint32_t align_d = alignment(p.d, p.ldd, p.batch_stride_d, p.batch, out_es);
   const uint32_t align_bias = p.bias ? alignment(p.bias, 0, 0, 1, out_es) : 0;
-  const PlanKey key{{stream.device_index(),
-                     compute,
-                     in_t,
-                     out_t,
-                     p.a.op,
-                     p.b.op,
-                     p.m,
-                     p.n,
-                     p.k,
-                     p.a.ld,
-                     p.b.ld,
-                     p.ldd,
-                     p.batch,
-                     p.a.batch_stride,
-                     p.b.batch_stride,
-                     p.batch_stride_d,
-                     align_a,
-                     align_b,
-                     align_d,
-                     static_cast<int64_t>(p.epilogue),
-                     align_bias,
-                     static_cast<int64_t>(ws.bytes)}};
+  const MatmulPlans::Key key{{stream.device_index(),
+                              compute,
+                              in_t,
+                              out_t,
+                              p.a.op,
+                              p.b.op,
+                              p.m,
+                              p.n,
+                              p.k,
+                              p.a.ld,
+                              p.b.ld,
+                              p.ldd,
+                              p.batch,
+                              p.a.batch_stride,
+                              p.b.batch_stride,
+                              p.batch_stride_d,
+                              align_a,
+                              align_b,
+                              align_d,
+                              static_cast<int64_t>(p.epilogue),
+                              align_bias,
+                              static_cast<int64_t>(ws.bytes)}};
   std::optional<cublasLtMatmulHeuristicResult_t> plan = plan_cache().find(key);
   if (!plan) {
     cublasLtMatmulPreferenceOpaque_t pref;
