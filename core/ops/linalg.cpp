@@ -4,6 +4,7 @@
 
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
+#include "ember/core/grad_mode.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/shape.h"
@@ -11,6 +12,7 @@
 namespace ember {
 
 constinit DispatchStub<BmmFn> bmm_stub("bmm");
+constinit DispatchStub<AddmmBiasFn> addmm_bias_stub("addmm_bias");
 
 namespace {
 
@@ -82,6 +84,25 @@ Tensor mm_unchecked(const Tensor& a, const Tensor& b) {
   return bmm_unchecked(a.unsqueeze(0), b.unsqueeze(0)).squeeze(0);
 }
 
+// bias + a @ b for a bias row [N] or [1, N], through the device's fused kernel.
+Tensor addmm_bias(const Tensor& bias, const Tensor& a, const Tensor& b) {
+  Tensor out = new_product({a.size(0), b.size(1)}, a);
+  if (out.numel() > 0) {
+    NoGradGuard no_grad;  // recorded below as one op
+    addmm_bias_stub(a.device())(out, a, b, bias.reshape({b.size(1)}).contiguous());
+  }
+  if (needs_grad({bias, a, b})) {
+    SavedTensor sa(b.requires_grad() ? a : Tensor(), false), sb(a.requires_grad() ? b : Tensor(), false);
+    DimVector bias_sizes(bias.sizes());
+    record("addmm", {bias, a, b}, {out}, [sa, sb, bias_sizes](const GradContext& g) -> std::vector<Tensor> {
+      return {g.needs(0) ? sum_to(g.grad(), bias_sizes) : Tensor(),
+              g.needs(1) ? mm_unchecked(g.grad(), g(sb).t()) : Tensor(),
+              g.needs(2) ? mm_unchecked(g(sa).t(), g.grad()) : Tensor()};
+    });
+  }
+  return out;
+}
+
 // beta * input + alpha * a @ b, of shape `sizes`; a and b are 3D when `batched`, else 2D.
 Tensor add_product(const char* op, const Tensor& input, IntArrayRef sizes, const Tensor& a, const Tensor& b,
                    const Scalar& beta, const Scalar& alpha, bool batched) {
@@ -90,6 +111,11 @@ Tensor add_product(const char* op, const Tensor& input, IntArrayRef sizes, const
   for (size_t i = 1; expands && i <= from.size(); ++i)
     expands = from[from.size() - i] == 1 || from[from.size() - i] == sizes[sizes.size() - i];
   EMBER_CHECK(expands, op, ": input of shape ", from, " cannot be broadcast to the product's shape ", sizes);
+  const bool bias_row = from.size() >= 1 && from.size() <= 2 && from.back() == sizes.back() &&
+                        (from.size() == 1 || from[0] == 1);
+  if (!batched && bias_row && beta.to_double() == 1 && alpha.to_double() == 1 && is_floating_point(a.dtype()) &&
+      addmm_bias_stub.has(a.device().type))
+    return addmm_bias(input, a, b);
   if (needs_grad({input, a, b})) {  // differentiable through its parts
     Tensor p = batched ? bmm_unchecked(a, b) : mm_unchecked(a, b);
     if (alpha.to_double() != 1) p = p * alpha;

@@ -37,4 +37,10 @@ using BmmFn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, cons
                        const Scalar& beta);
 extern DispatchStub<BmmFn> bmm_stub;
 
+// Optional fused addmm for a bias row (nn.Linear's forward): out [M, N] = a [M, K] @ b [K, N] +
+// bias [N], bias contiguous, all of one floating dtype. Devices without a kernel (the CPU) run
+// addmm as a product and an add; CUDA adds the bias in cuBLASLt's epilogue.
+using AddmmBiasFn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias);
+extern DispatchStub<AddmmBiasFn> addmm_bias_stub;
+
 }  // namespace ember

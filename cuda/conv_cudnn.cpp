@@ -1,0 +1,389 @@
+// cuDNN convolutions (its legacy API): conv2d is cudnnConvolutionForward, conv_transpose2d its
+// adjoint cudnnConvolutionBackwardData, conv2d's weight gradient cudnnConvolutionBackwardFilter.
+// All three see one geometry: x [N, C, Hx, Wx], weight [K, C / groups, kh, kw] and
+// y [N, K, Hy, Wy] with y = conv(x). cuDNN pads both sides alike, so an asymmetric problem
+// ("same" padding, output_padding, a backward whose rows do not divide evenly) runs on x and y
+// grown at the end: with zeros where they are inputs, with extra rows dropped afterwards where
+// they are outputs. Tensors packed NHWC (channels-last) run in that format; float64 and anything
+// cuDNN has no NHWC algorithm for run NCHW. Algorithms come from cuDNN's heuristic, tried in
+// order until one runs, and are cached per problem.
+#include "ember/cuda/conv_cudnn.h"
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "ember/core/factories.h"
+#include "ember/core/ops/convolution.h"
+#include "ember/cuda/cudnn_handle.h"
+#include "ember/cuda/handle_pool.h"
+#include "ember/cuda/plan_cache.h"
+
+namespace ember::cuda {
+
+namespace cudnn {
+namespace {
+std::atomic<bool> g_allow_tf32{false};
+}  // namespace
+void set_allow_tf32(bool allow) { g_allow_tf32.store(allow, std::memory_order_relaxed); }
+bool allow_tf32() { return g_allow_tf32.load(std::memory_order_relaxed); }
+}  // namespace cudnn
+
+namespace {
+
+enum class Kind : int8_t { Forward, BackwardData, BackwardFilter };
+
+const char* op_name(Kind k) {
+  switch (k) {
+    case Kind::Forward:
+      return "conv2d";
+    case Kind::BackwardData:
+      return "conv_transpose2d";
+    default:
+      return "conv2d (weight gradient)";
+  }
+}
+
+template <class T, cudnnStatus_t (*kCreate)(T*), cudnnStatus_t (*kDestroy)(T)>
+class Descriptor {
+ public:
+  Descriptor() { EMBER_CUDNN_CHECK(kCreate(&d_)); }
+  ~Descriptor() { kDestroy(d_); }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  T get() const { return d_; }
+
+ private:
+  T d_ = nullptr;
+};
+using TensorDesc =
+    Descriptor<cudnnTensorDescriptor_t, &cudnnCreateTensorDescriptor, &cudnnDestroyTensorDescriptor>;
+using FilterDesc =
+    Descriptor<cudnnFilterDescriptor_t, &cudnnCreateFilterDescriptor, &cudnnDestroyFilterDescriptor>;
+using ConvDesc = Descriptor<cudnnConvolutionDescriptor_t, &cudnnCreateConvolutionDescriptor,
+                            &cudnnDestroyConvolutionDescriptor>;
+
+cudnnDataType_t data_type(ScalarType t) {
+  switch (t) {
+    case kFloat16:
+      return CUDNN_DATA_HALF;
+    case kBFloat16:
+      return CUDNN_DATA_BFLOAT16;
+    case kFloat64:
+      return CUDNN_DATA_DOUBLE;
+    default:
+      return CUDNN_DATA_FLOAT;
+  }
+}
+
+// Whether t [N, C, H, W] is packed NCHW, or NHWC when `nhwc`; a dim of size 1 takes any stride.
+bool packed_in(const Tensor& t, bool nhwc) {
+  static constexpr int kNchw[] = {3, 2, 1, 0}, kNhwc[] = {1, 3, 2, 0};  // fastest dim first
+  const int* order = nhwc ? kNhwc : kNchw;
+  int64_t expected = 1;
+  for (int i = 0; i < 4; ++i) {
+    const int d = order[i];
+    if (t.size(d) != 1 && t.stride(d) != expected) return false;
+    expected *= t.size(d);
+  }
+  return true;
+}
+
+Tensor empty_packed(IntArrayRef sizes, TensorOptions options, bool nhwc) {
+  if (!nhwc) return empty(sizes, options);
+  return empty({sizes[0], sizes[2], sizes[3], sizes[1]}, options).permute({0, 3, 1, 2});
+}
+
+// One spatial dim's x- and y-side sizes fitted to cuDNN's geometry,
+// y = (x + 2 * pad - span) / stride + 1, growing x or y (never shrinking).
+std::pair<int64_t, int64_t> fit(int64_t x, int64_t y, int64_t k, int64_t pad, int64_t stride,
+                                int64_t dilation) {
+  const int64_t span = dilation * (k - 1) + 1;
+  const int64_t num = x + 2 * pad - span;
+  const int64_t c = num < 0 ? 0 : num / stride + 1;
+  if (c >= y) return {x, c};
+  return {(y - 1) * stride + span - 2 * pad, y};
+}
+
+// What cuDNN works on in place of t: t itself when packed in the format and of spatial size
+// h x w, else a packed tensor of that size holding t's values (when `input`, zeros beyond t).
+Tensor stand_in(const Tensor& t, int64_t h, int64_t w, bool nhwc, bool input) {
+  if (packed_in(t, nhwc) && t.size(2) == h && t.size(3) == w) return t;
+  Tensor s = empty_packed({t.size(0), t.size(1), h, w}, t.options(), nhwc);
+  if (input) {
+    if (h != t.size(2) || w != t.size(3)) s.zero_();
+    s.narrow(2, 0, t.size(2)).narrow(3, 0, t.size(3)).copy_(t);
+  }
+  return s;
+}
+
+struct Choice {
+  int algo;
+  cudnnMathType_t math;
+};
+
+// Algorithms by everything the choice depends on (run_call's key).
+using ConvPlans = detail::PlanCache<21, Choice>;
+
+ConvPlans& choice_cache() {
+  static auto* cache = new ConvPlans;  // leaked: used until the process ends
+  return *cache;
+}
+
+// One cuDNN call: x, w, y packed in the format and fitted; `accumulate` adds to the output
+// (a later batch chunk of a weight gradient).
+struct Call {
+  Kind kind;
+  const Tensor &x, &w, &y;
+  const Conv2dParams& p;
+  bool nhwc, accumulate;
+};
+
+struct Descs {
+  TensorDesc x, y;
+  FilterDesc w;
+  ConvDesc conv;
+};
+
+// cuDNN's own math mode for the dtype: no TF32 for float32 unless allowed (FMA only), tensor
+// cores for half, the default otherwise.
+cudnnMathType_t default_math(ScalarType t) {
+  if (t == kFloat16) return CUDNN_TENSOR_OP_MATH;
+  if (t == kFloat32 && !cudnn::allow_tf32()) return CUDNN_FMA_MATH;
+  return CUDNN_DEFAULT_MATH;
+}
+
+void describe(Descs& d, const Call& c) {
+  const cudnnTensorFormat_t fmt = c.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  const ScalarType st = c.x.dtype();
+  const cudnnDataType_t dt = data_type(st);
+  auto i = [](int64_t v) { return static_cast<int>(v); };
+  EMBER_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.x.get(), fmt, dt, i(c.x.size(0)), i(c.x.size(1)),
+                                               i(c.x.size(2)), i(c.x.size(3))));
+  EMBER_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.y.get(), fmt, dt, i(c.y.size(0)), i(c.y.size(1)),
+                                               i(c.y.size(2)), i(c.y.size(3))));
+  EMBER_CUDNN_CHECK(cudnnSetFilter4dDescriptor(d.w.get(), dt, fmt, i(c.w.size(0)), i(c.w.size(1)),
+                                               i(c.w.size(2)), i(c.w.size(3))));
+  const Conv2dParams& p = c.p;
+  EMBER_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
+      d.conv.get(), i(p.padding[0]), i(p.padding[1]), i(p.stride[0]), i(p.stride[1]), i(p.dilation[0]),
+      i(p.dilation[1]), CUDNN_CROSS_CORRELATION, st == kFloat64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT));
+  EMBER_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d.conv.get(), i(p.groups)));
+  EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), default_math(st)));
+}
+
+// The heuristic's algorithms in its order of preference; float32 without TF32 keeps the FMA ones.
+template <class Perf>
+void keep(const Perf* perf, int n, bool fma_only, std::vector<Choice>& out) {
+  for (int i = 0; i < n; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && (!fma_only || perf[i].mathType == CUDNN_FMA_MATH))
+      out.push_back({static_cast<int>(perf[i].algo), perf[i].mathType});
+}
+
+std::vector<Choice> candidates(cudnnHandle_t h, const Descs& d, const Call& c) {
+  const bool fma_only = c.x.dtype() == kFloat32 && !cudnn::allow_tf32();
+  std::vector<Choice> out;
+  int n = 0;
+  switch (c.kind) {
+    case Kind::Forward: {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      EMBER_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+          h, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
+      keep(perf, n, fma_only, out);
+      break;
+    }
+    case Kind::BackwardData: {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+          h, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf));
+      keep(perf, n, fma_only, out);
+      break;
+    }
+    case Kind::BackwardFilter: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      EMBER_CUDNN_CHECK(
+          cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x.get(), d.y.get(), d.conv.get(), d.w.get(),
+                                                        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf));
+      keep(perf, n, fma_only, out);
+      break;
+    }
+  }
+  return out;
+}
+
+cudnnStatus_t workspace_size(cudnnHandle_t h, const Descs& d, Kind kind, int algo, size_t* bytes) {
+  switch (kind) {
+    case Kind::Forward:
+      return cudnnGetConvolutionForwardWorkspaceSize(h, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
+                                                     static_cast<cudnnConvolutionFwdAlgo_t>(algo), bytes);
+    case Kind::BackwardData:
+      return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w.get(), d.y.get(), d.conv.get(), d.x.get(),
+                                                          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo),
+                                                          bytes);
+    default:
+      return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          h, d.x.get(), d.y.get(), d.conv.get(), d.w.get(),
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), bytes);
+  }
+}
+
+// Runs the call with one algorithm: its status (not thrown, so that the next one can be tried).
+cudnnStatus_t launch(cudnnHandle_t h, const Descs& d, const Call& c, Choice choice) {
+  cudnnStatus_t st = cudnnSetConvolutionMathType(d.conv.get(), choice.math);
+  if (st != CUDNN_STATUS_SUCCESS) return st;
+  size_t bytes = 0;
+  st = workspace_size(h, d, c.kind, choice.algo, &bytes);
+  if (st != CUDNN_STATUS_SUCCESS) return st;
+  Tensor ws;
+  if (bytes > 0) {
+    try {
+      ws = empty({static_cast<int64_t>(bytes)}, TensorOptions(kUInt8).device(c.x.device()));
+    } catch (const Error&) {
+      return CUDNN_STATUS_ALLOC_FAILED;  // out of memory: an algorithm needing less may still run
+    }
+  }
+  void* wsp = bytes > 0 ? ws.data_ptr() : nullptr;
+  // Scaling factors are double for double data, else float.
+  const double one_d = 1, beta_d = c.accumulate ? 1 : 0;
+  const float one_f = 1, beta_f = c.accumulate ? 1.f : 0.f;
+  const bool dbl = c.x.dtype() == kFloat64;
+  const void* one = dbl ? static_cast<const void*>(&one_d) : &one_f;
+  const void* beta = dbl ? static_cast<const void*>(&beta_d) : &beta_f;
+  switch (c.kind) {
+    case Kind::Forward:
+      return cudnnConvolutionForward(h, one, d.x.get(), c.x.data_ptr(), d.w.get(), c.w.data_ptr(),
+                                     d.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), wsp,
+                                     bytes, beta, d.y.get(), c.y.data_ptr());
+    case Kind::BackwardData:
+      return cudnnConvolutionBackwardData(h, one, d.w.get(), c.w.data_ptr(), d.y.get(), c.y.data_ptr(),
+                                          d.conv.get(),
+                                          static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), wsp, bytes,
+                                          beta, d.x.get(), c.x.data_ptr());
+    default:
+      return cudnnConvolutionBackwardFilter(h, one, d.x.get(), c.x.data_ptr(), d.y.get(), c.y.data_ptr(),
+                                            d.conv.get(),
+                                            static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo), wsp,
+                                            bytes, beta, d.w.get(), c.w.data_ptr());
+  }
+}
+
+// Runs one call with the cached algorithm, else with the heuristic's in order; false when none
+// runs.
+bool run_call(const Call& c) {
+  Descs d;
+  describe(d, c);
+  cudnnHandle_t h = cudnn_handle();
+  const Conv2dParams& p = c.p;
+  const ConvPlans::Key key{{static_cast<int64_t>(c.kind),
+                            detail::current_device(),
+                            static_cast<int64_t>(c.x.dtype()),
+                            c.nhwc,
+                            c.x.size(0),
+                            c.x.size(1),
+                            c.x.size(2),
+                            c.x.size(3),
+                            c.y.size(1),
+                            c.w.size(2),
+                            c.w.size(3),
+                            c.y.size(2),
+                            c.y.size(3),
+                            p.padding[0],
+                            p.padding[1],
+                            p.stride[0],
+                            p.stride[1],
+                            p.dilation[0],
+                            p.dilation[1],
+                            p.groups,
+                            default_math(c.x.dtype())}};
+  // The cached algorithm, unless it fails now (its workspace no longer fits): then search again.
+  if (std::optional<Choice> cached = choice_cache().find(key))
+    if (launch(h, d, c, *cached) == CUDNN_STATUS_SUCCESS) return true;
+  for (const Choice& choice : candidates(h, d, c)) {
+    if (launch(h, d, c, choice) == CUDNN_STATUS_SUCCESS) {
+      choice_cache().insert(key, choice);
+      return true;
+    }
+    cudaGetLastError();  // a refused algorithm leaves nothing that should fail the next one
+  }
+  return false;
+}
+
+// The convolution in one memory format: stand-ins packed and fitted, the batch split so that
+// each call's tensors stay under cuDNN's 2^31 elements; the output copied back when it had a
+// stand-in. False when cuDNN has no algorithm.
+bool run_in_format(Kind kind, const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dParams& p,
+                   bool nhwc) {
+  const auto [hx, hy] = fit(x.size(2), y.size(2), w.size(2), p.padding[0], p.stride[0], p.dilation[0]);
+  const auto [wx, wy] = fit(x.size(3), y.size(3), w.size(3), p.padding[1], p.stride[1], p.dilation[1]);
+  Tensor xs = stand_in(x, hx, wx, nhwc, kind != Kind::BackwardData);
+  Tensor ys = stand_in(y, hy, wy, nhwc, kind != Kind::Forward);
+  Tensor ws = stand_in(w, w.size(2), w.size(3), nhwc, kind != Kind::BackwardFilter);
+  const int64_t per_image = std::max(xs.numel() / xs.size(0), ys.numel() / ys.size(0));
+  EMBER_CHECK(per_image <= INT_MAX && ws.numel() <= INT_MAX, op_name(kind),
+              ": tensors too large for cuDNN (input ", x.sizes(), ", weight ", w.sizes(), ", output ",
+              y.sizes(), ")");
+  const int64_t n = x.size(0), chunk = std::max<int64_t>(1, INT_MAX / per_image);
+  for (int64_t n0 = 0; n0 < n; n0 += chunk) {
+    const int64_t len = std::min(chunk, n - n0);
+    Tensor xc = xs.narrow(0, n0, len), yc = ys.narrow(0, n0, len);
+    if (!run_call({kind, xc, ws, yc, p, nhwc, kind == Kind::BackwardFilter && n0 > 0})) return false;
+  }
+  const Tensor& out = kind == Kind::Forward ? y : kind == Kind::BackwardData ? x : w;
+  const Tensor& s = kind == Kind::Forward ? ys : kind == Kind::BackwardData ? xs : ws;
+  if (!s.is_same(out)) out.copy_(s.narrow(2, 0, out.size(2)).narrow(3, 0, out.size(3)));
+  return true;
+}
+
+// x [N, C, Hx, Wx], w [K, C / groups, kh, kw], y [N, K, Hy, Wy] as the frontend sized them; the
+// output is y (Forward), x (BackwardData) or w (BackwardFilter).
+void convolution(Kind kind, const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dParams& p) {
+  const char* op = op_name(kind);
+  detail::check_on_current_device(op, x.device());
+  EMBER_CHECK(is_floating_point(x.dtype()) && w.dtype() == x.dtype() && y.dtype() == x.dtype(), op,
+              ": expected tensors of one floating dtype, got ", x.dtype(), ", ", w.dtype(), " and ",
+              y.dtype());
+  const Tensor& out = kind == Kind::Forward ? y : kind == Kind::BackwardData ? x : w;
+  if (x.numel() == 0 || w.numel() == 0 || y.numel() == 0) {
+    out.zero_();  // a sum over nothing
+    return;
+  }
+  // NHWC when some tensor is channels-last (PyTorch's rule); cuDNN has no float64 NHWC kernels.
+  const bool nhwc =
+      x.dtype() != kFloat64 && !(packed_in(x, false) && packed_in(w, false) && packed_in(y, false));
+  if (nhwc && run_in_format(kind, x, w, y, p, true)) return;
+  EMBER_CHECK(run_in_format(kind, x, w, y, p, false), op, ": cuDNN has no algorithm for input ", x.sizes(),
+              ", weight ", w.sizes(), ", output ", y.sizes(), " (", x.dtype(), "), stride (", p.stride[0],
+              ", ", p.stride[1], "), padding (", p.padding[0], ", ", p.padding[1], "), dilation (",
+              p.dilation[0], ", ", p.dilation[1], "), groups ", p.groups);
+}
+
+void add_bias(const Tensor& out, const Tensor& bias) {
+  if (bias.defined()) out.add_(bias.view({1, bias.size(0), 1, 1}));
+}
+
+void conv2d_cuda(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
+                 const Conv2dParams& p) {
+  convolution(Kind::Forward, input, weight, out, p);
+  add_bias(out, bias);
+}
+
+void conv_transpose2d_cuda(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
+                           const Conv2dParams& p) {
+  convolution(Kind::BackwardData, out, weight, input, p);
+  add_bias(out, bias);
+}
+
+void conv2d_weight_cuda(const Tensor& grad_weight, const Tensor& input, const Tensor& grad_output,
+                        const Conv2dParams& p) {
+  convolution(Kind::BackwardFilter, input, grad_weight, grad_output, p);
+}
+
+KernelRegistrar<Conv2dFn> reg_conv(conv2d_stub, kCUDA, &conv2d_cuda);
+KernelRegistrar<Conv2dFn> reg_conv_t(conv_transpose2d_stub, kCUDA, &conv_transpose2d_cuda);
+KernelRegistrar<Conv2dWeightFn> reg_conv_w(conv2d_weight_stub, kCUDA, &conv2d_weight_cuda);
+
+}  // namespace
+}  // namespace ember::cuda

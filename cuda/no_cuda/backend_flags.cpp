@@ -1,0 +1,27 @@
+// The CUDA backend's switches in a build without CUDA: kept, so that code setting them builds
+// and runs the same, but nothing reads them.
+#include <atomic>
+
+#include "ember/cuda/attention_flash.h"
+#include "ember/cuda/conv_cudnn.h"
+#include "ember/cuda/matmul_cublaslt.h"
+
+namespace ember::cuda {
+namespace {
+std::atomic<bool> g_matmul_tf32{false}, g_cudnn_tf32{false}, g_flash{true};
+}  // namespace
+
+namespace matmul {
+void set_allow_tf32(bool allow) { g_matmul_tf32 = allow; }
+bool allow_tf32() { return g_matmul_tf32; }
+}  // namespace matmul
+
+namespace cudnn {
+void set_allow_tf32(bool allow) { g_cudnn_tf32 = allow; }
+bool allow_tf32() { return g_cudnn_tf32; }
+}  // namespace cudnn
+
+void enable_flash_sdp(bool enabled) { g_flash = enabled; }
+bool flash_sdp_enabled() { return g_flash; }
+
+}  // namespace ember::cuda
