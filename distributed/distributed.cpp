@@ -44,8 +44,9 @@ bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.starts_with("127.") || addr == "::1";
 }
 
-std::shared_ptr<ProcessGroup> make_group(const std::string& backend, std::shared_ptr<Store> store, int rank, int size,
-                                         std::chrono::milliseconds timeout, const std::string& gloo_hostname) {
+std::shared_ptr<ProcessGroup> make_group(const std::string& backend, std::shared_ptr<Store> store, int rank,
+                                         int size, std::chrono::milliseconds timeout,
+                                         const std::string& gloo_hostname) {
   if (backend == "gloo") {
     ProcessGroupGlooOptions o;
     o.timeout = timeout;
@@ -59,7 +60,8 @@ std::shared_ptr<ProcessGroup> make_group(const std::string& backend, std::shared
 
 const std::shared_ptr<ProcessGroup>& require_default(const char* op) {
   World& w = world();
-  EMBER_CHECK(w.default_group, op, ": the default process group is not initialized (call init_process_group first)");
+  EMBER_CHECK(w.default_group, op,
+              ": the default process group is not initialized (call init_process_group first)");
   return w.default_group;
 }
 
@@ -91,7 +93,8 @@ void init_process_group(const std::string& backend, InitOptions options) {
   if (!store) {
     if (master_addr.empty()) {
       const char* v = std::getenv("MASTER_ADDR");
-      EMBER_CHECK(v && *v, "init_process_group: master_addr is not given and MASTER_ADDR is not set (emberrun "
+      EMBER_CHECK(v && *v,
+                  "init_process_group: master_addr is not given and MASTER_ADDR is not set (emberrun "
                   "sets it; or pass it in InitOptions)");
       master_addr = v;
     }
@@ -154,7 +157,8 @@ namespace {
 const std::vector<int>& members(const GroupPtr& group, const char* op) {
   World& w = world();
   auto it = w.global_ranks.find(group.get());
-  EMBER_CHECK(it != w.global_ranks.end(), op, ": the group is not known (destroyed, or not made by new_group)");
+  EMBER_CHECK(it != w.global_ranks.end(), op,
+              ": the group is not known (destroyed, or not made by new_group)");
   return it->second;
 }
 
@@ -179,7 +183,8 @@ int get_global_rank(const GroupPtr& group, int group_rank) {
   return ranks[group_rank];
 }
 
-std::shared_ptr<ProcessGroup> new_group(std::vector<int> ranks, std::optional<std::chrono::milliseconds> timeout) {
+std::shared_ptr<ProcessGroup> new_group(std::vector<int> ranks,
+                                        std::optional<std::chrono::milliseconds> timeout) {
   World& w = world();
   std::unique_lock<std::mutex> lock(w.mu);
   const auto& world_group = require_default("new_group");
@@ -216,13 +221,14 @@ std::shared_ptr<Work> broadcast(const Tensor& tensor, int src, const GroupPtr& g
   return finish(g->broadcast(tensor, get_group_rank(g, src)), async_op);
 }
 
-std::shared_ptr<Work> reduce(const Tensor& tensor, int dst, ReduceOp op, const GroupPtr& group, bool async_op) {
+std::shared_ptr<Work> reduce(const Tensor& tensor, int dst, ReduceOp op, const GroupPtr& group,
+                             bool async_op) {
   auto g = resolve(group, "reduce");
   return finish(g->reduce(tensor, get_group_rank(g, dst), op), async_op);
 }
 
-std::shared_ptr<Work> all_gather(const std::vector<Tensor>& tensor_list, const Tensor& tensor, const GroupPtr& group,
-                                 bool async_op) {
+std::shared_ptr<Work> all_gather(const std::vector<Tensor>& tensor_list, const Tensor& tensor,
+                                 const GroupPtr& group, bool async_op) {
   return finish(resolve(group, "all_gather")->all_gather(tensor_list, tensor), async_op);
 }
 
@@ -241,8 +247,9 @@ std::shared_ptr<Work> reduce_scatter_tensor(const Tensor& output, const Tensor& 
   return finish(resolve(group, "reduce_scatter_tensor")->reduce_scatter_tensor(output, input, op), async_op);
 }
 
-std::shared_ptr<Work> all_to_all(const std::vector<Tensor>& output_list, const std::vector<Tensor>& input_list,
-                                 const GroupPtr& group, bool async_op) {
+std::shared_ptr<Work> all_to_all(const std::vector<Tensor>& output_list,
+                                 const std::vector<Tensor>& input_list, const GroupPtr& group,
+                                 bool async_op) {
   return finish(resolve(group, "all_to_all")->all_to_all(output_list, input_list), async_op);
 }
 
@@ -250,9 +257,9 @@ std::shared_ptr<Work> all_to_all_single(const Tensor& output, const Tensor& inpu
                                         const std::vector<int64_t>& output_split_sizes,
                                         const std::vector<int64_t>& input_split_sizes, const GroupPtr& group,
                                         bool async_op) {
-  return finish(
-      resolve(group, "all_to_all_single")->all_to_all_single(output, input, output_split_sizes, input_split_sizes),
-      async_op);
+  return finish(resolve(group, "all_to_all_single")
+                    ->all_to_all_single(output, input, output_split_sizes, input_split_sizes),
+                async_op);
 }
 
 std::shared_ptr<Work> isend(const Tensor& tensor, int dst, const GroupPtr& group, int tag) {
@@ -265,9 +272,13 @@ std::shared_ptr<Work> irecv(const Tensor& tensor, int src, const GroupPtr& group
   return g->recv(tensor, get_group_rank(g, src), tag);
 }
 
-void send(const Tensor& tensor, int dst, const GroupPtr& group, int tag) { isend(tensor, dst, group, tag)->wait(); }
+void send(const Tensor& tensor, int dst, const GroupPtr& group, int tag) {
+  isend(tensor, dst, group, tag)->wait();
+}
 
-void recv(const Tensor& tensor, int src, const GroupPtr& group, int tag) { irecv(tensor, src, group, tag)->wait(); }
+void recv(const Tensor& tensor, int src, const GroupPtr& group, int tag) {
+  irecv(tensor, src, group, tag)->wait();
+}
 
 void barrier(const GroupPtr& group) { resolve(group, "barrier")->barrier()->wait(); }
 

@@ -23,10 +23,10 @@
 namespace ember::distributed {
 
 struct InitOptions {
-  int rank = -1;             // -1: the environment's RANK
-  int world_size = -1;       // -1: WORLD_SIZE
-  std::string master_addr;   // empty: MASTER_ADDR
-  int master_port = -1;      // -1: MASTER_PORT
+  int rank = -1;                 // -1: the environment's RANK
+  int world_size = -1;           // -1: WORLD_SIZE
+  std::string master_addr;       // empty: MASTER_ADDR
+  int master_port = -1;          // -1: MASTER_PORT
   std::shared_ptr<Store> store;  // given: rendezvous through it instead of a TCPStore
   std::chrono::milliseconds timeout = ProcessGroup::kDefaultTimeout;
 };
@@ -55,22 +55,25 @@ std::shared_ptr<ProcessGroup> new_group(std::vector<int> ranks = {},
 // Collectives on the default group (or `group`): they wait unless async_op, and return the
 // Work either way.
 using GroupPtr = std::shared_ptr<ProcessGroup>;
-std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op = ReduceOp::SUM, const GroupPtr& group = nullptr,
-                                 bool async_op = false);
-std::shared_ptr<Work> broadcast(const Tensor& tensor, int src, const GroupPtr& group = nullptr, bool async_op = false);
-std::shared_ptr<Work> reduce(const Tensor& tensor, int dst, ReduceOp op = ReduceOp::SUM, const GroupPtr& group = nullptr,
-                             bool async_op = false);
+std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op = ReduceOp::SUM,
+                                 const GroupPtr& group = nullptr, bool async_op = false);
+std::shared_ptr<Work> broadcast(const Tensor& tensor, int src, const GroupPtr& group = nullptr,
+                                bool async_op = false);
+std::shared_ptr<Work> reduce(const Tensor& tensor, int dst, ReduceOp op = ReduceOp::SUM,
+                             const GroupPtr& group = nullptr, bool async_op = false);
 std::shared_ptr<Work> all_gather(const std::vector<Tensor>& tensor_list, const Tensor& tensor,
                                  const GroupPtr& group = nullptr, bool async_op = false);
-std::shared_ptr<Work> all_gather_into_tensor(const Tensor& output, const Tensor& input, const GroupPtr& group = nullptr,
-                                             bool async_op = false);
+std::shared_ptr<Work> all_gather_into_tensor(const Tensor& output, const Tensor& input,
+                                             const GroupPtr& group = nullptr, bool async_op = false);
 std::shared_ptr<Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& input_list,
                                      ReduceOp op = ReduceOp::SUM, const GroupPtr& group = nullptr,
                                      bool async_op = false);
-std::shared_ptr<Work> reduce_scatter_tensor(const Tensor& output, const Tensor& input, ReduceOp op = ReduceOp::SUM,
-                                            const GroupPtr& group = nullptr, bool async_op = false);
-std::shared_ptr<Work> all_to_all(const std::vector<Tensor>& output_list, const std::vector<Tensor>& input_list,
-                                 const GroupPtr& group = nullptr, bool async_op = false);
+std::shared_ptr<Work> reduce_scatter_tensor(const Tensor& output, const Tensor& input,
+                                            ReduceOp op = ReduceOp::SUM, const GroupPtr& group = nullptr,
+                                            bool async_op = false);
+std::shared_ptr<Work> all_to_all(const std::vector<Tensor>& output_list,
+                                 const std::vector<Tensor>& input_list, const GroupPtr& group = nullptr,
+                                 bool async_op = false);
 std::shared_ptr<Work> all_to_all_single(const Tensor& output, const Tensor& input,
                                         const std::vector<int64_t>& output_split_sizes = {},
                                         const std::vector<int64_t>& input_split_sizes = {},

@@ -116,19 +116,29 @@ class ThenWork : public Work {
   std::once_flag once_;
 };
 
-const char* kOpNames[] = {"all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
-                          "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single",
-                          "send", "recv", "barrier"};
+const char* kOpNames[] = {"all_reduce",
+                          "broadcast",
+                          "reduce",
+                          "all_gather",
+                          "all_gather_into_tensor",
+                          "reduce_scatter",
+                          "reduce_scatter_tensor",
+                          "all_to_all",
+                          "all_to_all_single",
+                          "send",
+                          "recv",
+                          "barrier"};
 
 }  // namespace
 
 // --- ProcessGroup: argument checks shared by the backends ---
 
-ProcessGroup::ProcessGroup(int rank, int size, Options options) : rank_(rank), size_(size), options_(options) {
+ProcessGroup::ProcessGroup(int rank, int size, Options options)
+    : rank_(rank), size_(size), options_(options) {
   EMBER_CHECK(size >= 1 && rank >= 0 && rank < size, "ProcessGroup: rank ", rank, " is not in [0, ", size,
               ") (world size ", size, ")");
-  EMBER_CHECK(options.timeout.count() > 0, "ProcessGroup: timeout must be positive, got ", options.timeout.count(),
-              " ms");
+  EMBER_CHECK(options.timeout.count() > 0, "ProcessGroup: timeout must be positive, got ",
+              options.timeout.count(), " ms");
 }
 
 std::string ProcessGroup::describe(const char* op, uint64_t seq) const {
@@ -139,8 +149,8 @@ namespace {
 
 void check_dense(const char* op, const Tensor& t, const char* name = "tensor") {
   EMBER_CHECK(t.defined(), op, ": ", name, " is undefined");
-  EMBER_CHECK(t.is_contiguous(), op, ": ", name, " must be contiguous (sizes ", t.sizes(), ", strides ", t.strides(),
-              ")");
+  EMBER_CHECK(t.is_contiguous(), op, ": ", name, " must be contiguous (sizes ", t.sizes(), ", strides ",
+              t.strides(), ")");
 }
 
 void check_reduce_op(const char* op, const Tensor& t, ReduceOp rop) {
@@ -155,8 +165,8 @@ void check_rank(const char* op, const char* what, int r, int size) {
 
 void check_like(const char* op, const Tensor& t, const Tensor& ref, const char* name, size_t i) {
   check_dense(op, t, name);
-  EMBER_CHECK(t.dtype() == ref.dtype() && t.device() == ref.device(), op, ": ", name, "[", i, "] is ", t.dtype(),
-              " on ", t.device(), ", expected ", ref.dtype(), " on ", ref.device());
+  EMBER_CHECK(t.dtype() == ref.dtype() && t.device() == ref.device(), op, ": ", name, "[", i, "] is ",
+              t.dtype(), " on ", t.device(), ", expected ", ref.dtype(), " on ", ref.device());
 }
 
 }  // namespace
@@ -191,8 +201,8 @@ std::shared_ptr<Work> ProcessGroup::all_gather(const std::vector<Tensor>& output
               " output tensors for a group of size ", size_);
   for (size_t i = 0; i < outputs.size(); ++i) {
     check_like(op, outputs[i], input, "outputs", i);
-    EMBER_CHECK(outputs[i].sizes().equals(input.sizes()), op, ": outputs[", i, "] has shape ", outputs[i].sizes(),
-                ", input has ", input.sizes());
+    EMBER_CHECK(outputs[i].sizes().equals(input.sizes()), op, ": outputs[", i, "] has shape ",
+                outputs[i].sizes(), ", input has ", input.sizes());
   }
   Tensor flat = empty({size_ * input.numel()}, input.options());
   auto work = all_gather_impl(flat, input);
@@ -207,8 +217,9 @@ std::shared_ptr<Work> ProcessGroup::all_gather_into_tensor(const Tensor& output,
   check_dense(op, input, "input");
   check_tensor(op, input);
   check_like(op, output, input, "output", 0);
-  EMBER_CHECK(output.numel() == size_ * input.numel(), op, ": output has ", output.numel(), " elements (shape ",
-              output.sizes(), "), expected ", size_, " x ", input.numel(), " (group size x input ", input.sizes(), ")");
+  EMBER_CHECK(output.numel() == size_ * input.numel(), op, ": output has ", output.numel(),
+              " elements (shape ", output.sizes(), "), expected ", size_, " x ", input.numel(),
+              " (group size x input ", input.sizes(), ")");
   return all_gather_impl(output, input);
 }
 
@@ -223,29 +234,32 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter(const Tensor& output, const s
   std::vector<Tensor> flat;
   for (size_t i = 0; i < inputs.size(); ++i) {
     check_like(name, inputs[i], output, "inputs", i);
-    EMBER_CHECK(inputs[i].sizes().equals(output.sizes()), name, ": inputs[", i, "] has shape ", inputs[i].sizes(),
-                ", output has ", output.sizes());
+    EMBER_CHECK(inputs[i].sizes().equals(output.sizes()), name, ": inputs[", i, "] has shape ",
+                inputs[i].sizes(), ", output has ", output.sizes());
     flat.push_back(inputs[i].reshape({-1}));
   }
   return reduce_scatter_impl(output, cat(flat), op);
 }
 
-std::shared_ptr<Work> ProcessGroup::reduce_scatter_tensor(const Tensor& output, const Tensor& input, ReduceOp op) {
+std::shared_ptr<Work> ProcessGroup::reduce_scatter_tensor(const Tensor& output, const Tensor& input,
+                                                          ReduceOp op) {
   const char* name = kOpNames[6];
   check_dense(name, output, "output");
   check_tensor(name, output);
   check_reduce_op(name, output, op);
   check_like(name, input, output, "input", 0);
-  EMBER_CHECK(input.numel() == size_ * output.numel(), name, ": input has ", input.numel(), " elements (shape ",
-              input.sizes(), "), expected ", size_, " x ", output.numel(), " (group size x output ", output.sizes(),
-              ")");
+  EMBER_CHECK(input.numel() == size_ * output.numel(), name, ": input has ", input.numel(),
+              " elements (shape ", input.sizes(), "), expected ", size_, " x ", output.numel(),
+              " (group size x output ", output.sizes(), ")");
   return reduce_scatter_impl(output, input, op);
 }
 
-std::shared_ptr<Work> ProcessGroup::all_to_all(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs) {
+std::shared_ptr<Work> ProcessGroup::all_to_all(const std::vector<Tensor>& outputs,
+                                               const std::vector<Tensor>& inputs) {
   const char* op = kOpNames[7];
   EMBER_CHECK(outputs.size() == static_cast<size_t>(size_) && inputs.size() == static_cast<size_t>(size_), op,
-              ": got ", outputs.size(), " outputs and ", inputs.size(), " inputs for a group of size ", size_);
+              ": got ", outputs.size(), " outputs and ", inputs.size(), " inputs for a group of size ",
+              size_);
   check_dense(op, inputs[0], "inputs[0]");
   check_tensor(op, inputs[0]);
   std::vector<Tensor> flat_in;

@@ -97,7 +97,8 @@ class ProcessGroup {
   std::shared_ptr<Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
                                        ReduceOp op = ReduceOp::SUM);
   // input has size() times output's elements; output receives the reduction of slice rank().
-  std::shared_ptr<Work> reduce_scatter_tensor(const Tensor& output, const Tensor& input, ReduceOp op = ReduceOp::SUM);
+  std::shared_ptr<Work> reduce_scatter_tensor(const Tensor& output, const Tensor& input,
+                                              ReduceOp op = ReduceOp::SUM);
   // inputs[r] goes to rank r; outputs[r] comes from rank r (shapes may differ per rank; each
   // outputs[r] must match what rank r sends). Outputs are filled when wait() returns.
   std::shared_ptr<Work> all_to_all(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs);
@@ -118,7 +119,8 @@ class ProcessGroup {
   virtual std::shared_ptr<Work> broadcast_impl(const Tensor& tensor, int root) = 0;
   virtual std::shared_ptr<Work> reduce_impl(const Tensor& tensor, int root, ReduceOp op) = 0;
   virtual std::shared_ptr<Work> all_gather_impl(const Tensor& output, const Tensor& input) = 0;
-  virtual std::shared_ptr<Work> reduce_scatter_impl(const Tensor& output, const Tensor& input, ReduceOp op) = 0;
+  virtual std::shared_ptr<Work> reduce_scatter_impl(const Tensor& output, const Tensor& input,
+                                                    ReduceOp op) = 0;
   // counts in elements: input_counts[r] go to rank r, output_counts[r] come from rank r.
   virtual std::shared_ptr<Work> all_to_all_impl(const Tensor& output, const Tensor& input,
                                                 const std::vector<int64_t>& output_counts,

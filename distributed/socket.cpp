@@ -106,8 +106,8 @@ Socket Socket::listen(int port, const char* what) {
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_ANY);
     addr.sin_port = htons(static_cast<uint16_t>(port));
-    EMBER_CHECK(::bind(s.fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0, what, ": cannot bind port ",
-                port, ": ", errno_str(errno));
+    EMBER_CHECK(::bind(s.fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0, what,
+                ": cannot bind port ", port, ": ", errno_str(errno));
   }
   EMBER_CHECK(::listen(s.fd_, 1024) == 0, what, ": listen on port ", port, " failed: ", errno_str(errno));
   return s;
@@ -131,7 +131,8 @@ Socket Socket::connect(const std::string& host, int port, Clock::time_point dead
   }
   auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
   throw Error(ember::detail::str_cat(what, ": could not connect to ", host, ":", port, " within ", waited,
-                                     " ms (last error: ", gai_error.empty() ? errno_str(err) : gai_error, ")"));
+                                     " ms (last error: ", gai_error.empty() ? errno_str(err) : gai_error,
+                                     ")"));
 }
 
 int Socket::local_port() const {

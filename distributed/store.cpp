@@ -5,7 +5,9 @@
 namespace ember::distributed {
 
 PrefixStore::PrefixStore(std::string prefix, std::shared_ptr<Store> store)
-    : Store(store ? store->timeout() : kDefaultTimeout), prefix_(std::move(prefix)), store_(std::move(store)) {
+    : Store(store ? store->timeout() : kDefaultTimeout),
+      prefix_(std::move(prefix)),
+      store_(std::move(store)) {
   EMBER_CHECK(store_, "PrefixStore: the underlying store is null (prefix '", prefix_, "')");
 }
 

@@ -41,7 +41,7 @@ const std::string kReadyKey = kInternalPrefix + "ready";
 // How long a get or wait reply may lag behind the server's own deadline.
 constexpr milliseconds kReplySlack{2000};
 // New connections after the first (more threads, or after an error) retry this long at most.
-constexpr milliseconds kReconnectTimeout{5000};
+constexpr milliseconds kReconnectTimeout{1000};
 
 class Writer {
  public:
@@ -276,7 +276,8 @@ class TCPStore::Server {
       }
       case Cmd::kCheck: {
         auto keys = r.strs();
-        bool all = std::all_of(keys.begin(), keys.end(), [&](const std::string& k) { return data_.count(k); });
+        bool all =
+            std::all_of(keys.begin(), keys.end(), [&](const std::string& k) { return data_.count(k); });
         send(fd, w.status(Status::kOk).u8(all));
         return;
       }
@@ -380,8 +381,8 @@ Socket TCPStore::take_connection(const char* op) {
   }
 }
 
-std::string TCPStore::request(const std::string& payload_frame, Clock::time_point reply_deadline, const char* op,
-                              const std::string& key) {
+std::string TCPStore::request(const std::string& payload_frame, Clock::time_point reply_deadline,
+                              const char* op, const std::string& key) {
   std::string what = key.empty() ? std::string(op) : ember::detail::str_cat(op, " of key '", key, "'");
   Socket conn = take_connection(op);
   std::string reply;
@@ -426,8 +427,8 @@ void TCPStore::set(const std::string& key, const std::string& value) {
 }
 
 std::string TCPStore::get(const std::string& key) {
-  std::string reply =
-      request(Writer().cmd(Cmd::kGet).str(key).i64(timeout_.count()).frame(), reply_deadline(timeout_), "get", key);
+  std::string reply = request(Writer().cmd(Cmd::kGet).str(key).i64(timeout_.count()).frame(),
+                              reply_deadline(timeout_), "get", key);
   EMBER_CHECK(static_cast<Status>(reply[0]) == Status::kOk, "TCPStore: get: wait for key '", key,
               "' timed out after ", timeout_.count(), " ms (server ", server_name(), ")");
   Reader r(reply);
@@ -436,12 +437,14 @@ std::string TCPStore::get(const std::string& key) {
 }
 
 int64_t TCPStore::add(const std::string& key, int64_t value) {
-  Reader r(request(Writer().cmd(Cmd::kAdd).str(key).i64(value).frame(), reply_deadline(timeout_), "add", key));
+  Reader r(
+      request(Writer().cmd(Cmd::kAdd).str(key).i64(value).frame(), reply_deadline(timeout_), "add", key));
   r.u8();
   return r.i64();
 }
 
-std::string TCPStore::compare_set(const std::string& key, const std::string& expected, const std::string& desired) {
+std::string TCPStore::compare_set(const std::string& key, const std::string& expected,
+                                  const std::string& desired) {
   Reader r(request(Writer().cmd(Cmd::kCompareSet).str(key).str(expected).str(desired).frame(),
                    reply_deadline(timeout_), "compare_set", key));
   r.u8();
@@ -476,7 +479,8 @@ void TCPStore::wait(const std::vector<std::string>& keys, milliseconds timeout) 
   r.u8();
   std::string missing = r.str();
   throw Error(ember::detail::str_cat("TCPStore: wait for ", keys.size() == 1 ? "key " : "keys ", missing,
-                                     " timed out after ", timeout.count(), " ms (server ", server_name(), ")"));
+                                     " timed out after ", timeout.count(), " ms (server ", server_name(),
+                                     ")"));
 }
 
 }  // namespace ember::distributed

@@ -80,7 +80,8 @@ class TaskQueue {
         // A group destroyed with work still queued fails it rather than starting it.
         if (stop_) {
           lock.unlock();
-          task.first->finish(std::make_exception_ptr(Error(task.first->what() + " failed: the group was destroyed")));
+          task.first->finish(
+              std::make_exception_ptr(Error(task.first->what() + " failed: the group was destroyed")));
           continue;
         }
       }
@@ -176,13 +177,17 @@ class ProcessGroupGloo : public ProcessGroup {
       auto device = gloo::transport::tcp::CreateDevice(attr);
       auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
       context->setTimeout(options.timeout);
-      GlooStore gloo_store(std::move(store));
+      GlooStore gloo_store(store);
       context->connectFullMesh(gloo_store, device);
       context_ = std::move(context);
+      // A rank that returned from connectFullMesh may otherwise exit (or fail) while a peer is
+      // still finishing its half of the connections, which would then fail on that peer.
+      if (store->add("connected", 1) == size) store->set("all_connected", "");
+      store->wait({"all_connected"});
     } catch (const std::exception& e) {
-      throw Error(ember::detail::str_cat("ProcessGroupGloo: rank ", rank, " of ", size, " could not connect to its peers (",
-                                         attr.iface.empty() ? "host " + attr.hostname : "interface " + attr.iface,
-                                         "): ", e.what()));
+      throw Error(ember::detail::str_cat(
+          "ProcessGroupGloo: rank ", rank, " of ", size, " could not connect to its peers (",
+          attr.iface.empty() ? "host " + attr.hostname : "interface " + attr.iface, "): ", e.what()));
     }
   }
 
@@ -259,15 +264,15 @@ class ProcessGroupGloo : public ProcessGroup {
       for (auto& x : v) x *= es;
       return v;
     };
-    return enqueue("all_to_all", [this, output, input, out = bytes(output_counts), in = bytes(input_counts)](
-                                     uint32_t tag) {
-      gloo::AlltoallvOptions o(context_);
-      o.setInput(static_cast<uint8_t*>(input.data_ptr()), in);
-      o.setOutput(static_cast<uint8_t*>(output.data_ptr()), out);
-      o.setTag(tag);
-      o.setTimeout(options_.timeout);
-      gloo::alltoallv(o);
-    });
+    return enqueue("all_to_all",
+                   [this, output, input, out = bytes(output_counts), in = bytes(input_counts)](uint32_t tag) {
+                     gloo::AlltoallvOptions o(context_);
+                     o.setInput(static_cast<uint8_t*>(input.data_ptr()), in);
+                     o.setOutput(static_cast<uint8_t*>(output.data_ptr()), out);
+                     o.setTag(tag);
+                     o.setTimeout(options_.timeout);
+                     gloo::alltoallv(o);
+                   });
   }
 
   // Posted at once (so that a send and the matching recv never wait on each other's queue);

@@ -24,17 +24,18 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-[[noreturn]] void throw_nccl_error(ncclResult_t r, ncclComm_t comm, const char* expr, const char* file, int line) {
+[[noreturn]] void throw_nccl_error(ncclResult_t r, ncclComm_t comm, const char* expr, const char* file,
+                                   int line) {
   const char* last = comm ? ncclGetLastError(comm) : ncclGetLastError(nullptr);
   throw Error(ember::detail::str_cat("ProcessGroupNCCL: ", expr, " failed: ", ncclGetErrorString(r),
-                                     last && *last ? std::string(" (") + last + ")" : std::string(), " at ", file,
-                                     ":", line));
+                                     last && *last ? std::string(" (") + last + ")" : std::string(), " at ",
+                                     file, ":", line));
 }
 
 // Every NCCL call goes through this; `comm` (may be null) lets the error quote NCCL's last message.
-#define EMBER_NCCL_CHECK(expr, comm)                                                       \
-  do {                                                                                     \
-    ncclResult_t ember_nccl_r_ = (expr);                                                   \
+#define EMBER_NCCL_CHECK(expr, comm)                                                                    \
+  do {                                                                                                  \
+    ncclResult_t ember_nccl_r_ = (expr);                                                                \
     if (ember_nccl_r_ != ncclSuccess) throw_nccl_error(ember_nccl_r_, comm, #expr, __FILE__, __LINE__); \
   } while (0)
 
@@ -229,38 +230,43 @@ class ProcessGroupNCCL : public ProcessGroup {
 
   std::shared_ptr<Work> all_reduce_impl(const Tensor& t, ReduceOp op) override {
     return launch("all_reduce", t, {t}, false, [&](ncclComm_t c, cudaStream_t s) {
-      EMBER_NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), nccl_dtype(t.dtype()), nccl_op(op), c, s), c);
+      EMBER_NCCL_CHECK(
+          ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), nccl_dtype(t.dtype()), nccl_op(op), c, s), c);
     });
   }
 
   std::shared_ptr<Work> broadcast_impl(const Tensor& t, int root) override {
     return launch("broadcast", t, {t}, false, [&](ncclComm_t c, cudaStream_t s) {
-      EMBER_NCCL_CHECK(ncclBroadcast(t.data_ptr(), t.data_ptr(), t.numel(), nccl_dtype(t.dtype()), root, c, s), c);
+      EMBER_NCCL_CHECK(
+          ncclBroadcast(t.data_ptr(), t.data_ptr(), t.numel(), nccl_dtype(t.dtype()), root, c, s), c);
     });
   }
 
   std::shared_ptr<Work> reduce_impl(const Tensor& t, int root, ReduceOp op) override {
     return launch("reduce", t, {t}, false, [&](ncclComm_t c, cudaStream_t s) {
       EMBER_NCCL_CHECK(
-          ncclReduce(t.data_ptr(), t.data_ptr(), t.numel(), nccl_dtype(t.dtype()), nccl_op(op), root, c, s), c);
+          ncclReduce(t.data_ptr(), t.data_ptr(), t.numel(), nccl_dtype(t.dtype()), nccl_op(op), root, c, s),
+          c);
     });
   }
 
   std::shared_ptr<Work> all_gather_impl(const Tensor& out, const Tensor& in) override {
     return launch("all_gather", in, {out, in}, false, [&](ncclComm_t c, cudaStream_t s) {
-      EMBER_NCCL_CHECK(ncclAllGather(in.data_ptr(), out.data_ptr(), in.numel(), nccl_dtype(in.dtype()), c, s), c);
+      EMBER_NCCL_CHECK(ncclAllGather(in.data_ptr(), out.data_ptr(), in.numel(), nccl_dtype(in.dtype()), c, s),
+                       c);
     });
   }
 
   std::shared_ptr<Work> reduce_scatter_impl(const Tensor& out, const Tensor& in, ReduceOp op) override {
     return launch("reduce_scatter", in, {out, in}, false, [&](ncclComm_t c, cudaStream_t s) {
-      EMBER_NCCL_CHECK(
-          ncclReduceScatter(in.data_ptr(), out.data_ptr(), out.numel(), nccl_dtype(in.dtype()), nccl_op(op), c, s),
-          c);
+      EMBER_NCCL_CHECK(ncclReduceScatter(in.data_ptr(), out.data_ptr(), out.numel(), nccl_dtype(in.dtype()),
+                                         nccl_op(op), c, s),
+                       c);
     });
   }
 
-  std::shared_ptr<Work> all_to_all_impl(const Tensor& out, const Tensor& in, const std::vector<int64_t>& out_counts,
+  std::shared_ptr<Work> all_to_all_impl(const Tensor& out, const Tensor& in,
+                                        const std::vector<int64_t>& out_counts,
                                         const std::vector<int64_t>& in_counts) override {
     return launch("all_to_all", in, {out, in}, false, [&](ncclComm_t c, cudaStream_t s) {
       auto dt = nccl_dtype(in.dtype());
@@ -374,9 +380,10 @@ class ProcessGroupNCCL : public ProcessGroup {
           ncclResult_t async = ncclSuccess;
           if (!w->comm_->aborted()) ncclCommGetAsyncError(w->comm_->comm, &async);
           if (async != ncclSuccess && async != ncclInProgress) {
-            w->fail(ember::detail::str_cat(w->what(), " failed: NCCL reported ", ncclGetErrorString(async), " (",
-                                           ncclGetLastError(w->comm_->comm), "); the communicator was aborted"),
-                    true);
+            w->fail(
+                ember::detail::str_cat(w->what(), " failed: NCCL reported ", ncclGetErrorString(async), " (",
+                                       ncclGetLastError(w->comm_->comm), "); the communicator was aborted"),
+                true);
           } else if (!w->poll() && Clock::now() - w->started > options_.timeout) {
             w->fail(ember::detail::str_cat(w->what(), " timed out after ", options_.timeout.count(),
                                            " ms; the communicator was aborted"),

@@ -7,9 +7,11 @@ namespace ember::distributed {
 
 bool is_nccl_available() { return false; }
 
-std::shared_ptr<ProcessGroup> make_process_group_nccl(std::shared_ptr<Store>, int, int, ProcessGroupNCCLOptions) {
+std::shared_ptr<ProcessGroup> make_process_group_nccl(std::shared_ptr<Store>, int, int,
+                                                      ProcessGroupNCCLOptions) {
   throw Error(
-      "ProcessGroupNCCL: ember was built without NCCL (it needs the CUDA backend and nccl.h/libnccl; configure "
+      "ProcessGroupNCCL: ember was built without NCCL (it needs the CUDA backend and nccl.h/libnccl; "
+      "configure "
       "with -DEMBER_NCCL=ON)");
 }
 
