@@ -18,7 +18,7 @@ Tensor params(std::vector<int64_t> v) {
 }
 
 std::vector<int64_t> ints(const Tensor& t) {
-  Tensor c = t.contiguous();
+  Tensor c = t.cpu().contiguous();
   return {c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()};
 }
 
@@ -249,6 +249,10 @@ const OpTableRegistrar registrar({
      [](const std::vector<Tensor>& in) {
        std::vector<int64_t> p = ints(in[1]);
        auto [values, indices] = topk(in[0], p[0], p[1], p[2] != 0, p[3] != 0);
+       if (!p[3] && values.numel() > 0) {  // unsorted: any order, so compare in sorted order
+         Tensor order = argsort(values, p[1]);
+         values = values.gather(p[1], order), indices = indices.gather(p[1], order);
+       }
        return cat({atleast_1d(values).flatten(), atleast_1d(indices).flatten()});
      }},
     {"cumsum",

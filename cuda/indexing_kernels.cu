@@ -1,0 +1,323 @@
+// CUDA kernels of the indexing ops and embedding. gather reads through any strides. scatter_add
+// adds with atomics (a CAS loop on the enclosing word for 1-byte types). scatter keeps the CPU's
+// rule that the last write in index order wins: short lines go a thread per line; long ones take a
+// first pass that records, per destination, the largest position along dim that writes it
+// (atomicMax), and a second that lets only that one write.
+// index_range is a min/max reduction whose result comes back to the host for the range checks.
+#include <climits>
+
+#include "ember/core/factories.h"
+#include "ember/core/ops/embedding.h"
+#include "ember/core/ops/indexing.h"
+#include "ember/cuda/index_range.h"
+#include "ember/cuda/nn_kernel_util.cuh"
+#include "ember/cuda/offset_calc.cuh"
+
+namespace ember::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+#define EMBER_GRID_STRIDE(i, n)                                                          \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+// `t` with stride 0 along dim: the first element of each line.
+DimVector strides_without(const Tensor& t, int64_t dim) {
+  DimVector s(t.strides());
+  s[dim] = 0;
+  return s;
+}
+
+// --- gather: out[p] = self[p with p[dim] = index[p]] over index's shape. ---
+
+template <class U>
+__global__ void gather_kernel(U* out, const U* self, const int64_t* index, OffsetCalc<3> oc, int64_t step,
+                              int64_t n) {
+  EMBER_GRID_STRIDE(i, n) {
+    int64_t off[3];
+    oc.get(i, off);
+    out[off[0]] = self[off[1] + index[off[2]] * step];
+  }
+}
+
+void gather_cuda(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
+  const DimVector self_strides = strides_without(self, dim);
+  const OffsetCalc<3> oc =
+      make_offset_calc<3>("gather", index.sizes(), {out.strides(), self_strides, index.strides()});
+  const int64_t n = index.numel();
+  cudaStream_t stream = current_stream();
+  visit_element_size(out.element_size(), [&](auto tag) {
+    using U = decltype(tag);
+    gather_kernel<U><<<grid_for(n, kThreads), kThreads, 0, stream>>>(
+        static_cast<U*>(out.data_ptr()), static_cast<const U*>(self.data_ptr()),
+        static_cast<const int64_t*>(index.data_ptr()), oc, self.stride(dim), n);
+    EMBER_CUDA_LAUNCH_CHECK();
+  });
+}
+
+// --- scatter ---
+
+// dst = f(dst) atomically for a 1-byte dst, through a CAS on the aligned word that holds it.
+template <class F>
+__device__ void atomic_update_byte(uint8_t* dst, F f) {
+  auto* word = reinterpret_cast<unsigned int*>(reinterpret_cast<uintptr_t>(dst) & ~uintptr_t{3});
+  const unsigned shift = (reinterpret_cast<uintptr_t>(dst) & 3u) * 8u;
+  unsigned old = *word, assumed;
+  do {
+    assumed = old;
+    const unsigned cur = (assumed >> shift) & 0xffu;
+    const unsigned next = static_cast<unsigned>(f(static_cast<uint8_t>(cur))) & 0xffu;
+    old = atomicCAS(word, assumed, (assumed & ~(0xffu << shift)) | (next << shift));
+  } while (assumed != old);
+}
+
+// *dst += a * v with the CPU kernel's arithmetic (in Acc, int64 for the integers).
+__device__ void atomic_add(float* dst, float a, float v) { atomicAdd(dst, a * v); }
+__device__ void atomic_add(double* dst, double a, double v) { atomicAdd(dst, a * v); }
+__device__ void atomic_add(Half* dst, float a, Half v) {
+  atomicAdd(reinterpret_cast<__half*>(dst), __float2half_rn(a * to_acc(v)));
+}
+__device__ void atomic_add(BFloat16* dst, float a, BFloat16 v) {
+  atomicAdd(reinterpret_cast<__nv_bfloat16*>(dst), __float2bfloat16_rn(a * to_acc(v)));
+}
+__device__ void atomic_add(int32_t* dst, int64_t a, int32_t v) {
+  atomicAdd(reinterpret_cast<int*>(dst), static_cast<int>(a * v));  // wraps as the CPU's cast does
+}
+__device__ void atomic_add(int64_t* dst, int64_t a, int64_t v) {
+  atomicAdd(reinterpret_cast<unsigned long long*>(dst), static_cast<unsigned long long>(a * v));
+}
+__device__ void atomic_add(uint8_t* dst, int64_t a, uint8_t v) {
+  atomic_update_byte(dst, [&](uint8_t cur) { return static_cast<uint8_t>(cur + a * v); });
+}
+__device__ void atomic_add(bool* dst, int64_t a, bool v) {
+  atomic_update_byte(reinterpret_cast<uint8_t*>(dst), [&](uint8_t cur) {
+    return static_cast<uint8_t>(cur + a * static_cast<int64_t>(v) != 0);
+  });
+}
+
+// The type the CPU kernel adds in: float for the floats below double, int64 for the integers.
+template <class T>
+using AddType = std::conditional_t<std::is_same_v<T, double>, double,
+                                   std::conditional_t<is_floating_point(dtype_of<T>), float, int64_t>>;
+
+// Operands over index's shape: self (stride 0 along dim), index, src.
+template <class T>
+__global__ void scatter_add_kernel(T* self, const int64_t* index, const T* src, OffsetCalc<3> oc,
+                                   int64_t step, AddType<T> alpha, int64_t n) {
+  EMBER_GRID_STRIDE(i, n) {
+    int64_t off[3];
+    oc.get(i, off);
+    atomic_add(self + off[0] + index[off[1]] * step, alpha, src[off[2]]);
+  }
+}
+
+// Lines along dim no longer than this are written by one thread each, in index order.
+constexpr int64_t kSerialLine = 32;
+
+// One thread per line along dim (oc over index's shape with dim of size 1: self's line start,
+// index, src), writing in index order.
+template <class U>
+__global__ void scatter_lines_kernel(U* self, const int64_t* index, const U* src, OffsetCalc<3> oc,
+                                     int64_t len, int64_t self_step, int64_t index_step, int64_t src_step,
+                                     int64_t lines) {
+  EMBER_GRID_STRIDE(j, lines) {
+    int64_t off[3];
+    oc.get(j, off);
+    for (int64_t i = 0; i < len; ++i)
+      self[off[0] + index[off[1] + i * index_step] * self_step] = src[off[2] + i * src_step];
+  }
+}
+
+// Operands over index's shape: self, index, src as above, then the logical (contiguous) position
+// in self of the line's first element, and the position along dim.
+using ScatterCalc = OffsetCalc<5>;
+
+__global__ void scatter_winner_kernel(int* winner, const int64_t* index, ScatterCalc oc, int64_t logical_step,
+                                      int64_t n) {
+  EMBER_GRID_STRIDE(i, n) {
+    int64_t off[5];
+    oc.get(i, off);
+    atomicMax(winner + off[3] + index[off[1]] * logical_step, static_cast<int>(off[4]));
+  }
+}
+
+template <class U>
+__global__ void scatter_assign_kernel(U* self, const int64_t* index, const U* src, const int* winner,
+                                      ScatterCalc oc, int64_t step, int64_t logical_step, int64_t n) {
+  EMBER_GRID_STRIDE(i, n) {
+    int64_t off[5];
+    oc.get(i, off);
+    const int64_t k = index[off[1]];
+    if (winner[off[3] + k * logical_step] == off[4]) self[off[0] + k * step] = src[off[2]];
+  }
+}
+
+// Short lines (or a self so much larger than index that a slot per element of self would cost
+// more than the writes) go a thread per line; otherwise two passes over every element, the first
+// recording the winner of each destination in a slot per element of self.
+void scatter_assign(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                    cudaStream_t stream) {
+  const int64_t nd = self.dim(), len = index.size(dim), n = index.numel();
+  const DimVector self_strides = strides_without(self, dim);
+  const auto* pi = static_cast<const int64_t*>(index.data_ptr());
+  if (len <= kSerialLine || self.numel() > 8 * n) {
+    DimVector line_sizes(index.sizes());
+    line_sizes[dim] = 1;
+    const OffsetCalc<3> oc =
+        make_offset_calc<3>("scatter", line_sizes, {self_strides, index.strides(), src.strides()});
+    const int64_t lines = n / len;
+    visit_element_size(self.element_size(), [&](auto tag) {
+      using U = decltype(tag);
+      scatter_lines_kernel<U><<<grid_for(lines, kThreads), kThreads, 0, stream>>>(
+          static_cast<U*>(self.data_ptr()), pi, static_cast<const U*>(src.data_ptr()), oc, len,
+          self.stride(dim), index.stride(dim), src.stride(dim), lines);
+      EMBER_CUDA_LAUNCH_CHECK();
+    });
+    return;
+  }
+  EMBER_CHECK(len <= INT_MAX, "scatter: CUDA kernel supports at most ", INT_MAX,
+              " indices along dim, got index ", index.sizes());
+  // Contiguous strides over self's shape give each destination a slot in `winner`; along dim the
+  // line's start has 0 and the position along dim is k.
+  DimVector logical(nd, 0), coord(nd, 0);
+  for (int64_t d = nd - 1, s = 1; d >= 0; --d) {
+    logical[d] = s;
+    s *= self.size(d);
+  }
+  const int64_t logical_step = logical[dim];
+  logical[dim] = 0;
+  coord[dim] = 1;
+  const ScatterCalc oc = make_offset_calc<5>("scatter", index.sizes(),
+                                             {self_strides, index.strides(), src.strides(), logical, coord});
+  Tensor winner = empty({self.numel()}, TensorOptions(kInt32).device(self.device()));
+  auto* pw = static_cast<int*>(winner.data_ptr());
+  EMBER_CUDA_CHECK(cudaMemsetAsync(pw, 0xff, winner.nbytes(), stream));  // -1
+  scatter_winner_kernel<<<grid_for(n, kThreads), kThreads, 0, stream>>>(pw, pi, oc, logical_step, n);
+  EMBER_CUDA_LAUNCH_CHECK();
+  visit_element_size(self.element_size(), [&](auto tag) {
+    using U = decltype(tag);
+    scatter_assign_kernel<U><<<grid_for(n, kThreads), kThreads, 0, stream>>>(
+        static_cast<U*>(self.data_ptr()), pi, static_cast<const U*>(src.data_ptr()), pw, oc, self.stride(dim),
+        logical_step, n);
+    EMBER_CUDA_LAUNCH_CHECK();
+  });
+}
+
+void scatter_cuda(ScatterOp op, const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                  const Scalar& alpha) {
+  cudaStream_t stream = current_stream();
+  if (op == ScatterOp::Assign) return scatter_assign(self, dim, index, src, stream);
+  const DimVector self_strides = strides_without(self, dim);
+  const OffsetCalc<3> oc =
+      make_offset_calc<3>("scatter_add", index.sizes(), {self_strides, index.strides(), src.strides()});
+  const int64_t n = index.numel();
+  visit_dtype(self.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    scatter_add_kernel<T><<<grid_for(n, kThreads), kThreads, 0, stream>>>(
+        static_cast<T*>(self.data_ptr()), static_cast<const int64_t*>(index.data_ptr()),
+        static_cast<const T*>(src.data_ptr()), oc, self.stride(dim), alpha.to<AddType<T>>(), n);
+    EMBER_CUDA_LAUNCH_CHECK();
+  });
+}
+
+// --- index_range ---
+
+struct MinOp {
+  template <class T>
+  __device__ __forceinline__ T operator()(T a, T b) const {
+    return b < a ? b : a;
+  }
+};
+
+template <class I>
+__global__ void index_range_kernel(long long* result, const I* p, int64_t n, bool has_skip, int64_t skip) {
+  __shared__ long long shared[kWarpSize];
+  long long lo = LLONG_MAX, hi = LLONG_MIN;
+  EMBER_GRID_STRIDE(i, n) {
+    const long long v = p[i];
+    if (has_skip && v == skip) continue;
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+  }
+  lo = block_reduce(lo, MinOp{}, LLONG_MAX, shared);
+  hi = block_reduce(hi, MaxOp{}, LLONG_MIN, shared);
+  if (threadIdx.x == 0) {
+    atomicMin(result, lo);
+    atomicMax(result + 1, hi);
+  }
+}
+
+IndexRange index_range_cuda(const Tensor& index) { return index_range(index); }
+
+// --- embedding: rows of U-sized words (U as wide as the row size, row stride and both pointers
+// allow). ---
+
+template <class U>
+__global__ void embedding_kernel(U* out, const U* weight, const void* indices, bool int32_indices,
+                                 int64_t row_words, int64_t row_stride, int64_t n) {
+  const bool narrow = n <= static_cast<int64_t>(UINT32_MAX);
+  EMBER_GRID_STRIDE(e, n) {
+    const int64_t i = narrow ? static_cast<uint32_t>(e) / static_cast<uint32_t>(row_words) : e / row_words;
+    const int64_t k =
+        int32_indices ? static_cast<const int32_t*>(indices)[i] : static_cast<const int64_t*>(indices)[i];
+    out[e] = weight[k * row_stride + (e - i * row_words)];
+  }
+}
+
+void embedding_cuda(const Tensor& out, const Tensor& weight, const Tensor& indices) {
+  const int64_t V = weight.size(0);
+  IndexRange r = index_range(indices);
+  EMBER_CHECK(r.min >= 0 && r.max < V, "embedding: index ", r.min < 0 ? r.min : r.max,
+              " is out of range for a weight with ", V, " rows (num_embeddings)");
+  const auto es = static_cast<int64_t>(weight.element_size());
+  const int64_t row_bytes = weight.size(1) * es, stride_bytes = weight.stride(0) * es;
+  if (row_bytes == 0) return;
+  const auto po = reinterpret_cast<uintptr_t>(out.data_ptr()),
+             pw = reinterpret_cast<uintptr_t>(weight.data_ptr());
+  int64_t word = 16;
+  while (word > 1 && (row_bytes % word || stride_bytes % word || po % word || pw % word)) word /= 2;
+  cudaStream_t stream = current_stream();
+  auto launch = [&](auto tag) {
+    using U = decltype(tag);
+    const int64_t row_words = row_bytes / word, n = indices.numel() * row_words;
+    embedding_kernel<U><<<grid_for(n, kThreads), kThreads, 0, stream>>>(
+        static_cast<U*>(out.data_ptr()), static_cast<const U*>(weight.data_ptr()), indices.data_ptr(),
+        indices.dtype() == kInt32, row_words, stride_bytes / word, n);
+    EMBER_CUDA_LAUNCH_CHECK();
+  };
+  if (word == 16)
+    launch(uint4{});
+  else
+    visit_element_size(static_cast<size_t>(word), launch);
+}
+
+KernelRegistrar<GatherFn> reg_gather(gather_stub, kCUDA, &gather_cuda);
+KernelRegistrar<ScatterFn> reg_scatter(scatter_stub, kCUDA, &scatter_cuda);
+KernelRegistrar<IndexRangeFn> reg_index_range(index_range_stub, kCUDA, &index_range_cuda);
+KernelRegistrar<EmbeddingFn> reg_embedding(embedding_stub, kCUDA, &embedding_cuda);
+
+}  // namespace
+
+IndexRange index_range(const Tensor& index, std::optional<int64_t> skip) {
+  const Tensor c = index.contiguous();
+  const int64_t n = c.numel();
+  Tensor result = empty({2}, TensorOptions(kInt64).device(c.device()));
+  long long host[2] = {LLONG_MAX, LLONG_MIN};
+  cudaStream_t stream = current_stream();
+  EMBER_CUDA_CHECK(cudaMemcpyAsync(result.data_ptr(), host, sizeof(host), cudaMemcpyHostToDevice, stream));
+  auto* pr = static_cast<long long*>(result.data_ptr());
+  const unsigned blocks = grid_for(n, 4 * kThreads, kTargetBlocks);
+  if (c.dtype() == kInt32)
+    index_range_kernel<int32_t><<<blocks, kThreads, 0, stream>>>(
+        pr, static_cast<const int32_t*>(c.data_ptr()), n, skip.has_value(), skip.value_or(0));
+  else
+    index_range_kernel<int64_t><<<blocks, kThreads, 0, stream>>>(
+        pr, static_cast<const int64_t*>(c.data_ptr()), n, skip.has_value(), skip.value_or(0));
+  EMBER_CUDA_LAUNCH_CHECK();
+  EMBER_CUDA_CHECK(cudaMemcpyAsync(host, result.data_ptr(), sizeof(host), cudaMemcpyDeviceToHost, stream));
+  EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return {host[0], host[1]};
+}
+
+}  // namespace ember::cuda

@@ -1,0 +1,174 @@
+// CUDA kernels of the loss family: a deterministic sum (fixed blocks summed in double, then the
+// block sums in order by one block), nll with class weights, ignore_index and the label-smoothing
+// term, cross entropy against class probabilities, and BCE with logits over strided inputs.
+// nll's targets are range-checked on the host side of a min/max reduction before the kernel.
+#include <algorithm>
+
+#include "ember/core/factories.h"
+#include "ember/core/ops/loss.h"
+#include "ember/core/ops/loss_functors.h"
+#include "ember/cuda/index_range.h"
+#include "ember/cuda/nn_kernel_util.cuh"
+#include "ember/cuda/offset_calc.cuh"
+
+namespace ember::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kSumThreads = 512;
+constexpr int64_t kSumBlocks = 1024;
+
+// out[blockIdx.x] = the sum of the elements of `in` this block visits (in double).
+template <class In, class Out>
+__global__ void block_sum_kernel(Out* out, const In* in, int64_t n) {
+  __shared__ double shared[kSumThreads / kWarpSize];
+  double s = 0;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    s += static_cast<double>(in[i]);
+  s = block_reduce(s, SumOp{}, 0.0, shared);
+  if (threadIdx.x == 0) out[blockIdx.x] = static_cast<Out>(s);
+}
+
+// The block count depends on n only, so the result has the same bits on every GPU.
+void loss_sum_cuda(const Tensor& out, const Tensor& in) {
+  const int64_t n = in.numel();
+  cudaStream_t stream = current_stream();
+  visit_compute_dtype("loss_sum", in.dtype(), [&](auto tag) {
+    using C = decltype(tag);
+    const auto* pi = static_cast<const C*>(in.data_ptr());
+    auto* po = static_cast<C*>(out.data_ptr());
+    const int64_t blocks = std::clamp<int64_t>(ceil_div<int64_t>(n, 4 * kSumThreads), 1, kSumBlocks);
+    Tensor partial = empty({blocks}, TensorOptions(kFloat64).device(in.device()));
+    auto* pp = static_cast<double*>(partial.data_ptr());
+    block_sum_kernel<C, double><<<static_cast<unsigned>(blocks), kSumThreads, 0, stream>>>(pp, pi, n);
+    EMBER_CUDA_LAUNCH_CHECK();
+    block_sum_kernel<double, C><<<1, kSumThreads, 0, stream>>>(po, pp, blocks);
+    EMBER_CUDA_LAUNCH_CHECK();
+  });
+}
+
+// Threads per position of the class losses: a warp sums over the classes when there are many.
+int group_for(int64_t classes) { return classes >= kWarpSize ? kWarpSize : 1; }
+
+// sum over classes c of term(c) for one position, by the g threads (1 or a warp) that share it;
+// every lane gets the sum.
+template <class C, class F>
+__device__ __forceinline__ C class_sum(int64_t nc, int lane, int g, F term) {
+  C s = 0;
+  for (int64_t c = lane; c < nc; c += g) s += term(c);
+  return g > 1 ? warp_reduce(s, SumOp{}) : s;
+}
+
+// Positions i of [N, D] (class c of position i at row + c * D), g threads each.
+template <class C>
+__global__ void nll_kernel(C* loss, C* total, C* smooth, const C* logp, const int64_t* target,
+                           const C* weight, int64_t n, int64_t nc, int64_t D, int64_t ignore_index, int g) {
+  const int lane = threadIdx.x % g;
+  const int64_t per_grid = static_cast<int64_t>(gridDim.x) * blockDim.x / g;
+  for (int64_t i = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / g; i < n; i += per_grid) {
+    const int64_t t = target[i];
+    const bool ignored = t == ignore_index;
+    const C* row = logp + (i / D) * nc * D + i % D;
+    if (smooth) {
+      C s = ignored ? C(0) : class_sum<C>(nc, lane, g, [&](int64_t c) {
+        return (weight ? weight[c] : C(1)) * row[c * D];
+      });
+      if (lane == 0) smooth[i] = ignored ? C(0) : -s;
+    }
+    if (lane == 0) {
+      const C w = ignored ? C(0) : weight ? weight[t] : C(1);
+      loss[i] = ignored ? C(0) : -w * row[t * D];
+      total[i] = w;
+    }
+  }
+}
+
+unsigned blocks_for(int64_t positions, int g) { return grid_for(positions * g, kThreads); }
+
+void nll_loss_cuda(const Tensor& loss, const Tensor& total_weight, const Tensor& smooth, const Tensor& logp,
+                   const Tensor& target, const Tensor& weight, int64_t ignore_index, const char* op) {
+  const int64_t nc = logp.size(1), D = logp.size(2), n = target.numel();
+  IndexRange r = index_range(target, ignore_index);
+  EMBER_CHECK(r.min >= 0 && r.max < nc, op, ": target ", r.min < 0 ? r.min : r.max, " is out of bounds for ",
+              nc, " classes");
+  cudaStream_t stream = current_stream();
+  visit_compute_dtype(op, logp.dtype(), [&](auto tag) {
+    using C = decltype(tag);
+    const int g = smooth.defined() ? group_for(nc) : 1;
+    nll_kernel<C><<<blocks_for(n, g), kThreads, 0, stream>>>(
+        static_cast<C*>(loss.data_ptr()), static_cast<C*>(total_weight.data_ptr()),
+        smooth.defined() ? static_cast<C*>(smooth.data_ptr()) : nullptr,
+        static_cast<const C*>(logp.data_ptr()), static_cast<const int64_t*>(target.data_ptr()),
+        weight.defined() ? static_cast<const C*>(weight.data_ptr()) : nullptr, n, nc, D, ignore_index, g);
+    EMBER_CUDA_LAUNCH_CHECK();
+  });
+}
+
+template <class C>
+__global__ void soft_cross_entropy_kernel(C* loss, const C* logp, const C* target, const C* weight, int64_t n,
+                                          int64_t nc, int64_t D, C keep, C uniform, int g) {
+  const int lane = threadIdx.x % g;
+  const int64_t per_grid = static_cast<int64_t>(gridDim.x) * blockDim.x / g;
+  for (int64_t i = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / g; i < n; i += per_grid) {
+    const int64_t base = (i / D) * nc * D + i % D;
+    const C s = class_sum<C>(nc, lane, g, [&](int64_t c) {
+      const int64_t k = base + c * D;
+      return logp[k] * (target[k] * keep + uniform) * (weight ? weight[c] : C(1));
+    });
+    if (lane == 0) loss[i] = -s;
+  }
+}
+
+void soft_cross_entropy_cuda(const Tensor& loss, const Tensor& logp, const Tensor& target,
+                             const Tensor& weight, double label_smoothing) {
+  const int64_t nc = logp.size(1), D = logp.size(2), n = loss.numel();
+  cudaStream_t stream = current_stream();
+  visit_compute_dtype("cross_entropy", logp.dtype(), [&](auto tag) {
+    using C = decltype(tag);
+    const int g = group_for(nc);
+    soft_cross_entropy_kernel<C><<<blocks_for(n, g), kThreads, 0, stream>>>(
+        static_cast<C*>(loss.data_ptr()), static_cast<const C*>(logp.data_ptr()),
+        static_cast<const C*>(target.data_ptr()),
+        weight.defined() ? static_cast<const C*>(weight.data_ptr()) : nullptr, n, nc, D,
+        static_cast<C>(1 - label_smoothing), static_cast<C>(label_smoothing / static_cast<double>(nc)), g);
+    EMBER_CUDA_LAUNCH_CHECK();
+  });
+}
+
+// out, x, t, pos_weight at the offsets of `oc`; x and t in their own floating dtypes.
+template <class C>
+__global__ void bce_kernel(C* out, const void* x, ScalarType xt, const void* t, ScalarType tt,
+                           const C* pos_weight, OffsetCalc<4> oc, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t off[4];
+    oc.get(i, off);
+    out[off[0]] = ops::BceWithLogits<C>{}(load_float_as<C>(x, xt, off[1]), load_float_as<C>(t, tt, off[2]),
+                                          pos_weight[off[3]]);
+  }
+}
+
+void bce_with_logits_cuda(const Tensor& out, const Tensor& x, const Tensor& t, const Tensor& pos_weight) {
+  const char* op = "binary_cross_entropy_with_logits";
+  const Tensor pw = pos_weight.expand(out.sizes());
+  const OffsetCalc<4> oc =
+      make_offset_calc<4>(op, out.sizes(), {out.strides(), x.strides(), t.strides(), pw.strides()});
+  const int64_t n = out.numel();
+  cudaStream_t stream = current_stream();
+  visit_compute_dtype(op, out.dtype(), [&](auto tag) {
+    using C = decltype(tag);
+    bce_kernel<C><<<grid_for(n, kThreads), kThreads, 0, stream>>>(
+        static_cast<C*>(out.data_ptr()), x.data_ptr(), x.dtype(), t.data_ptr(), t.dtype(),
+        static_cast<const C*>(pw.data_ptr()), oc, n);
+    EMBER_CUDA_LAUNCH_CHECK();
+  });
+}
+
+KernelRegistrar<LossSumFn> reg_sum(loss_sum_stub, kCUDA, &loss_sum_cuda);
+KernelRegistrar<NllLossFn> reg_nll(nll_loss_stub, kCUDA, &nll_loss_cuda);
+KernelRegistrar<SoftCrossEntropyFn> reg_soft(soft_cross_entropy_stub, kCUDA, &soft_cross_entropy_cuda);
+KernelRegistrar<BceWithLogitsFn> reg_bce(bce_with_logits_stub, kCUDA, &bce_with_logits_cuda);
+
+}  // namespace
+}  // namespace ember::cuda

@@ -1,0 +1,236 @@
+#pragma once
+
+// What the nn kernel files (softmax, normalization, loss, indexing, sort, pooling) share: the
+// compute type of a stored dtype and conversions to it, 16-byte vectors, and reductions of small
+// state structs (max and sum, Welford moments) over a warp or a block.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cuda/std/limits>
+
+#include "ember/core/dtype.h"
+#include "ember/core/error.h"
+#include "ember/cuda/launch.cuh"
+
+namespace ember::cuda {
+
+// Blocks a kernel with a per-block reduction aims for: a few per SM of an H100/H200.
+constexpr int64_t kTargetBlocks = 1024;
+
+template <class T>
+struct AccType {
+  using type = T;
+};
+template <>
+struct AccType<Half> {
+  using type = float;
+};
+template <>
+struct AccType<BFloat16> {
+  using type = float;
+};
+// f16 and bf16 compute in float, every other type in itself.
+template <class T>
+using Acc = typename AccType<T>::type;
+
+template <class T>
+__device__ __forceinline__ T to_acc(T v) {
+  return v;
+}
+__device__ __forceinline__ float to_acc(Half v) { return __half2float(__ushort_as_half(v.x)); }
+__device__ __forceinline__ float to_acc(BFloat16 v) { return __bfloat162float(__ushort_as_bfloat16(v.x)); }
+
+template <class T>
+__device__ __forceinline__ T from_acc(Acc<T> v) {
+  return static_cast<T>(v);
+}
+template <>
+__device__ __forceinline__ Half from_acc<Half>(float v) {
+  return Half::from_bits(__half_as_ushort(__float2half_rn(v)));
+}
+template <>
+__device__ __forceinline__ BFloat16 from_acc<BFloat16>(float v) {
+  return BFloat16::from_bits(__bfloat16_as_ushort(__float2bfloat16_rn(v)));
+}
+
+// Element i of a floating tensor of runtime dtype `dt` as C (for ops whose inputs may differ in
+// dtype: one kernel instead of one per combination).
+template <class C>
+__device__ __forceinline__ C load_float_as(const void* p, ScalarType dt, int64_t i) {
+  switch (dt) {
+    case ScalarType::Float16:
+      return static_cast<C>(to_acc(static_cast<const Half*>(p)[i]));
+    case ScalarType::BFloat16:
+      return static_cast<C>(to_acc(static_cast<const BFloat16*>(p)[i]));
+    case ScalarType::Float32:
+      return static_cast<C>(static_cast<const float*>(p)[i]);
+    default:
+      return static_cast<C>(static_cast<const double*>(p)[i]);
+  }
+}
+
+__device__ __forceinline__ float exp_(float x) { return expf(x); }
+__device__ __forceinline__ double exp_(double x) { return exp(x); }
+__device__ __forceinline__ float log_(float x) { return logf(x); }
+__device__ __forceinline__ double log_(double x) { return log(x); }
+
+template <class A>
+__device__ __forceinline__ A infinity() {
+  return ::cuda::std::numeric_limits<A>::infinity();
+}
+
+// Calls f(T{}) for the floating dtypes (Half, BFloat16, float, double); `op` names the caller
+// in the error for any other dtype (the frontends reject those first).
+template <class F>
+decltype(auto) visit_float_dtype(const char* op, ScalarType t, F&& f) {
+  switch (t) {
+    case ScalarType::Float16:
+      return f(Half{});
+    case ScalarType::BFloat16:
+      return f(BFloat16{});
+    case ScalarType::Float32:
+      return f(float{});
+    case ScalarType::Float64:
+      return f(double{});
+    default:
+      EMBER_CHECK(false, op, ": no CUDA kernel for dtype ", t);
+  }
+  return f(float{});
+}
+
+// Calls f(float{}) or f(double{}) for tensors in a compute dtype (statistics, losses).
+template <class F>
+decltype(auto) visit_compute_dtype(const char* op, ScalarType t, F&& f) {
+  if (t == kFloat64) return f(double{});
+  EMBER_CHECK(t == kFloat32, op, ": expected a float32 or float64 compute tensor, got ", t);
+  return f(float{});
+}
+
+// Calls f(U{}) with an unsigned type of `bytes` bytes: kernels that only move elements need one
+// instantiation per element size, not one per dtype.
+template <class F>
+decltype(auto) visit_element_size(size_t bytes, F&& f) {
+  switch (bytes) {
+    case 1:
+      return f(uint8_t{});
+    case 2:
+      return f(uint16_t{});
+    case 4:
+      return f(uint32_t{});
+    default:
+      return f(uint64_t{});
+  }
+}
+
+// N elements of T loaded or stored as one 16-byte (or smaller) access.
+template <class T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
+
+// Elements per 16-byte access, when every row start is 16-byte aligned (rows of `len` elements
+// from `ptrs`), else 1.
+template <class T>
+int vector_width(int64_t len, std::initializer_list<const void*> ptrs) {
+  constexpr int kWidth = 16 / sizeof(T);
+  bool ok = len % kWidth == 0;
+  for (const void* p : ptrs) ok = ok && reinterpret_cast<uintptr_t>(p) % 16 == 0;
+  return ok ? kWidth : 1;
+}
+
+// f(i, x) for the elements x (as Acc<T>) of row[0, len) that thread t of a group of g threads
+// owns; with VEC > 1, len is a multiple of VEC and row 16-byte aligned.
+template <class T, int VEC, class F>
+__device__ __forceinline__ void for_each_in_row(const T* row, int64_t len, int t, int g, F&& f) {
+  if constexpr (VEC > 1) {
+    const auto* vrow = reinterpret_cast<const Vec<T, VEC>*>(row);
+    for (int64_t v = t; v < len / VEC; v += g) {
+      Vec<T, VEC> x = vrow[v];
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) f(v * VEC + j, to_acc(x.v[j]));
+    }
+  } else {
+    for (int64_t i = t; i < len; i += g) f(i, to_acc(row[i]));
+  }
+}
+
+// out[i] = f(i, in[i]) over the same elements as for_each_in_row.
+template <class T, int VEC, class F>
+__device__ __forceinline__ void map_row(const T* in, T* out, int64_t len, int t, int g, F&& f) {
+  if constexpr (VEC > 1) {
+    const auto* vin = reinterpret_cast<const Vec<T, VEC>*>(in);
+    auto* vout = reinterpret_cast<Vec<T, VEC>*>(out);
+    for (int64_t v = t; v < len / VEC; v += g) {
+      Vec<T, VEC> x = vin[v], y;
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) y.v[j] = from_acc<T>(f(v * VEC + j, to_acc(x.v[j])));
+      vout[v] = y;
+    }
+  } else {
+    for (int64_t i = t; i < len; i += g) out[i] = from_acc<T>(f(i, to_acc(in[i])));
+  }
+}
+
+// --- Reductions of a state S over a warp or a block. S is trivially constructible (it lives in
+// __shared__ arrays), has S::identity() and S::shfl_xor(offset), and Combine merges two. ---
+
+template <class S, class Combine>
+__device__ __forceinline__ S warp_allreduce(S s, Combine combine) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) s = combine(s, s.shfl_xor(offset));
+  return s;
+}
+
+// Every thread of the block gets the result; `shared` holds kWarpSize states. Call from all
+// threads of the block.
+template <class S, class Combine>
+__device__ __forceinline__ S block_allreduce(S s, Combine combine, S* shared) {
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int nwarps = (blockDim.x + kWarpSize - 1) / kWarpSize;
+  s = warp_allreduce(s, combine);
+  __syncthreads();  // `shared` may still be read from a previous call
+  if (lane == 0) shared[warp] = s;
+  __syncthreads();
+  if (warp == 0) {
+    S v = lane < nwarps ? shared[lane] : S::identity();
+    v = warp_allreduce(v, combine);
+    if (lane == 0) shared[0] = v;
+  }
+  __syncthreads();
+  return shared[0];
+}
+
+template <class A>
+__device__ __forceinline__ A shfl_xor(A v, int offset) {
+  return __shfl_xor_sync(0xffffffffu, v, offset);
+}
+
+// Mean and sum of squared deviations of n values (Welford), merged with Chan's formula: stable
+// when |mean| >> std, unlike sum and sum of squares.
+template <class A>
+struct Welford {
+  A mean, m2, n;
+
+  __device__ static Welford identity() { return {A(0), A(0), A(0)}; }
+  __device__ void add(A x) {
+    n += A(1);
+    A d = x - mean;
+    mean += d / n;
+    m2 += d * (x - mean);
+  }
+  __device__ Welford shfl_xor(int offset) const {
+    return {cuda::shfl_xor(mean, offset), cuda::shfl_xor(m2, offset), cuda::shfl_xor(n, offset)};
+  }
+};
+
+struct WelfordCombine {
+  template <class A>
+  __device__ Welford<A> operator()(const Welford<A>& a, const Welford<A>& b) const {
+    if (b.n == A(0)) return a;
+    if (a.n == A(0)) return b;
+    A n = a.n + b.n, d = b.mean - a.mean, wb = b.n / n;
+    return {a.mean + d * wb, a.m2 + b.m2 + d * d * a.n * wb, n};
+  }
+};
+
+}  // namespace ember::cuda

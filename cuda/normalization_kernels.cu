@@ -1,0 +1,217 @@
+// CUDA kernels of the normalization family. layer_norm and row_moments: one pass per row for
+// Welford moments (a warp per row up to 1024 elements, a block beyond, 16-byte loads), and
+// layer_norm normalizes and applies the affine map in the same kernel. channel_moments: Welford
+// partials of blocks spread over each channel, merged in a second small kernel. channel_affine:
+// one fused multiply-add per element.
+#include <algorithm>
+
+#include "ember/core/factories.h"
+#include "ember/core/ops/normalization.h"
+#include "ember/cuda/nn_kernel_util.cuh"
+
+namespace ember::cuda {
+namespace {
+
+constexpr int64_t kWarpRowMax = 1024;
+constexpr int kWarpsPerBlock = 4;
+constexpr int kMomentThreads = 256;
+
+template <class A>
+__device__ __forceinline__ A quiet_nan() {
+  return ::cuda::std::numeric_limits<A>::quiet_NaN();
+}
+
+// y = (x - mean) * rstd [* w] [+ b]: the CPU kernel's order of operations.
+template <class A>
+struct Normalize {
+  A mean, rstd;
+  const A* w;
+  const A* b;
+  __device__ A operator()(int64_t i, A x) const {
+    A y = (x - mean) * rstd;
+    if (w) y *= w[i];
+    if (b) y += b[i];
+    return y;
+  }
+};
+
+// Rows of N contiguous elements, a group of threads per row (a warp, or the whole block); `out`
+// null computes the moments only (row_moments).
+template <class T, int VEC, bool kWarpPerRow>
+__global__ void layer_norm_kernel(T* out, Acc<T>* mean, Acc<T>* rstd, const T* x, const Acc<T>* w,
+                                  const Acc<T>* b, int64_t rows, int64_t N, double eps) {
+  using A = Acc<T>;
+  __shared__ Welford<A> shared[kWarpSize];
+  const int g = kWarpPerRow ? kWarpSize : blockDim.x;
+  const int t = kWarpPerRow ? threadIdx.x % kWarpSize : threadIdx.x;
+  const int64_t per_block = kWarpPerRow ? blockDim.x / kWarpSize : 1;
+  for (int64_t row = blockIdx.x * per_block + (kWarpPerRow ? threadIdx.x / kWarpSize : 0); row < rows;
+       row += gridDim.x * per_block) {
+    const T* xr = x + row * N;
+    Welford<A> st = Welford<A>::identity();
+    for_each_in_row<T, VEC>(xr, N, t, g, [&](int64_t, A v) { st.add(v); });
+    st = kWarpPerRow ? warp_allreduce(st, WelfordCombine{}) : block_allreduce(st, WelfordCombine{}, shared);
+    // An empty row has mean 0 / 0, as on the CPU.
+    const A mu = N > 0 ? st.mean : quiet_nan<A>();
+    const A rs = A(1) / sqrt(st.m2 / static_cast<A>(N) + static_cast<A>(eps));
+    if (t == 0) mean[row] = mu, rstd[row] = rs;
+    if (out) map_row<T, VEC>(xr, out + row * N, N, t, g, Normalize<A>{mu, rs, w, b});
+  }
+}
+
+template <class T>
+void launch_layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                       const Tensor& w, const Tensor& b, double eps) {
+  using A = Acc<T>;
+  const int64_t rows = x.size(0), N = x.size(1);
+  T* po = out.defined() ? static_cast<T*>(out.data_ptr()) : nullptr;
+  const T* px = static_cast<const T*>(x.data_ptr());
+  auto* pm = static_cast<A*>(mean.data_ptr());
+  auto* pr = static_cast<A*>(rstd.data_ptr());
+  const A* pw = w.defined() ? static_cast<const A*>(w.data_ptr()) : nullptr;
+  const A* pb = b.defined() ? static_cast<const A*>(b.data_ptr()) : nullptr;
+  cudaStream_t stream = current_stream();
+  auto launch = [&](auto vec) {
+    constexpr int VEC = decltype(vec)::value;
+    if (N <= kWarpRowMax) {
+      layer_norm_kernel<T, VEC, true>
+          <<<grid_for(rows, kWarpsPerBlock), kWarpsPerBlock * kWarpSize, 0, stream>>>(po, pm, pr, px, pw, pb,
+                                                                                      rows, N, eps);
+    } else {
+      const int64_t want = ceil_div<int64_t>(ceil_div<int64_t>(N, VEC), 8);
+      const int threads =
+          static_cast<int>(std::min<int64_t>(1024, ceil_div<int64_t>(want, kWarpSize) * kWarpSize));
+      layer_norm_kernel<T, VEC, false>
+          <<<grid_for(rows, 1), threads, 0, stream>>>(po, pm, pr, px, pw, pb, rows, N, eps);
+    }
+    EMBER_CUDA_LAUNCH_CHECK();
+  };
+  if (vector_width<T>(N, {po, px}) > 1)
+    launch(std::integral_constant<int, 16 / sizeof(T)>{});
+  else
+    launch(std::integral_constant<int, 1>{});
+}
+
+void layer_norm_cuda(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                     const Tensor& weight, const Tensor& bias, double eps) {
+  visit_float_dtype("layer_norm", x.dtype(), [&](auto tag) {
+    launch_layer_norm<decltype(tag)>(out, mean, rstd, x, weight, bias, eps);
+  });
+}
+
+void row_moments_cuda(const Tensor& mean, const Tensor& rstd, const Tensor& x, double eps) {
+  visit_float_dtype("row_moments", x.dtype(), [&](auto tag) {
+    launch_layer_norm<decltype(tag)>(Tensor(), mean, rstd, x, {}, {}, eps);
+  });
+}
+
+// Block (c, s) of the grid: Welford moments of channel c over the s-th of `splits` slices of
+// its A * B elements (x is [A, C, B]); partial is [3][C][splits] (mean, m2, n).
+template <class T>
+__global__ void channel_partial_kernel(Acc<T>* partial, const T* x, int64_t A_, int64_t C, int64_t B,
+                                       int64_t chunk) {
+  using A = Acc<T>;
+  __shared__ Welford<A> shared[kWarpSize];
+  const int64_t c = blockIdx.x, s = blockIdx.y, splits = gridDim.y;
+  const int64_t begin = s * chunk, end = begin + chunk < A_ * B ? begin + chunk : A_ * B;
+  const bool narrow = A_ * B <= static_cast<int64_t>(UINT32_MAX);
+  Welford<A> st = Welford<A>::identity();
+  for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
+    const int64_t a = narrow ? static_cast<uint32_t>(j) / static_cast<uint32_t>(B) : j / B;
+    st.add(to_acc(x[(a * C + c) * B + (j - a * B)]));
+  }
+  st = block_allreduce(st, WelfordCombine{}, shared);
+  if (threadIdx.x == 0) {
+    const int64_t k = c * splits + s, stride = C * splits;
+    partial[k] = st.mean, partial[stride + k] = st.m2, partial[2 * stride + k] = st.n;
+  }
+}
+
+// One thread per channel merges its partials in order: mean and biased variance.
+template <class A>
+__global__ void channel_merge_kernel(A* mean, A* var, const A* partial, int64_t C, int64_t splits) {
+  const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (c >= C) return;
+  const int64_t stride = C * splits;
+  Welford<A> st = Welford<A>::identity();
+  for (int64_t s = 0; s < splits; ++s) {
+    const int64_t k = c * splits + s;
+    st = WelfordCombine{}(st, Welford<A>{partial[k], partial[stride + k], partial[2 * stride + k]});
+  }
+  mean[c] = st.n > A(0) ? st.mean : quiet_nan<A>();
+  var[c] = st.m2 / st.n;
+}
+
+void channel_moments_cuda(const Tensor& mean, const Tensor& var, const Tensor& x) {
+  const int64_t A_ = x.size(0), C = x.size(1), B = x.size(2);
+  cudaStream_t stream = current_stream();
+  visit_float_dtype("channel_moments", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using A = Acc<T>;
+    // Enough blocks to fill the GPU, each with at least 4 elements per thread.
+    const int64_t count = A_ * B;
+    const int64_t splits = std::clamp<int64_t>(
+        std::min(kTargetBlocks / std::max<int64_t>(C, 1), ceil_div<int64_t>(count, 4 * kMomentThreads)), 1,
+        65535);
+    const int64_t chunk = ceil_div<int64_t>(count, splits);
+    Tensor partial = empty({3, C, splits}, mean.options());
+    auto* pp = static_cast<A*>(partial.data_ptr());
+    channel_partial_kernel<T>
+        <<<dim3(static_cast<unsigned>(C), static_cast<unsigned>(splits)), kMomentThreads, 0, stream>>>(
+            pp, static_cast<const T*>(x.data_ptr()), A_, C, B, chunk);
+    EMBER_CUDA_LAUNCH_CHECK();
+    channel_merge_kernel<A><<<grid_for(C, kMomentThreads), kMomentThreads, 0, stream>>>(
+        static_cast<A*>(mean.data_ptr()), static_cast<A*>(var.data_ptr()), pp, C, splits);
+    EMBER_CUDA_LAUNCH_CHECK();
+  });
+}
+
+// out = x * scale[c] + shift[c] over x [A, C, B], VEC elements at a time (B % VEC == 0, so a
+// vector never straddles two channels).
+template <class T, int VEC>
+__global__ void channel_affine_kernel(T* out, const T* x, const Acc<T>* scale, const Acc<T>* shift, int64_t n,
+                                      int64_t C, int64_t B) {
+  using V = Vec<T, VEC>;
+  const bool narrow = n <= static_cast<int64_t>(UINT32_MAX);
+  for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < n / VEC;
+       v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = v * VEC;
+    const int64_t row = narrow ? static_cast<uint32_t>(i) / static_cast<uint32_t>(B) : i / B;
+    const int64_t c = narrow ? static_cast<uint32_t>(row) % static_cast<uint32_t>(C) : row % C;
+    const V xv = reinterpret_cast<const V*>(x)[v];
+    V y;
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) y.v[j] = from_acc<T>(to_acc(xv.v[j]) * scale[c] + shift[c]);
+    reinterpret_cast<V*>(out)[v] = y;
+  }
+}
+
+void channel_affine_cuda(const Tensor& out, const Tensor& x, const Tensor& scale, const Tensor& shift) {
+  const int64_t C = x.size(1), B = x.size(2), n = x.numel();
+  cudaStream_t stream = current_stream();
+  visit_float_dtype("channel_affine", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using A = Acc<T>;
+    T* po = static_cast<T*>(out.data_ptr());
+    const T* px = static_cast<const T*>(x.data_ptr());
+    const auto* ps = static_cast<const A*>(scale.data_ptr());
+    const auto* ph = static_cast<const A*>(shift.data_ptr());
+    constexpr int kThreads = 256;
+    if (vector_width<T>(B, {po, px}) > 1) {
+      constexpr int VEC = 16 / sizeof(T);
+      channel_affine_kernel<T, VEC>
+          <<<grid_for(n / VEC, kThreads), kThreads, 0, stream>>>(po, px, ps, ph, n, C, B);
+    } else {
+      channel_affine_kernel<T, 1><<<grid_for(n, kThreads), kThreads, 0, stream>>>(po, px, ps, ph, n, C, B);
+    }
+    EMBER_CUDA_LAUNCH_CHECK();
+  });
+}
+
+KernelRegistrar<LayerNormFn> reg_layer_norm(layer_norm_stub, kCUDA, &layer_norm_cuda);
+KernelRegistrar<RowMomentsFn> reg_row_moments(row_moments_stub, kCUDA, &row_moments_cuda);
+KernelRegistrar<ChannelMomentsFn> reg_channel_moments(channel_moments_stub, kCUDA, &channel_moments_cuda);
+KernelRegistrar<ChannelAffineFn> reg_channel_affine(channel_affine_stub, kCUDA, &channel_affine_cuda);
+
+}  // namespace
+}  // namespace ember::cuda
