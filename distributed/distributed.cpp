@@ -6,21 +6,28 @@
 #include <mutex>
 
 #include "ember/core/error.h"
+#include "ember/cuda/device.h"
 
 namespace ember::distributed {
 namespace {
 
 // The default group and the groups made from it (torch.distributed's world): the one piece of
 // process-wide state, as in PyTorch.
+// What a new group of the world's backend is made with.
+struct BackendSettings {
+  std::string backend;        // "gloo" or "nccl"
+  std::string gloo_hostname;  // where Gloo listens ("127.0.0.1" when the master is on loopback)
+  int local_rank = 0;         // NCCL's barrier uses this process's GPU
+};
+
 struct World {
   std::mutex mu;
-  std::string backend;
+  BackendSettings settings;
   std::shared_ptr<Store> store;  // the job's store, under this restart's prefix
   std::shared_ptr<ProcessGroup> default_group;
   std::map<const ProcessGroup*, std::vector<int>> global_ranks;  // group -> its members' global ranks
   int groups_made = 0;
   std::chrono::milliseconds timeout{};
-  std::string gloo_hostname;
 };
 
 World& world() {
@@ -44,17 +51,18 @@ bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.starts_with("127.") || addr == "::1";
 }
 
-std::shared_ptr<ProcessGroup> make_group(const std::string& backend, std::shared_ptr<Store> store, int rank,
-                                         int size, std::chrono::milliseconds timeout,
-                                         const std::string& gloo_hostname) {
-  if (backend == "gloo") {
+std::shared_ptr<ProcessGroup> make_group(const BackendSettings& s, std::shared_ptr<Store> store, int rank,
+                                         int size, std::chrono::milliseconds timeout) {
+  if (s.backend == "gloo") {
     ProcessGroupGlooOptions o;
     o.timeout = timeout;
-    o.hostname = gloo_hostname;
+    o.hostname = s.gloo_hostname;
     return make_process_group_gloo(std::move(store), rank, size, o);
   }
   ProcessGroupNCCLOptions o;
   o.timeout = timeout;
+  int gpus = cuda::device_count();
+  o.device = gpus > 0 ? s.local_rank % gpus : -1;
   return make_process_group_nccl(std::move(store), rank, size, o);
 }
 
@@ -86,6 +94,9 @@ void init_process_group(const std::string& backend, InitOptions options) {
               "' (expected 'gloo' or 'nccl')");
   int rank = env_int("RANK", options.rank, "rank");
   int size = env_int("WORLD_SIZE", options.world_size, "world_size");
+  const char* local = std::getenv("LOCAL_RANK");
+  bool local_from_env = options.local_rank < 0 && local && *local;
+  int local_rank = local_from_env ? env_int("LOCAL_RANK", -1, "local_rank") : std::max(options.local_rank, 0);
   EMBER_CHECK(size >= 1 && rank < size, "init_process_group: rank ", rank, " is not in [0, ", size,
               ") (world size ", size, ")");
   std::shared_ptr<Store> store = options.store;
@@ -107,10 +118,10 @@ void init_process_group(const std::string& backend, InitOptions options) {
   const char* restart = std::getenv("RESTART_COUNT");
   store = std::make_shared<PrefixStore>(std::string("ember/restart_") + (restart && *restart ? restart : "0"),
                                         std::move(store));
-  w.gloo_hostname = is_loopback(master_addr) ? "127.0.0.1" : "";
-  w.default_group = make_group(backend, std::make_shared<PrefixStore>("default_pg", store), rank, size,
-                               options.timeout, w.gloo_hostname);
-  w.backend = backend;
+  BackendSettings settings{backend, is_loopback(master_addr) ? "127.0.0.1" : "", local_rank};
+  w.default_group =
+      make_group(settings, std::make_shared<PrefixStore>("default_pg", store), rank, size, options.timeout);
+  w.settings = settings;
   w.store = std::move(store);
   w.timeout = options.timeout;
   w.groups_made = 0;
@@ -135,7 +146,7 @@ void destroy_process_group(const std::shared_ptr<ProcessGroup>& group) {
   w.default_group.reset();
   w.global_ranks.clear();
   w.store.reset();
-  w.backend.clear();
+  w.settings = {};
 }
 
 std::shared_ptr<ProcessGroup> default_group() {
@@ -149,6 +160,12 @@ int get_rank(const GroupPtr& group) {
 }
 
 int get_world_size(const GroupPtr& group) { return resolve(group, "get_world_size")->size(); }
+
+int get_node_local_rank() {
+  std::lock_guard<std::mutex> lock(world().mu);
+  require_default("get_node_local_rank");
+  return world().settings.local_rank;
+}
 
 std::string get_backend(const GroupPtr& group) { return resolve(group, "get_backend")->backend_name(); }
 
@@ -202,11 +219,11 @@ std::shared_ptr<ProcessGroup> new_group(std::vector<int> ranks,
   auto it = std::find(ranks.begin(), ranks.end(), me);
   if (it == ranks.end()) return nullptr;
   auto store = std::make_shared<PrefixStore>("group_" + std::to_string(id), w.store);
-  std::string backend = w.backend, hostname = w.gloo_hostname;
+  BackendSettings settings = w.settings;
   auto t = timeout.value_or(w.timeout);
   lock.unlock();  // connecting waits for the other members
-  auto group = make_group(backend, std::move(store), static_cast<int>(it - ranks.begin()),
-                          static_cast<int>(ranks.size()), t, hostname);
+  auto group = make_group(settings, std::move(store), static_cast<int>(it - ranks.begin()),
+                          static_cast<int>(ranks.size()), t);
   lock.lock();
   w.global_ranks[group.get()] = std::move(ranks);
   return group;

@@ -24,6 +24,7 @@ namespace ember::distributed {
 
 struct InitOptions {
   int rank = -1;                 // -1: the environment's RANK
+  int local_rank = -1;           // -1: LOCAL_RANK (0 when unset); NCCL's barrier uses this GPU
   int world_size = -1;           // -1: WORLD_SIZE
   std::string master_addr;       // empty: MASTER_ADDR
   int master_port = -1;          // -1: MASTER_PORT
@@ -42,6 +43,8 @@ void destroy_process_group(const std::shared_ptr<ProcessGroup>& group = nullptr)
 std::shared_ptr<ProcessGroup> default_group();
 int get_rank(const std::shared_ptr<ProcessGroup>& group = nullptr);
 int get_world_size(const std::shared_ptr<ProcessGroup>& group = nullptr);
+// This process's rank on its node (LOCAL_RANK; torch.distributed.get_node_local_rank).
+int get_node_local_rank();
 std::string get_backend(const std::shared_ptr<ProcessGroup>& group = nullptr);
 // Global rank -> rank within `group`, and back.
 int get_group_rank(const std::shared_ptr<ProcessGroup>& group, int global_rank);

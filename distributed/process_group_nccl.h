@@ -14,6 +14,9 @@ struct ProcessGroupNCCLOptions : ProcessGroup::Options {
   // How often the watchdog looks at the running collectives (completion, NCCL's asynchronous
   // errors, timeouts).
   std::chrono::milliseconds watchdog_interval{100};
+  // The device barrier() uses while no collective has picked one (-1: the current device).
+  // init_process_group sets LOCAL_RANK's device.
+  int device = -1;
 };
 
 // A process group over NCCL for CUDA tensors. Rank 0 makes the unique id of each communicator

@@ -190,7 +190,10 @@ class NCCLWork : public Work {
 class ProcessGroupNCCL : public ProcessGroup {
  public:
   ProcessGroupNCCL(std::shared_ptr<Store> store, int rank, int size, const ProcessGroupNCCLOptions& options)
-      : ProcessGroup(rank, size, options), store_(std::move(store)), interval_(options.watchdog_interval) {
+      : ProcessGroup(rank, size, options),
+        store_(std::move(store)),
+        interval_(options.watchdog_interval),
+        device_(options.device) {
     EMBER_CHECK(store_, "ProcessGroupNCCL: the store is null");
     // NVLink SHARP (multicast) needs fabric set-up that lent machines lack; opt in explicitly.
     setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
@@ -297,10 +300,12 @@ class ProcessGroupNCCL : public ProcessGroup {
     });
   }
 
-  // An all-reduce of one float on the current device; its wait blocks the host.
+  // An all-reduce of one float on the device the group uses (see the options); its wait
+  // blocks the host.
   std::shared_ptr<Work> barrier_impl() override {
-    int device = 0;
-    EMBER_CUDA_CHECK(cudaGetDevice(&device));
+    int device = device_;
+    if (!comms_.empty()) device = comms_.begin()->first;
+    if (device < 0) EMBER_CUDA_CHECK(cudaGetDevice(&device));
     return launch_on("barrier", device, {}, true, [&](ncclComm_t c, cudaStream_t s, DeviceComm& dc) {
       EMBER_NCCL_CHECK(ncclAllReduce(dc.barrier_buf, dc.barrier_buf, 1, ncclFloat32, ncclSum, c, s), c);
     });
@@ -399,6 +404,7 @@ class ProcessGroupNCCL : public ProcessGroup {
 
   std::shared_ptr<Store> store_;
   milliseconds interval_;
+  int device_;
   std::mutex launch_mu_;  // one launch at a time: NCCL calls of a communicator must not interleave
   uint64_t seq_ = 0;
   int comms_made_ = 0;

@@ -235,6 +235,7 @@ DIST_WORKER(new_group) {
   std::vector<int> evens;
   for (int r = size - 1; r >= 0; --r)
     if (r % 2 == 0) evens.push_back(r);
+  EMBER_CHECK(d::get_node_local_rank() == rank, "get_node_local_rank is ", d::get_node_local_rank());
   auto group = d::new_group(evens);
   auto whole = d::new_group();  // every rank: a second group beside the default one
   EMBER_CHECK((group != nullptr) == (rank % 2 == 0), "new_group: rank ", rank, " got ", group ? "a" : "no",
@@ -437,9 +438,12 @@ class ScopedEnv {
 };
 
 TEST(InitProcessGroup, ErrorsAndWorldOfOne) {
-  ScopedEnv rank("RANK", nullptr), ws("WORLD_SIZE", "1"), agent("EMBER_USE_AGENT_STORE", nullptr);
+  ScopedEnv rank("RANK", nullptr), ws("WORLD_SIZE", "1"), agent("EMBER_USE_AGENT_STORE", nullptr),
+      local("LOCAL_RANK", nullptr);
   EXPECT_FALSE(d::is_initialized());
   EXPECT_EMBER_ERROR(d::get_rank(), "get_rank: the default process group is not initialized");
+  EXPECT_EMBER_ERROR(d::get_node_local_rank(),
+                     "get_node_local_rank: the default process group is not initialized");
   EXPECT_EMBER_ERROR(d::all_reduce(zeros({1})), "all_reduce: the default process group is not initialized");
   EXPECT_EMBER_ERROR(d::init_process_group("mpi"), "init_process_group: unknown backend 'mpi'");
   EXPECT_EMBER_ERROR(d::init_process_group("gloo"),
@@ -458,6 +462,7 @@ TEST(InitProcessGroup, ErrorsAndWorldOfOne) {
   EXPECT_EQ(d::get_rank(), 0);
   EXPECT_EQ(d::get_world_size(), 1);
   EXPECT_EQ(d::get_backend(), "gloo");
+  EXPECT_EQ(d::get_node_local_rank(), 0);
   EXPECT_EMBER_ERROR(d::init_process_group("gloo", o), "init_process_group: already initialized");
   Tensor t = tensor({3.0, 4.0});
   d::all_reduce(t);
