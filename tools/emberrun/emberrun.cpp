@@ -168,18 +168,21 @@ int record_failure(TCPStore& store, const Round& round, int code, int rank, int 
   return std::atoi(store.compare_set(round.key("failed"), "", mine).c_str());
 }
 
-// Watches this node's workers and the other nodes until the round ends.
+// Watches this node's workers (at once: their exits wake us) and the other nodes (through the
+// store, once per monitor interval) until the round ends. A failure is recorded in the store
+// before stopping the workers, so the other nodes start stopping theirs at the same time.
 Result watch(WorkerGroup& group, TCPStore& store, const Options& o, const Round& round) {
   auto interval = to_ms(o.monitor_interval);
   auto grace = to_ms(o.grace_period);
   bool local_done = false;
+  auto next_check = Clock::now();
   for (;;) {
     auto exits = group.poll(interval, {g_signal_pipe[0], g_child_pipe[0]});
     drain_child_pipe();
     if (int sig = take_signal()) {
       log("got signal %d: stopping the workers", sig);
-      group.stop(sig, grace);
       record_failure(store, round, 128 + sig, -1, o.node_rank);
+      group.stop(sig, grace);
       return {Outcome::kInterrupted, 128 + sig};
     }
     for (const auto& e : exits) {
@@ -189,18 +192,24 @@ Result watch(WorkerGroup& group, TCPStore& store, const Options& o, const Round&
             e.code - 128);
       else
         log("rank %d (pid %d) exited with code %d; stopping the other workers", e.global_rank, e.pid, e.code);
+      int code = record_failure(store, round, e.code, e.global_rank, o.node_rank);
       group.stop(SIGTERM, grace);
-      return {Outcome::kFailure, record_failure(store, round, e.code, e.global_rank, o.node_rank)};
+      return {Outcome::kFailure, code};
     }
     if (!local_done && group.all_exited()) {
       local_done = true;
       store.add(round.key("done"), 1);
     }
+    if (Clock::now() < next_check) continue;
+    next_check = Clock::now() + interval;
     if (store.check({round.key("failed")})) {
       std::string f = store.get(round.key("failed"));
       int code = std::atoi(f.c_str()), rank = 0, node = 0;
       std::sscanf(f.c_str(), "%*d %d %d", &rank, &node);
-      if (!local_done) log("rank %d on node %d failed (code %d); stopping the workers", rank, node, code);
+      if (!local_done && rank < 0)
+        log("emberrun on node %d was stopped by a signal (code %d); stopping the workers", node, code);
+      else if (!local_done)
+        log("rank %d on node %d failed (code %d); stopping the workers", rank, node, code);
       group.stop(SIGTERM, grace);
       return {Outcome::kFailure, code};
     }
