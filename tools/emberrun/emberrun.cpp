@@ -1,0 +1,278 @@
+// emberrun: starts and watches the processes of a distributed job, like torchrun. See
+// `emberrun --help` (options.cpp) for what it does; this file is the agent: rendezvous with
+// the other nodes through the TCPStore node 0 hosts, start the workers, watch them and the
+// other nodes, stop or restart them all together.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <thread>
+
+#include <ember/distributed/tcp_store.h>
+
+#include "options.h"
+#include "worker_group.h"
+
+extern char** environ;
+
+namespace emberrun {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ember::distributed::TCPStore;
+using std::chrono::milliseconds;
+
+template <class... Args>
+void log(const char* fmt, Args... args) {
+  std::fprintf(stderr, "emberrun: ");
+  std::fprintf(stderr, fmt, args...);
+  std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
+
+milliseconds to_ms(double seconds) { return milliseconds(static_cast<int64_t>(seconds * 1000)); }
+
+// --- Signals: the handlers only write into pipes the agent polls: the signal's number for
+// those we forward, a byte for SIGCHLD (so that a worker's exit is seen at once). ---
+int g_signal_pipe[2] = {-1, -1};
+int g_child_pipe[2] = {-1, -1};
+
+void on_signal(int sig) {
+  char c = static_cast<char>(sig);
+  [[maybe_unused]] ssize_t n = write(sig == SIGCHLD ? g_child_pipe[1] : g_signal_pipe[1], &c, 1);
+}
+
+void install_signal_handlers() {
+  if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(g_child_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw std::runtime_error("pipe failed");
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaction(sig, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+void drain_child_pipe() {
+  char buf[64];
+  while (read(g_child_pipe[0], buf, sizeof(buf)) > 0) {
+  }
+}
+
+// The signal received since the last call, or 0.
+int take_signal() {
+  char c = 0;
+  return read(g_signal_pipe[0], &c, 1) == 1 ? c : 0;
+}
+
+// Sleeps up to `d`, returning early (with the signal) when one arrives.
+int sleep_or_signal(milliseconds d) {
+  pollfd p{g_signal_pipe[0], POLLIN, 0};
+  ::poll(&p, 1, static_cast<int>(d.count()));
+  return take_signal();
+}
+
+struct Interrupted {
+  int sig;
+};
+
+// Keys of one round (a first run or a restart) under "emberrun/round_K/".
+struct Round {
+  int index;
+  std::string key(const std::string& k) const { return "emberrun/round_" + std::to_string(index) + "/" + k; }
+};
+
+struct Placement {
+  int first_rank;  // global rank of this node's local rank 0
+  int world_size;
+};
+
+// Every node registers how many workers it starts; once all nnodes are in, each knows its
+// first global rank (the nodes before it, in node rank order) and the world size.
+Placement rendezvous(TCPStore& store, const Options& o, const Round& round) {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::string me =
+      std::string(host) + ":" + std::to_string(getpid()) + "|" + std::to_string(o.nproc_per_node);
+  std::string got = store.compare_set(round.key("node_" + std::to_string(o.node_rank)), "", me);
+  if (got != me)
+    throw std::runtime_error("another emberrun (" + got.substr(0, got.find('|')) +
+                             ") already joined as node rank " + std::to_string(o.node_rank));
+  std::vector<std::string> keys;
+  for (int n = 0; n < o.nnodes; ++n) keys.push_back(round.key("node_" + std::to_string(n)));
+  auto deadline = Clock::now() + to_ms(o.rdzv_timeout);
+  while (!store.check(keys)) {
+    if (Clock::now() >= deadline) {
+      int joined = 0;
+      for (const auto& k : keys) joined += store.check({k});
+      throw std::runtime_error("only " + std::to_string(joined) + " of " + std::to_string(o.nnodes) +
+                               " nodes joined within " + std::to_string(o.rdzv_timeout) + " s");
+    }
+    if (int sig = sleep_or_signal(milliseconds(20))) throw Interrupted{sig};
+  }
+  Placement p{0, 0};
+  for (int n = 0; n < o.nnodes; ++n) {
+    std::string v = store.get(keys[n]);
+    int nproc = std::atoi(v.substr(v.find('|') + 1).c_str());
+    if (n < o.node_rank) p.first_rank += nproc;
+    p.world_size += nproc;
+  }
+  return p;
+}
+
+std::vector<WorkerSpec> worker_specs(const Options& o, const Placement& p, int store_port, int restart) {
+  std::map<std::string, std::string> base;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) base[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  base.try_emplace("NCCL_NVLS_ENABLE", "0");
+  if (o.nproc_per_node > 1) base.try_emplace("OMP_NUM_THREADS", "1");
+  base["WORLD_SIZE"] = std::to_string(p.world_size);
+  base["LOCAL_WORLD_SIZE"] = std::to_string(o.nproc_per_node);
+  base["GROUP_RANK"] = std::to_string(o.node_rank);
+  base["MASTER_ADDR"] = o.master_addr;
+  base["MASTER_PORT"] = std::to_string(store_port);
+  base["RESTART_COUNT"] = std::to_string(restart);
+  base["EMBER_USE_AGENT_STORE"] = "1";
+  std::vector<WorkerSpec> specs;
+  for (int l = 0; l < o.nproc_per_node; ++l) {
+    auto env = base;
+    env["LOCAL_RANK"] = std::to_string(l);
+    env["RANK"] = std::to_string(p.first_rank + l);
+    WorkerSpec s{p.first_rank + l, {}};
+    for (const auto& [k, v] : env) s.env.push_back(k + "=" + v);
+    specs.push_back(std::move(s));
+  }
+  return specs;
+}
+
+enum class Outcome { kSuccess, kFailure, kInterrupted };
+struct Result {
+  Outcome outcome;
+  int code;
+};
+
+// The first failure of a round, "<exit code> <global rank> <node rank>": all nodes exit with
+// the same code.
+int record_failure(TCPStore& store, const Round& round, int code, int rank, int node) {
+  std::string mine = std::to_string(code) + " " + std::to_string(rank) + " " + std::to_string(node);
+  return std::atoi(store.compare_set(round.key("failed"), "", mine).c_str());
+}
+
+// Watches this node's workers (at once: their exits wake us) and the other nodes (through the
+// store, once per monitor interval) until the round ends. A failure is recorded in the store
+// before stopping the workers, so the other nodes start stopping theirs at the same time.
+Result watch(WorkerGroup& group, TCPStore& store, const Options& o, const Round& round) {
+  auto interval = to_ms(o.monitor_interval);
+  auto grace = to_ms(o.grace_period);
+  bool local_done = false;
+  auto next_check = Clock::now();
+  for (;;) {
+    auto exits = group.poll(interval, {g_signal_pipe[0], g_child_pipe[0]});
+    drain_child_pipe();
+    if (int sig = take_signal()) {
+      log("got signal %d: stopping the workers", sig);
+      record_failure(store, round, 128 + sig, -1, o.node_rank);
+      group.stop(sig, grace);
+      return {Outcome::kInterrupted, 128 + sig};
+    }
+    for (const auto& e : exits) {
+      if (e.code == 0) continue;
+      if (e.code > 128)
+        log("rank %d (pid %d) was killed by signal %d; stopping the other workers", e.global_rank, e.pid,
+            e.code - 128);
+      else
+        log("rank %d (pid %d) exited with code %d; stopping the other workers", e.global_rank, e.pid, e.code);
+      int code = record_failure(store, round, e.code, e.global_rank, o.node_rank);
+      group.stop(SIGTERM, grace);
+      return {Outcome::kFailure, code};
+    }
+    if (!local_done && group.all_exited()) {
+      local_done = true;
+      store.add(round.key("done"), 1);
+    }
+    if (Clock::now() < next_check) continue;
+    next_check = Clock::now() + interval;
+    if (store.check({round.key("failed")})) {
+      std::string f = store.get(round.key("failed"));
+      int code = std::atoi(f.c_str()), rank = 0, node = 0;
+      std::sscanf(f.c_str(), "%*d %d %d", &rank, &node);
+      if (!local_done && rank < 0)
+        log("emberrun on node %d was stopped by a signal (code %d); stopping the workers", node, code);
+      else if (!local_done)
+        log("rank %d on node %d failed (code %d); stopping the workers", rank, node, code);
+      group.stop(SIGTERM, grace);
+      return {Outcome::kFailure, code};
+    }
+    if (local_done && store.add(round.key("done"), 0) >= o.nnodes) return {Outcome::kSuccess, 0};
+  }
+}
+
+int run(const Options& o) {
+  std::string path = resolve_program(o.program[0]);
+  if (!o.log_dir.empty()) std::filesystem::create_directories(o.log_dir);
+  std::optional<TCPStore> store;
+  // Node 0 hosts the store; the others retry connecting while it comes up.
+  store.emplace(o.master_addr, o.master_port, std::nullopt, o.node_rank == 0, to_ms(o.rdzv_timeout));
+  int port = store->port();
+  Result result{Outcome::kFailure, 1};
+  for (int restart = 0;; ++restart) {
+    Round round{restart};
+    Placement p = rendezvous(*store, o, round);
+    if (restart == 0 && o.node_rank == 0)
+      log("%d processes on %d node(s), store at %s:%d", p.world_size, o.nnodes, o.master_addr.c_str(), port);
+    {
+      WorkerGroup group(path, o.program, worker_specs(o, p, port, restart), o.log_dir, restart == 0);
+      result = watch(group, *store, o, round);
+    }
+    store->add(round.key("stopped"), 1);
+    if (result.outcome != Outcome::kFailure || restart >= o.max_restarts) {
+      // Node 0's store must outlive the other agents' last look at it.
+      if (o.node_rank == 0) {
+        auto deadline = Clock::now() + std::chrono::seconds(30);
+        while (store->add(round.key("stopped"), 0) < o.nnodes && Clock::now() < deadline)
+          if (sleep_or_signal(milliseconds(20))) break;
+      }
+      if (result.outcome == Outcome::kFailure && o.max_restarts > 0)
+        log("no restarts left (%d used)", restart);
+      return result.code;
+    }
+    log("restarting the workers (restart %d of %d)", restart + 1, o.max_restarts);
+  }
+}
+
+}  // namespace
+}  // namespace emberrun
+
+int main(int argc, char** argv) {
+  using namespace emberrun;
+  Options o;
+  try {
+    if (!parse_options(argc, argv, o)) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "emberrun: %s (see emberrun --help)\n", e.what());
+    return 2;
+  }
+  try {
+    install_signal_handlers();
+    return run(o);
+  } catch (const Interrupted& i) {
+    log("got signal %d before the workers started", i.sig);
+    return 128 + i.sig;
+  } catch (const std::exception& e) {
+    log("%s", e.what());
+    return 1;
+  }
+}
