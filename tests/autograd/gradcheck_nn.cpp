@@ -5,8 +5,11 @@
 namespace ember::testing {
 namespace {
 
-Tensor i64(const NestedList& l) { return tensor(l, kInt64); }
-Tensor f64(const NestedList& l) { return tensor(l, kFloat64); }
+// On the device of `like` (the case's first input), so the cases also run on CUDA.
+Tensor i64(const NestedList& l, const Tensor& like) {
+  return tensor(l, TensorOptions(kInt64).device(like.device()));
+}
+Tensor f64(const NestedList& l, const Tensor& like) { return tensor(l, like.options().dtype(kFloat64)); }
 
 // Fixed draws: every call of a case must see the same mask.
 Tensor fixed_dropout(const Tensor& x, double p) {
@@ -47,13 +50,13 @@ const GradcheckRegistrar registrar({
      true},
     {"batch_norm",
      [](const auto& x) {
-       Tensor rm = zeros({3}, kFloat64), rv = ones({3}, kFloat64);
+       Tensor rm = zeros({3}, x[0].options()), rv = ones({3}, x[0].options());
        return batch_norm(x[0], rm, rv, {}, x[1], true, 0.1, 0.01);
      },
      {{4, 3}, {3}}},
     {"batch_norm",
      [](const auto& x) {
-       return batch_norm(x[0], f64({0.5, -1}), f64({2, 0.5}), x[1], x[2], false);
+       return batch_norm(x[0], f64({0.5, -1}, x[0]), f64({2, 0.5}, x[0]), x[1], x[2], false);
      },
      {{2, 2, 3}, {2}, {2}},
      -2,
@@ -71,7 +74,7 @@ const GradcheckRegistrar registrar({
     {"dropout", [](const auto& x) { return std::get<0>(native_dropout(x[0], 0, true)); }, {{2, 2}}},
     {"embedding",
      [](const auto& x) {
-       return embedding(x[0], i64({{0, 2, 4}, {2, 1, 0}}));
+       return embedding(x[0], i64({{0, 2, 4}, {2, 1, 0}}, x[0]));
      },
      {{5, 3}},
      -2,
@@ -79,13 +82,13 @@ const GradcheckRegistrar registrar({
      true},
     {"embedding",
      [](const auto& x) {
-       return embedding(x[0], tensor({3, 1, 3, 0}, kInt32), 2).square();
+       return embedding(x[0], tensor({3, 1, 3, 0}, TensorOptions(kInt32).device(x[0].device())), 2).square();
      },
      {{4, 2}},
      -2,
      2,
      true},
-    {"embedding", [](const auto& x) { return embedding(x[0].t(), i64(1), 0); }, {{2, 3}}},
+    {"embedding", [](const auto& x) { return embedding(x[0].t(), i64(1, x[0]), 0); }, {{2, 3}}},
     {"scaled_dot_product_attention",
      [](const auto& x) { return sdpa(x); },
      {{2, 3, 4}, {2, 5, 4}, {2, 5, 3}},
@@ -97,7 +100,7 @@ const GradcheckRegistrar registrar({
      {{1, 3, 2}, {2, 4, 2}, {4, 3}, {3, 4}}},
     {"scaled_dot_product_attention",
      [](const auto& x) {
-       return sdpa(x, tensor({{true, false, true}, {false, true, true}}));
+       return sdpa(x, tensor({{true, false, true}, {false, true, true}}).to(x[0].device()));
      },
      {{2, 1, 2, 2}, {3, 2}, {2, 1, 3, 2}}},
     {"scaled_dot_product_attention",
@@ -115,7 +118,7 @@ const GradcheckRegistrar registrar({
     // Losses. Class targets, weights and masks are literals; probability targets are inputs.
     {"cross_entropy",
      [](const auto& x) {
-       return cross_entropy(x[0], i64({0, 3, 1}));
+       return cross_entropy(x[0], i64({0, 3, 1}, x[0]));
      },
      {{3, 4}},
      -2,
@@ -123,12 +126,13 @@ const GradcheckRegistrar registrar({
      true},
     {"cross_entropy",
      [](const auto& x) {
-       return cross_entropy(x[0], i64({2, 1, 2}), f64({0.5, 2, 1.5}), 1, "sum");
+       return cross_entropy(x[0], i64({2, 1, 2}, x[0]), f64({0.5, 2, 1.5}, x[0]), 1, "sum");
      },
      {{3, 3}}},
     {"cross_entropy",
      [](const auto& x) {
-       return cross_entropy(x[0], i64({{0, 2}, {-100, 1}}), f64({0.5, 2, 1.5}), -100, "mean", 0.2);
+       return cross_entropy(x[0], i64({{0, 2}, {-100, 1}}, x[0]), f64({0.5, 2, 1.5}, x[0]), -100, "mean",
+                            0.2);
      },
      {{2, 3, 2}},
      -2,
@@ -136,13 +140,13 @@ const GradcheckRegistrar registrar({
      true},
     {"cross_entropy",
      [](const auto& x) {
-       return cross_entropy(x[0], i64({{0, 2}, {3, 1}}), {}, 3, "none", 0.3);
+       return cross_entropy(x[0], i64({{0, 2}, {3, 1}}, x[0]), {}, 3, "none", 0.3);
      },
      {{2, 4, 2}}},
-    {"cross_entropy", [](const auto& x) { return cross_entropy(x[0], i64(2)); }, {{4}}},
+    {"cross_entropy", [](const auto& x) { return cross_entropy(x[0], i64(2, x[0])); }, {{4}}},
     {"cross_entropy",
      [](const auto& x) {
-       return cross_entropy(x[0], x[1], f64({1, 2, 0.5, 1}), -100, "mean", 0.1);
+       return cross_entropy(x[0], x[1], f64({1, 2, 0.5, 1}, x[0]), -100, "mean", 0.1);
      },
      {{3, 4}, {3, 4}},
      -2,
@@ -155,22 +159,22 @@ const GradcheckRegistrar registrar({
      1},
     {"nll_loss",
      [](const auto& x) {
-       return nll_loss(x[0], i64({0, 3, 1}));
+       return nll_loss(x[0], i64({0, 3, 1}, x[0]));
      },
      {{3, 4}}},
     {"nll_loss",
      [](const auto& x) {
-       return nll_loss(x[0], i64({{0, 2}, {1, 1}}), f64({0.5, 2, 1.5}), 2, "mean");
+       return nll_loss(x[0], i64({{0, 2}, {1, 1}}, x[0]), f64({0.5, 2, 1.5}, x[0]), 2, "mean");
      },
      {{2, 3, 2}}},
     {"nll_loss",
      [](const auto& x) {
-       return nll_loss(x[0], i64({{0, 2}, {1, 1}}), {}, 2, "none");
+       return nll_loss(x[0], i64({{0, 2}, {1, 1}}, x[0]), {}, 2, "none");
      },
      {{2, 3, 2}}},
     {"nll_loss",
      [](const auto& x) {
-       return nll_loss(x[0].log_softmax(1), i64({2, 0}), {}, -100, "sum");
+       return nll_loss(x[0].log_softmax(1), i64({2, 0}, x[0]), {}, -100, "sum");
      },
      {{2, 3}},
      -2,
@@ -187,8 +191,8 @@ const GradcheckRegistrar registrar({
      true},
     {"binary_cross_entropy_with_logits",
      [](const auto& x) {
-       return binary_cross_entropy_with_logits(x[0], x[1], f64({{0.5}, {2}, {1}}), "sum",
-                                               f64({1, 3, 0.5, 2}));
+       return binary_cross_entropy_with_logits(x[0], x[1], f64({{0.5}, {2}, {1}}, x[0]), "sum",
+                                               f64({1, 3, 0.5, 2}, x[0]));
      },
      {{3, 4}, {3, 4}},
      0,
@@ -196,7 +200,7 @@ const GradcheckRegistrar registrar({
      true},
     {"binary_cross_entropy_with_logits",
      [](const auto& x) {
-       return binary_cross_entropy_with_logits(x[0], x[1], {}, "none", f64({2, 0.5}));
+       return binary_cross_entropy_with_logits(x[0], x[1], {}, "none", f64({2, 0.5}, x[0]));
      },
      {{3, 2}, {3, 2}}},
 });

@@ -7,7 +7,10 @@ namespace {
 
 using Inputs = std::vector<Tensor>;
 
-Tensor idx(const NestedList& values) { return tensor(values, kInt64); }
+// On the device of `like` (the case's first input), so the cases also run on CUDA.
+Tensor idx(const NestedList& values, const Tensor& like) {
+  return tensor(values, TensorOptions(kInt64).device(like.device()));
+}
 
 const GradcheckRegistrar registrar({
     {"flip",
@@ -91,7 +94,7 @@ const GradcheckRegistrar registrar({
     {"triu", [](const Inputs& x) { return x[0].triu(-1); }, {{2, 4, 3}}},
     {"index_select",
      [](const Inputs& x) {
-       return x[0].index_select(0, idx({2, 0, 2}));
+       return x[0].index_select(0, idx({2, 0, 2}, x[0]));
      },
      {{3, 4}},
      -2,
@@ -99,12 +102,12 @@ const GradcheckRegistrar registrar({
      true},
     {"index_select",
      [](const Inputs& x) {
-       return x[0].index_select(-1, tensor({3, 1}, kInt32)) * x[0].sum();
+       return x[0].index_select(-1, tensor({3, 1}, TensorOptions(kInt32).device(x[0].device()))) * x[0].sum();
      },
      {{2, 3, 4}}},
     {"gather",
      [](const Inputs& x) {
-       return x[0].gather(1, idx({{0, 2, 2}, {1, 0, 3}}));
+       return x[0].gather(1, idx({{0, 2, 2}, {1, 0, 3}}, x[0]));
      },
      {{3, 4}},
      -2,
@@ -112,12 +115,12 @@ const GradcheckRegistrar registrar({
      true},
     {"gather",
      [](const Inputs& x) {
-       return x[0].gather(0, idx({{1, 0}, {1, 1}})) * x[0][0][0];
+       return x[0].gather(0, idx({{1, 0}, {1, 1}}, x[0])) * x[0][0][0];
      },
      {{2, 3}}},
     {"scatter",
      [](const Inputs& x) {
-       return scatter(x[0], 1, idx({{0, 3}, {2, 1}}), x[1]);
+       return scatter(x[0], 1, idx({{0, 3}, {2, 1}}, x[0]), x[1]);
      },
      {{3, 4}, {2, 3}},
      -2,
@@ -125,17 +128,17 @@ const GradcheckRegistrar registrar({
      true},
     {"scatter",
      [](const Inputs& x) {
-       return scatter(x[0], 0, idx({{1, 0, 1}}), x[1]);
+       return scatter(x[0], 0, idx({{1, 0, 1}}, x[0]), x[1]);
      },
      {{2, 3}, {1, 3}}},
     {"scatter",
      [](const Inputs& x) {
-       return scatter(x[0], 0, idx({{2, 0}}), Scalar(0.5));
+       return scatter(x[0], 0, idx({{2, 0}}, x[0]), Scalar(0.5));
      },
      {{3, 2}}},
     {"scatter_add",
      [](const Inputs& x) {
-       return scatter_add(x[0], 1, idx({{0, 0, 3}, {2, 1, 2}}), x[1]);
+       return scatter_add(x[0], 1, idx({{0, 0, 3}, {2, 1, 2}}, x[0]), x[1]);
      },
      {{2, 4}, {2, 4}},
      -2,
@@ -143,26 +146,26 @@ const GradcheckRegistrar registrar({
      true},
     {"scatter_add",
      [](const Inputs& x) {
-       return scatter_add(x[0], 0, idx({{1}, {1}}), x[1]);
+       return scatter_add(x[0], 0, idx({{1}, {1}}, x[0]), x[1]);
      },
      {{2, 3}, {3, 1}}},
     {"index_add",
      [](const Inputs& x) {
-       return index_add(x[0], 0, idx({2, 0, 2}), x[1], 2.5);
+       return index_add(x[0], 0, idx({2, 0, 2}, x[0]), x[1], 2.5);
      },
      {{3, 4}, {3, 4}},
      -2,
      2,
      true},
-    {"index_add", [](const Inputs& x) { return index_add(x[0], 1, idx({1}), x[1]); }, {{2, 3}, {2, 1}}},
+    {"index_add", [](const Inputs& x) { return index_add(x[0], 1, idx({1}, x[0]), x[1]); }, {{2, 3}, {2, 1}}},
     {"take_along_dim",
      [](const Inputs& x) {
-       return take_along_dim(x[0], idx({{{1, 3}, {0, 0}, {2, 1}}}), 2);
+       return take_along_dim(x[0], idx({{{1, 3}, {0, 0}, {2, 1}}}, x[0]), 2);
      },
      {{2, 1, 4}}},
     {"take_along_dim",
      [](const Inputs& x) {
-       return take_along_dim(x[0], idx({5, 0, 5}));
+       return take_along_dim(x[0], idx({5, 0, 5}, x[0]));
      },
      {{2, 3}}},
     {"sort", [](const Inputs& x) { return std::get<0>(sort(x[0], 0, true)); }, {{4, 3}}, -2, 2, true},

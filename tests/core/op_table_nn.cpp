@@ -239,7 +239,7 @@ const OpTableRegistrar registrar({
        // Both outputs, stacked: the training one, then eval with the updated running stats.
        DimVector shape(in[0].sizes().begin(), in[0].sizes().end());
        shape.insert(0, 2);
-       Tensor both = empty(shape, in[0].dtype());
+       Tensor both = empty(shape, in[0].options());
        both[0].copy_(batch_norm(in[0], rm, rv, in[1], in[2], true, 0.3));
        both[1].copy_(batch_norm(in[0], rm, rv, in[1], in[2], false));
        return both;

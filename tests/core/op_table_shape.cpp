@@ -18,7 +18,7 @@ Tensor params(std::vector<int64_t> v) {
 }
 
 std::vector<int64_t> ints(const Tensor& t) {
-  Tensor c = t.contiguous();
+  Tensor c = t.cpu().contiguous();  // the CUDA suite moves every input to the GPU
   return {c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()};
 }
 
