@@ -78,17 +78,25 @@ EMBER_HOST_DEVICE inline double log_unit(double x) {
 EMBER_HOST_DEVICE inline void sincos_2pi(double u, double& sin_out, double& cos_out) {
   const int q = static_cast<int>(4.0 * u + 0.5);
   const double t = mul_rn(u - 0.25 * q, 6.283185307179586), z = mul_rn(t, t);
-  const double s = mul_rn(t, horner(z, 1.0, -0.16666666666666666, 0.008333333333333333, -0.0001984126984126984,
-                                    2.7557319223985893e-06, -2.505210838544172e-08, 1.6059043836821613e-10,
-                                    -7.647163731819816e-13, 2.8114572543455206e-15));
+  const double s = mul_rn(t, horner(z, 1.0, -0.16666666666666666, 0.008333333333333333,
+                                    -0.0001984126984126984, 2.7557319223985893e-06, -2.505210838544172e-08,
+                                    1.6059043836821613e-10, -7.647163731819816e-13, 2.8114572543455206e-15));
   const double c = horner(z, 1.0, -0.5, 0.041666666666666664, -0.001388888888888889, 2.48015873015873e-05,
                           -2.755731922398589e-07, 2.08767569878681e-09, -1.1470745597729725e-11,
                           4.779477332387385e-14, -1.5619206968586225e-16);
   switch (q & 3) {
-    case 0: sin_out = s, cos_out = c; break;
-    case 1: sin_out = c, cos_out = -s; break;
-    case 2: sin_out = -s, cos_out = -c; break;
-    default: sin_out = -c, cos_out = s; break;
+    case 0:
+      sin_out = s, cos_out = c;
+      break;
+    case 1:
+      sin_out = c, cos_out = -s;
+      break;
+    case 2:
+      sin_out = -s, cos_out = -c;
+      break;
+    default:
+      sin_out = -c, cos_out = s;
+      break;
   }
 }
 

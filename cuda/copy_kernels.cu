@@ -92,13 +92,15 @@ void device_copy(const Tensor& dst, const Tensor& src) {
                                        current_stream()));
       return;
     }
-    visit_element_size(dst.element_size(), [&](auto tag) { launch_strided<RawIO<decltype(tag)>, 1>(plan, Identity{}); });
+    visit_element_size(dst.element_size(),
+                       [&](auto tag) { launch_strided<RawIO<decltype(tag)>, 1>(plan, Identity{}); });
     return;
   }
   if (try_vectorized_cast_to(plan, VectorizedStorages<float>::type{})) return;
   // Read as the source's compute type, which holds every source value exactly, so each value is
   // converted once, as the CPU's static_cast<D>(S).
-  visit_compute_type(src.dtype(), [&](auto tag) { launch_strided<CastIO<decltype(tag)>, 1>(plan, Identity{}); });
+  visit_compute_type(src.dtype(),
+                     [&](auto tag) { launch_strided<CastIO<decltype(tag)>, 1>(plan, Identity{}); });
 }
 
 // dst = src where one side is on the CPU.
@@ -142,7 +144,8 @@ void peer_copy(const Tensor& dst, int dst_dev, const Tensor& src, int src_dev, b
   }
   DeviceGuard g(dst_dev);
   cudaStream_t stream = current_stream();
-  EMBER_CUDA_CHECK(cudaMemcpyPeerAsync(dst.data_ptr(), dst_dev, src.data_ptr(), src_dev, dst.nbytes(), stream));
+  EMBER_CUDA_CHECK(
+      cudaMemcpyPeerAsync(dst.data_ptr(), dst_dev, src.data_ptr(), src_dev, dst.nbytes(), stream));
   if (!non_blocking) EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
@@ -165,7 +168,8 @@ void fill_kernel(const Tensor& dst, const Scalar& value) {
   bool same_bytes = true;  // a byte pattern (zeros above all) is a memset
   for (size_t i = 1; i < es; ++i) same_bytes = same_bytes && (bits >> (8 * i) & 0xff) == (bits & 0xff);
   if (plan.contiguous() && same_bytes) {
-    EMBER_CUDA_CHECK(cudaMemsetAsync(plan.data(0), static_cast<int>(bits & 0xff), dst.nbytes(), current_stream()));
+    EMBER_CUDA_CHECK(
+        cudaMemsetAsync(plan.data(0), static_cast<int>(bits & 0xff), dst.nbytes(), current_stream()));
     return;
   }
   visit_element_size(es, [&](auto tag) {

@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "ember/core/cpu/line_loop.h"
 #include "ember/core/dtype.h"
 #include "ember/cuda/elementwise_plan.h"
 #include "ember/cuda/launch.cuh"
@@ -43,14 +44,22 @@ __device__ __forceinline__ To convert(From v) {
 template <class F>
 __device__ __forceinline__ decltype(auto) visit_dtype_device(ScalarType t, F&& f) {
   switch (t) {
-    case ScalarType::Bool: return f(bool{});
-    case ScalarType::UInt8: return f(uint8_t{});
-    case ScalarType::Int32: return f(int32_t{});
-    case ScalarType::Int64: return f(int64_t{});
-    case ScalarType::Float16: return f(Half{});
-    case ScalarType::BFloat16: return f(BFloat16{});
-    case ScalarType::Float32: return f(float{});
-    case ScalarType::Float64: break;
+    case ScalarType::Bool:
+      return f(bool{});
+    case ScalarType::UInt8:
+      return f(uint8_t{});
+    case ScalarType::Int32:
+      return f(int32_t{});
+    case ScalarType::Int64:
+      return f(int64_t{});
+    case ScalarType::Float16:
+      return f(Half{});
+    case ScalarType::BFloat16:
+      return f(BFloat16{});
+    case ScalarType::Float32:
+      return f(float{});
+    case ScalarType::Float64:
+      break;
   }
   return f(double{});
 }
@@ -58,9 +67,8 @@ __device__ __forceinline__ decltype(auto) visit_dtype_device(ScalarType t, F&& f
 // Reads an element of runtime dtype t as C.
 template <class C>
 __device__ __forceinline__ C load_as(const char* p, ScalarType t) {
-  return visit_dtype_device(t, [p](auto tag) -> C {
-    return convert<C>(*reinterpret_cast<const decltype(tag)*>(p));
-  });
+  return visit_dtype_device(
+      t, [p](auto tag) -> C { return convert<C>(*reinterpret_cast<const decltype(tag)*>(p)); });
 }
 
 // Writes v into an element of runtime dtype t.
@@ -143,7 +151,9 @@ struct CastIO {
 template <class U>
 struct RawIO {
   using Compute = U;
-  static __device__ __forceinline__ U load(const char* p, ScalarType) { return *reinterpret_cast<const U*>(p); }
+  static __device__ __forceinline__ U load(const char* p, ScalarType) {
+    return *reinterpret_cast<const U*>(p);
+  }
   static __device__ __forceinline__ void store(char* p, ScalarType, U v) { *reinterpret_cast<U*>(p) = v; }
 };
 
@@ -178,7 +188,8 @@ __global__ void __launch_bounds__(kElementwiseBlock)
     C x[N > 0 ? N : 1];
 #pragma unroll
     for (int k = 0; k < N; ++k)
-      x[k] = a.scalar[k + 1] != ScalarKind::None ? s[k] : IO::load(a.data[k + 1] + off[k + 1], a.dtype[k + 1]);
+      x[k] =
+          a.scalar[k + 1] != ScalarKind::None ? s[k] : IO::load(a.data[k + 1] + off[k + 1], a.dtype[k + 1]);
     IO::store(a.data[0] + off[0], a.dtype[0], apply(f, x, std::make_index_sequence<N>{}));
   }
 }
@@ -199,7 +210,8 @@ ElementwiseArgs<N, C> make_args(const ElementwisePlan& plan, const LaunchChunk* 
 
 template <class IO, int N, class F>
 void launch_strided(const ElementwisePlan& plan, const F& f) {
-  EMBER_CHECK(plan.ntensors() == N + 1, "elementwise: plan has ", plan.ntensors(), " operands, kernel ", N + 1);
+  EMBER_CHECK(plan.ntensors() == N + 1, "elementwise: plan has ", plan.ntensors(), " operands, kernel ",
+              N + 1);
   cudaStream_t stream = current_stream();
   plan.for_each_chunk([&](const LaunchChunk& c) {
     auto n = static_cast<uint32_t>(c.numel);
@@ -243,9 +255,9 @@ __device__ __forceinline__ void vector_step(const ElementwiseArgs<sizeof...(In),
 template <class Out, class C, class F, class... In, size_t... K>
 __device__ __forceinline__ void scalar_step(const ElementwiseArgs<sizeof...(In), C>& a, const C* s, int64_t i,
                                             const F& f, std::index_sequence<K...>) {
-  reinterpret_cast<Out*>(a.data[0])[i] = convert<Out>(
-      f((a.scalar[K + 1] != ScalarKind::None ? s[K]
-                                             : convert<C>(reinterpret_cast<const In*>(a.data[K + 1])[i]))...));
+  reinterpret_cast<Out*>(a.data[0])[i] = convert<Out>(f(
+      (a.scalar[K + 1] != ScalarKind::None ? s[K]
+                                           : convert<C>(reinterpret_cast<const In*>(a.data[K + 1])[i]))...));
 }
 
 template <int VEC, class Out, class C, class F, class... In>
@@ -259,7 +271,8 @@ __global__ void __launch_bounds__(kElementwiseBlock)
   for (int64_t v = tid; v < nvec; v += step)
     vector_step<VEC, Out, C, F, In...>(a, s, v, f, std::index_sequence_for<In...>{});
   // The tail (fewer than VEC elements): one element per thread.
-  if (int64_t i = nvec * VEC + tid; i < n) scalar_step<Out, C, F, In...>(a, s, i, f, std::index_sequence_for<In...>{});
+  if (int64_t i = nvec * VEC + tid; i < n)
+    scalar_step<Out, C, F, In...>(a, s, i, f, std::index_sequence_for<In...>{});
 }
 
 template <class Out, class C, class F, class... In>
@@ -268,8 +281,8 @@ void launch_vectorized(const ElementwisePlan& plan, const F& f) {
   constexpr int kVec = static_cast<int>(16 / kWidest);
   const int64_t n = plan.numel();
   vectorized_kernel<kVec, Out, C, F, In...>
-      <<<grid_for(std::max<int64_t>(n / kVec, 1), kElementwiseBlock), kElementwiseBlock, 0, current_stream()>>>(
-          n, make_args<sizeof...(In), C>(plan, nullptr), f);
+      <<<grid_for(std::max<int64_t>(n / kVec, 1), kElementwiseBlock), kElementwiseBlock, 0,
+         current_stream()>>>(n, make_args<sizeof...(In), C>(plan, nullptr), f);
   EMBER_CUDA_LAUNCH_CHECK();
 }
 
@@ -283,7 +296,8 @@ bool matches_vectorized(const ElementwisePlan& plan, std::index_sequence<K...>) 
     return plan.scalar(k) != ScalarKind::None ||
            (plan.dtype(k) == t && plan.aligned(k, static_cast<int>(size) * kVec));
   };
-  return plan.contiguous() && ok(0, dtype_of<Out>, sizeof(Out)) && (ok(K + 1, dtype_of<In>, sizeof(In)) && ...);
+  return plan.contiguous() && ok(0, dtype_of<Out>, sizeof(Out)) &&
+         (ok(K + 1, dtype_of<In>, sizeof(In)) && ...);
 }
 
 // --- The typed entry point ---
@@ -347,29 +361,9 @@ void gpu_kernel(const ElementwisePlan& plan, const F& f) {
   launch_strided<CastIO<C>, N>(plan, f);
 }
 
-// Calls f(U{}) with an unsigned type of `bytes` bytes, for kernels that only move elements.
-template <class F>
-void visit_element_size(size_t bytes, F&& f) {
-  switch (bytes) {
-    case 1: return f(uint8_t{});
-    case 2: return f(uint16_t{});
-    case 4: return f(uint32_t{});
-    default: return f(uint64_t{});
-  }
-}
-
-// The compute type for a result dtype, as the CPU kernels (core/cpu/elementwise_loop.h): float
-// for f32/f16/bf16, double, int64 for the integers, bool.
-template <class F>
-decltype(auto) visit_compute_type(ScalarType t, F&& f) {
-  switch (t) {
-    case kFloat64: return f(double{});
-    case kFloat32:
-    case kFloat16:
-    case kBFloat16: return f(float{});
-    case kBool: return f(bool{});
-    default: return f(int64_t{});
-  }
-}
+// The dtype visitors of the CPU kernels: the compute type for a result dtype (float for
+// f32/f16/bf16, double, int64 for the integers, bool) and an unsigned type per element size.
+using cpu::visit_compute_type;
+using cpu::visit_element_size;
 
 }  // namespace ember::cuda

@@ -15,8 +15,10 @@ std::pair<uintptr_t, uintptr_t> byte_range(const Tensor& t) {
   const auto es = static_cast<int64_t>(t.element_size());
   for (int64_t d = 0; d < t.dim(); ++d) {
     int64_t span = (t.size(d) - 1) * t.stride(d) * es;
-    if (span < 0) lo += span;
-    else hi += span;
+    if (span < 0)
+      lo += span;
+    else
+      hi += span;
   }
   return {lo, hi + static_cast<uintptr_t>(es)};
 }

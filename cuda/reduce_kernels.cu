@@ -5,8 +5,9 @@
 //
 // One kernel, two thread layouts:
 //  - rows (the reduced dims walk memory fastest, e.g. a contiguous inner-dim reduce): threadIdx.x
-//    walks the reduced range of one output (a warp or a block per row, coalesced), threadIdx.y the
-//    outputs; warp shuffles, then shared memory across warps.
+//    walks the reduced range of one output (a warp or a block per row, coalesced; 16-byte loads
+//    when the row is contiguous), threadIdx.y the outputs; warp shuffles, then shared memory
+//    across warps.
 //  - columns (a kept dim walks memory fastest, e.g. sum over dim 0 of [4096, 4096]): threadIdx.x
 //    walks consecutive outputs (coalesced), threadIdx.y the reduced range; a shared-memory tree.
 // When outputs alone do not fill the GPU (a full reduction to a scalar above all), blockIdx.y cuts
@@ -41,11 +42,13 @@ struct ReduceArgs {
   int64_t n_out, n_red;
   int64_t slices;
   bool columns;
+  bool contiguous_rows;  // rows layout over one reduced dim of stride 1: vectorized loads
   ops::ReducePlan plan;
   ops::ReduceParams p;
 };
 
-__device__ __forceinline__ void output_offsets(const ReduceArgs& a, int64_t j, int64_t& in_off, int64_t& out_off) {
+__device__ __forceinline__ void output_offsets(const ReduceArgs& a, int64_t j, int64_t& in_off,
+                                               int64_t& out_off) {
   if (a.nkept == 1) {
     in_off = j * a.kept_in[0];
     out_off = j * a.kept_out[0];
@@ -149,8 +152,8 @@ struct IndexedExtremeReducer {
   }
   // States merge in any order: on a tie the smaller index wins.
   __device__ void merge(State& s, const State& o) const {
-    if (o.i >= 0 && (s.i < 0 || ops::extreme_beats(o.v, s.v, kMax) ||
-                     (!ops::extreme_beats(s.v, o.v, kMax) && o.i < s.i)))
+    if (o.i >= 0 &&
+        (s.i < 0 || ops::extreme_beats(o.v, s.v, kMax) || (!ops::extreme_beats(s.v, o.v, kMax) && o.i < s.i)))
       s = o;
   }
   __device__ C value(const State& s) const { return s.v; }
@@ -194,7 +197,9 @@ struct LseReducer {
 };
 
 template <class R>
-concept Indexed = requires(const R& r, const typename R::State& s) { r.index(s); };
+concept Indexed = requires(const R& r, const typename R::State& s) {
+  r.index(s);
+};
 
 // --- Combining the states of a block's threads ---
 
@@ -249,11 +254,36 @@ __device__ __forceinline__ typename R::State block_merge(const R& red, typename 
 
 // --- Kernels ---
 
+// Folds elements [r0, r1) of a contiguous row into this thread's state, the thread taking every
+// `step`-th one from `lane`: a head up to the first 16-byte boundary, then 16-byte vectors, then
+// the tail. A thread's positions still increase, as the indexed reducers need.
+template <class R, class T>
+__device__ __forceinline__ void fold_row(const R& red, typename R::State& s, const ReduceArgs& a,
+                                         const T* row, int64_t r0, int64_t r1, int lane, int step) {
+  using C = typename R::Compute;
+  constexpr int kVec = 16 / sizeof(T);
+  auto fold = [&](T v, int64_t r) { red.fold(s, ops::reduce_pre(a.plan.pre, convert<C>(v), a.p.p), r); };
+  const auto misaligned = reinterpret_cast<uintptr_t>(row + r0) % 16;
+  const int64_t head_end = r0 + static_cast<int64_t>((16 - misaligned) % 16 / sizeof(T));
+  const int64_t a0 = head_end < r1 ? head_end : r1;
+  for (int64_t r = r0 + lane; r < a0; r += step) fold(row[r], r);
+  const int64_t nvec = (r1 - a0) / kVec;
+  const auto* vecs = reinterpret_cast<const AlignedVec<T, kVec>*>(row + a0);
+  for (int64_t k = lane; k < nvec; k += step) {
+    const AlignedVec<T, kVec> v = vecs[k];
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) fold(v.v[j], a0 + k * kVec + j);
+  }
+  for (int64_t r = a0 + nvec * kVec + lane; r < r1; r += step) fold(row[r], r);
+}
+
 template <class R>
-__device__ __forceinline__ void emit(const R& red, const ReduceArgs& a, int64_t j, const typename R::State& s) {
+__device__ __forceinline__ void emit(const R& red, const ReduceArgs& a, int64_t j,
+                                     const typename R::State& s) {
   int64_t in_off, out_off;
   output_offsets(a, j, in_off, out_off);
-  store_as(a.out + out_off * a.out_es, a.out_dtype, ops::reduce_post(a.plan.post, red.value(s), a.n_red, a.p));
+  store_as(a.out + out_off * a.out_es, a.out_dtype,
+           ops::reduce_post(a.plan.post, red.value(s), a.n_red, a.p));
   if constexpr (Indexed<R>) {
     if (a.indices) a.indices[out_off] = red.index(s);
   }
@@ -273,9 +303,15 @@ __global__ void __launch_bounds__(kThreads) reduce_kernel(ReduceArgs a, R red) {
     int64_t in_off, out_off;
     output_offsets(a, j, in_off, out_off);
     const char* base = a.in + in_off * a.in_es;
-    for (int64_t r = r0 + r_lane; r < r1; r += r_count) {
-      const C x = load_as<C>(base + reduced_offset(a, r) * a.in_es, a.in_dtype);
-      red.fold(s, ops::reduce_pre(a.plan.pre, x, a.p.p), r);
+    if (a.contiguous_rows) {
+      visit_dtype_device(a.in_dtype, [&](auto tag) {
+        fold_row(red, s, a, reinterpret_cast<const decltype(tag)*>(base), r0, r1, r_lane, r_count);
+      });
+    } else {
+      for (int64_t r = r0 + r_lane; r < r1; r += r_count) {
+        const C x = load_as<C>(base + reduced_offset(a, r) * a.in_es, a.in_dtype);
+        red.fold(s, ops::reduce_pre(a.plan.pre, x, a.p.p), r);
+      }
     }
   }
   s = block_merge(red, s, a.columns, reinterpret_cast<State*>(smem));
@@ -319,17 +355,20 @@ void launch(ReduceArgs a, const R& red, Device device) {
   a.slices = std::clamp<int64_t>(a.slices, 1, kMaxSlices);
   Tensor workspace;
   if (a.slices > 1) {
-    workspace = empty({a.slices * a.n_out * static_cast<int64_t>(sizeof(State))}, TensorOptions(kUInt8).device(device));
+    workspace = empty({a.slices * a.n_out * static_cast<int64_t>(sizeof(State))},
+                      TensorOptions(kUInt8).device(device));
     a.partials = workspace.data_ptr();
   }
   EMBER_CHECK(blocks <= INT32_MAX, "reduce: ", a.n_out, " outputs are too many for one launch");
   const dim3 block(static_cast<unsigned>(a.columns ? o_count : r_count),
                    static_cast<unsigned>(a.columns ? r_count : o_count));
   cudaStream_t stream = current_stream();
-  reduce_kernel<R><<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(a.slices)), block, 0, stream>>>(a, red);
+  reduce_kernel<R>
+      <<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(a.slices)), block, 0, stream>>>(a, red);
   EMBER_CUDA_LAUNCH_CHECK();
   if (a.slices > 1) {
-    merge_slices_kernel<R><<<grid_for(a.n_out, kThreads / kWarpSize, INT32_MAX), kThreads, 0, stream>>>(a, red);
+    merge_slices_kernel<R>
+        <<<grid_for(a.n_out, kThreads / kWarpSize, INT32_MAX), kThreads, 0, stream>>>(a, red);
     EMBER_CUDA_LAUNCH_CHECK();
   }
 }
@@ -338,14 +377,17 @@ void launch(ReduceArgs a, const R& red, Device device) {
 template <class C, class F>
 void visit_reducer(ReduceCore core, bool indexed, F&& f) {
   switch (core) {
-    case ReduceCore::Sum: return f(SumReducer<C>{});
-    case ReduceCore::Prod: return f(ProdReducer<C>{});
+    case ReduceCore::Sum:
+      return f(SumReducer<C>{});
+    case ReduceCore::Prod:
+      return f(ProdReducer<C>{});
     case ReduceCore::Max:
       return indexed ? f(IndexedExtremeReducer<C, true>{}) : f(ExtremeReducer<C, true>{});
     case ReduceCore::Min:
       return indexed ? f(IndexedExtremeReducer<C, false>{}) : f(ExtremeReducer<C, false>{});
     case ReduceCore::Var:
-    case ReduceCore::LogSumExp: break;
+    case ReduceCore::LogSumExp:
+      break;
   }
   if constexpr (std::is_same_v<C, double>) {  // floating only (the frontend checks)
     if (core == ReduceCore::Var) return f(VarReducer{});
@@ -395,6 +437,7 @@ void reduce(ops::ReduceOp op, const Tensor& out, const Tensor& indices, const Te
   a.n_out = g.n_out;
   a.n_red = g.n_red;
   a.columns = g.inner_kept() > 1 && g.n_red > 1 && g.kept_in.back() < g.red_in.back();
+  a.contiguous_rows = !a.columns && a.nred == 1 && a.red_in[0] == 1 && g.n_red >= 64;
   a.plan = ops::reduce_plan(op, p);
   a.p = p;
   const bool logical = op == ops::ReduceOp::All || op == ops::ReduceOp::Any;

@@ -35,7 +35,8 @@ __device__ __forceinline__ void line_start(const Lines& l, int64_t line, int64_t
 template <class C>
 __global__ void scan_lines_kernel(const char* in, char* out, Lines l) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t line = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; line < l.count; line += step) {
+  for (int64_t line = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; line < l.count;
+       line += step) {
     int64_t in_off, out_off;
     line_start(l, line, in_off, out_off);
     C acc = 0;
@@ -85,7 +86,8 @@ void cumsum(const Tensor& out, const Tensor& in_arg, int64_t dim) {
     std::vector<std::array<int64_t, 3>> dims;  // (size, in stride, out stride), outermost first
     for (int64_t d = 0; d < t.dim(); ++d) {
       if (d == dim || t.size(d) == 1) continue;
-      if (!dims.empty() && dims.back()[1] == t.stride(d) * t.size(d) && dims.back()[2] == out.stride(d) * t.size(d))
+      if (!dims.empty() && dims.back()[1] == t.stride(d) * t.size(d) &&
+          dims.back()[2] == out.stride(d) * t.size(d))
         dims.back() = {dims.back()[0] * t.size(d), t.stride(d), out.stride(d)};
       else
         dims.push_back({t.size(d), t.stride(d), out.stride(d)});

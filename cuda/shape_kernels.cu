@@ -19,8 +19,10 @@ struct Divider {
   Divider() = default;
   explicit Divider(int64_t v) : d(v), fast(kSmall ? static_cast<uint32_t>(v) : 1u) {}
   __device__ __forceinline__ int64_t div(int64_t i) const {
-    if constexpr (kSmall) return fast.div(static_cast<uint32_t>(i));
-    else return i / d;
+    if constexpr (kSmall)
+      return fast.div(static_cast<uint32_t>(i));
+    else
+      return i / d;
   }
 };
 
@@ -51,8 +53,8 @@ __global__ void remap_kernel(U* out, const U* in, const int64_t* offsets, int64_
 
 void remap(const Tensor& out, const Tensor& in, const Tensor& offsets, const Scalar& fill) {
   const int64_t nd = out.dim(), n = out.numel();
-  EMBER_CHECK(nd <= kMaxRemapDims, "remap: the CUDA kernel takes at most ", kMaxRemapDims, " dims, got shape ",
-              out.sizes());
+  EMBER_CHECK(nd <= kMaxRemapDims, "remap: the CUDA kernel takes at most ", kMaxRemapDims,
+              " dims, got shape ", out.sizes());
   if (n == 0) return;
   uint64_t fill_bits = 0;
   visit_dtype(out.dtype(), [&](auto tag) {
@@ -71,13 +73,15 @@ void remap(const Tensor& out, const Tensor& in, const Tensor& offsets, const Sca
     visit_element_size(out.element_size(), [&](auto tag) {
       using U = decltype(tag);
       remap_kernel<U, kSmall><<<grid_for(n, kBlock), kBlock, 0, current_stream()>>>(
-          static_cast<U*>(out.data_ptr()), static_cast<const U*>(in.data_ptr()), table.data_ptr<int64_t>(), n, a,
-          static_cast<U>(fill_bits));
+          static_cast<U*>(out.data_ptr()), static_cast<const U*>(in.data_ptr()), table.data_ptr<int64_t>(), n,
+          a, static_cast<U>(fill_bits));
       EMBER_CUDA_LAUNCH_CHECK();
     });
   };
-  if (n <= INT32_MAX) launch(std::true_type{});
-  else launch(std::false_type{});
+  if (n <= INT32_MAX)
+    launch(std::true_type{});
+  else
+    launch(std::false_type{});
 }
 
 // Batched matrices [..., R, C]: element (b, r, c) keeps in's value when c is on the kept side of
@@ -130,8 +134,9 @@ void tri(const Tensor& out, const Tensor& in_arg, int64_t diagonal, bool upper) 
     in = in.contiguous();
     dims = batch_dims(in);
   }
-  TriArgs a{in.size(-2), in.size(-1), in.stride(-2), in.stride(-1), diagonal, upper,
-            static_cast<int>(dims.size()), {}, {}};
+  TriArgs a{
+      in.size(-2), in.size(-1), in.stride(-2), in.stride(-1), diagonal, upper, static_cast<int>(dims.size()),
+      {},          {}};
   for (size_t k = 0; k < dims.size(); ++k) {
     a.batch_sizes[k] = dims[dims.size() - 1 - k].first;
     a.batch_strides[k] = dims[dims.size() - 1 - k].second;
