@@ -145,8 +145,13 @@ void record_binary(const char* name, BinaryOp op, const Tensor& a, const Tensor&
   SavedTensor sa(values ? a_value : Tensor(), false), sb(values ? b : Tensor(), false);
   SavedTensor so(op == BinaryOp::Pow ? out : Tensor(), true);
   DimVector a_sizes(a.sizes()), b_sizes(b.sizes());
+  Device da = a.device(), db = b.device();
   record(name, {a, b}, {out}, [=](const GradContext& g) {
-    return binary_backward(op, g, g(sa), g(sb), g(so), alpha, a_sizes, b_sizes);
+    std::vector<Tensor> grads = binary_backward(op, g, g(sa), g(sb), g(so), alpha, a_sizes, b_sizes);
+    // A CPU scalar operand of a CUDA op gets its gradient on the CPU.
+    if (grads[0].defined()) grads[0] = grads[0].to(da);
+    if (grads[1].defined()) grads[1] = grads[1].to(db);
+    return grads;
   });
 }
 
@@ -257,10 +262,11 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (out.numel() > 0) where_stub(device)(out, cond, a, b);
   if (needs_grad({a, b})) {
     DimVector sa(a.sizes()), sb(b.sizes());
-    record("where", {cond, a, b}, {out}, [cond, sa, sb](const GradContext& g) -> std::vector<Tensor> {
+    Device da = a.device(), db = b.device();
+    record("where", {cond, a, b}, {out}, [=](const GradContext& g) -> std::vector<Tensor> {
       Tensor zero = zeros({}, g.grad().options());
-      return {Tensor(), g.needs(1) ? sum_to(where(cond, g.grad(), zero), sa) : Tensor(),
-              g.needs(2) ? sum_to(where(cond, zero, g.grad()), sb) : Tensor()};
+      return {Tensor(), g.needs(1) ? sum_to(where(cond, g.grad(), zero), sa).to(da) : Tensor(),
+              g.needs(2) ? sum_to(where(cond, zero, g.grad()), sb).to(db) : Tensor()};
     });
   }
   return out;
@@ -281,9 +287,10 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
   if (out.numel() > 0) where_stub(device)(out, mask, wrap(value), x);
   if (needs_grad({x})) {
     DimVector sx(x.sizes());
-    record("masked_fill", {x}, {out}, [mask, sx](const GradContext& g) -> std::vector<Tensor> {
-      return {sum_to(g.grad().masked_fill(mask, 0), sx)};
-    });
+    record("masked_fill", {x}, {out},
+           [mask, sx, dx = x.device()](const GradContext& g) -> std::vector<Tensor> {
+             return {sum_to(g.grad().masked_fill(mask, 0), sx).to(dx)};
+           });
   }
   return out;
 }
