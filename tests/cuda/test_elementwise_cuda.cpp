@@ -90,6 +90,13 @@ TEST_F(CudaKernels, ScalarsFromTheHostAndTheDevice) {
   Tensor k = random_tensor({7}, kInt64, -5, 5), gk = k.to(kGpu);
   expect_identical(gk * 3 + 1, k * 3 + 1);
   expect_identical(gk / 2, k / 2);  // true division gives float32
+  // A CPU scalar that requires grad gets its gradient on the CPU: d sum(x * w) / dw = sum(x).
+  Tensor w = full({}, 2.0, kFloat64).requires_grad_();
+  Tensor xd = tensor({1.0, 2.0, 4.5}, kFloat64).to(kGpu).requires_grad_();
+  (xd * w).sum().backward();
+  ASSERT_TRUE(w.grad().is_cpu());
+  EXPECT_EQ(w.grad().item<double>(), 7.5);
+  expect_identical(xd.grad(), full({3}, 2.0, kFloat64));
   EXPECT_EMBER_ERROR(gx + random_tensor({5}, kFloat32), "add", "same device");
   EXPECT_EMBER_ERROR(s.add_(gx), "add_", "same device");
 }
