@@ -27,6 +27,7 @@ struct Dim {
   int64_t size;
   std::array<int64_t, kMaxOperands> strides;
 };
+using DimList = SmallVector<Dim, kMaxDims>;  // no heap allocation below 7 dims
 
 }  // namespace
 
@@ -54,7 +55,7 @@ ElementwisePlan::ElementwisePlan(std::initializer_list<Tensor> operands) {
   EMBER_CHECK(out.is_cuda(), "elementwise: CUDA kernel got an output on ", out.device());
   numel_ = out.numel();
   const int64_t nd = out.dim();
-  std::vector<Dim> dims;
+  DimList dims;
   for (int64_t d = 0; d < nd; ++d)
     if (out.size(d) != 1) dims.push_back({out.size(d), {}});
   int k = 0;
@@ -93,7 +94,7 @@ ElementwisePlan::ElementwisePlan(std::initializer_list<Tensor> operands) {
   // in order), then merge neighbours that every operand walks as one dim.
   std::stable_sort(dims.begin(), dims.end(),
                    [](const Dim& a, const Dim& b) { return a.strides[0] > b.strides[0]; });
-  std::vector<Dim> merged;
+  DimList merged;
   for (const Dim& d : dims) {
     bool merge = !merged.empty();
     for (int j = 0; j < n_ && merge; ++j) merge = merged.back().strides[j] == d.strides[j] * d.size;
@@ -110,9 +111,9 @@ ElementwisePlan::ElementwisePlan(std::initializer_list<Tensor> operands) {
       one.strides[j] = scalar_[j] == ScalarKind::None ? static_cast<int64_t>(element_size(dtypes_[j])) : 0;
     merged.push_back(one);
   }
-  for (auto it = merged.rbegin(); it != merged.rend(); ++it) {
-    sizes_.push_back(it->size);
-    for (int j = 0; j < n_; ++j) strides_[j].push_back(it->strides[j]);
+  for (size_t d = merged.size(); d-- > 0;) {
+    sizes_.push_back(merged[d].size);
+    for (int j = 0; j < n_; ++j) strides_[j].push_back(merged[d].strides[j]);
   }
   contiguous_ = sizes_.size() == 1;
   for (int j = 0; j < n_; ++j)
