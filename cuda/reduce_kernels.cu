@@ -6,7 +6,7 @@
 // One kernel, two thread layouts:
 //  - rows (the reduced dims walk memory fastest, e.g. a contiguous inner-dim reduce): threadIdx.x
 //    walks the reduced range of one output (a warp or a block per row, coalesced; 16-byte loads
-//    when the row is contiguous), threadIdx.y the outputs; warp shuffles, then shared memory
+//    of contiguous float rows), threadIdx.y the outputs; warp shuffles, then shared memory
 //    across warps.
 //  - columns (a kept dim walks memory fastest, e.g. sum over dim 0 of [4096, 4096]): threadIdx.x
 //    walks consecutive outputs (coalesced), threadIdx.y the reduced range; a shared-memory tree.
@@ -277,6 +277,22 @@ __device__ __forceinline__ void fold_row(const R& red, typename R::State& s, con
   for (int64_t r = a0 + nvec * kVec + lane; r < r1; r += step) fold(row[r], r);
 }
 
+// fold_row for the float inputs of training (float32, float16, bfloat16; the host sets
+// contiguous_rows only for them): other dtypes take the strided loop, which keeps the number of
+// instantiations down.
+template <class R>
+__device__ __forceinline__ void fold_float_row(const R& red, typename R::State& s, const ReduceArgs& a,
+                                               const char* base, int64_t r0, int64_t r1, int lane, int step) {
+  if constexpr (std::is_same_v<typename R::Compute, double>) {
+    if (a.in_dtype == ScalarType::Float32)
+      fold_row(red, s, a, reinterpret_cast<const float*>(base), r0, r1, lane, step);
+    else if (a.in_dtype == ScalarType::Float16)
+      fold_row(red, s, a, reinterpret_cast<const Half*>(base), r0, r1, lane, step);
+    else
+      fold_row(red, s, a, reinterpret_cast<const BFloat16*>(base), r0, r1, lane, step);
+  }
+}
+
 template <class R>
 __device__ __forceinline__ void emit(const R& red, const ReduceArgs& a, int64_t j,
                                      const typename R::State& s) {
@@ -304,9 +320,7 @@ __global__ void __launch_bounds__(kThreads) reduce_kernel(ReduceArgs a, R red) {
     output_offsets(a, j, in_off, out_off);
     const char* base = a.in + in_off * a.in_es;
     if (a.contiguous_rows) {
-      visit_dtype_device(a.in_dtype, [&](auto tag) {
-        fold_row(red, s, a, reinterpret_cast<const decltype(tag)*>(base), r0, r1, r_lane, r_count);
-      });
+      fold_float_row(red, s, a, base, r0, r1, r_lane, r_count);
     } else {
       for (int64_t r = r0 + r_lane; r < r1; r += r_count) {
         const C x = load_as<C>(base + reduced_offset(a, r) * a.in_es, a.in_dtype);
@@ -437,15 +451,18 @@ void reduce(ops::ReduceOp op, const Tensor& out, const Tensor& indices, const Te
   a.n_out = g.n_out;
   a.n_red = g.n_red;
   a.columns = g.inner_kept() > 1 && g.n_red > 1 && g.kept_in.back() < g.red_in.back();
-  a.contiguous_rows = !a.columns && a.nred == 1 && a.red_in[0] == 1 && g.n_red >= 64;
   a.plan = ops::reduce_plan(op, p);
   a.p = p;
   const bool logical = op == ops::ReduceOp::All || op == ops::ReduceOp::Any;
   auto run = [&](const auto& red) { launch(a, red, in.device()); };
-  if (is_floating_point(logical ? in.dtype() : out.dtype()))
+  if (is_floating_point(logical ? in.dtype() : out.dtype())) {
+    const ScalarType t = in.dtype();
+    a.contiguous_rows = !a.columns && a.nred == 1 && a.red_in[0] == 1 && g.n_red >= 64 &&
+                        (t == kFloat32 || t == kFloat16 || t == kBFloat16);
     visit_reducer<double>(a.plan.core, indexed, run);
-  else
+  } else {
     visit_reducer<int64_t>(a.plan.core, indexed, run);
+  }
 }
 
 KernelRegistrar<ReduceFn> reg_reduce(reduce_stub, kCUDA, &reduce);
