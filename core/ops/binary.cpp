@@ -54,9 +54,29 @@ Dtypes binary_dtypes(const char* name, BinaryOp op, ScalarType common) {
   return {common, common};
 }
 
-void check_devices(const char* name, const Tensor& a, const Tensor& b) {
-  EMBER_CHECK(a.device() == b.device(), name, ": expected all tensors to be on the same device, but found ",
-              a.device(), " and ", b.device());
+// A 0-dim CPU tensor (a wrapped Scalar above all) goes with tensors on any device, as in PyTorch:
+// the CUDA kernels read it on the host and pass its value to the kernel.
+bool is_cpu_scalar(const Tensor& t) { return t.is_cpu() && t.dim() == 0; }
+
+// The device of an op's operands (their first that is not a CPU scalar); throws naming `name`
+// when they disagree.
+Device common_device(const char* name, std::initializer_list<Tensor> ts) {
+  const Tensor* first = nullptr;
+  for (const Tensor& t : ts) {
+    if (is_cpu_scalar(t)) continue;
+    if (!first) first = &t;
+    EMBER_CHECK(t.device() == first->device(), name,
+                ": expected all tensors to be on the same device, but found ", first->device(), " and ",
+                t.device());
+  }
+  return first ? first->device() : Device(kCPU);
+}
+
+// In place, the result stays on self's device: only a CPU scalar may come from elsewhere.
+void check_devices_inplace(const char* name, const Tensor& self, const Tensor& b) {
+  EMBER_CHECK(b.device() == self.device() || is_cpu_scalar(b), name,
+              ": expected all tensors to be on the same device, but found ", self.device(), " and ",
+              b.device());
 }
 
 ops::ElementwiseParams alpha_params(const char* name, const Scalar& alpha, ScalarType common) {
@@ -65,11 +85,11 @@ ops::ElementwiseParams alpha_params(const char* name, const Scalar& alpha, Scala
   return {alpha.to_double()};
 }
 
-// A scalar operand as a 0-dim tensor on the other operand's device. Its dtype is wide (double
-// or int64): the kernel reads it as the compute dtype, so promotion is already decided.
-Tensor wrap(const Scalar& s, Device d) {
+// A scalar operand as a 0-dim CPU tensor, whatever the other operands' device. Its dtype is wide
+// (double or int64): the kernel reads it as the compute dtype, so promotion is already decided.
+Tensor wrap(const Scalar& s) {
   ScalarType t = s.is_floating_point() ? kFloat64 : s.default_dtype();
-  return full({}, s, TensorOptions(t).device(d));
+  return full({}, s, TensorOptions(t));
 }
 
 // d(out)/da and d(out)/db of the differentiable binary ops, times g, summed back to each
@@ -125,24 +145,29 @@ void record_binary(const char* name, BinaryOp op, const Tensor& a, const Tensor&
   SavedTensor sa(values ? a_value : Tensor(), false), sb(values ? b : Tensor(), false);
   SavedTensor so(op == BinaryOp::Pow ? out : Tensor(), true);
   DimVector a_sizes(a.sizes()), b_sizes(b.sizes());
+  Device da = a.device(), db = b.device();
   record(name, {a, b}, {out}, [=](const GradContext& g) {
-    return binary_backward(op, g, g(sa), g(sb), g(so), alpha, a_sizes, b_sizes);
+    std::vector<Tensor> grads = binary_backward(op, g, g(sa), g(sb), g(so), alpha, a_sizes, b_sizes);
+    // A CPU scalar operand of a CUDA op gets its gradient on the CPU.
+    if (grads[0].defined()) grads[0] = grads[0].to(da);
+    if (grads[1].defined()) grads[1] = grads[1].to(db);
+    return grads;
   });
 }
 
 Tensor run(const char* name, BinaryOp op, const Tensor& a, const Tensor& b, ScalarType common,
            ops::ElementwiseParams p = {}) {
-  check_devices(name, a, b);
+  Device device = common_device(name, {a, b});
   Dtypes dt = binary_dtypes(name, op, common);
-  Tensor out = empty(broadcast_shapes(name, a.sizes(), b.sizes()), TensorOptions(dt.out).device(a.device()));
-  if (out.numel() > 0) binary_stub(a.device())(op, dt.compute, out, a, b, p);
+  Tensor out = empty(broadcast_shapes(name, a.sizes(), b.sizes()), TensorOptions(dt.out).device(device));
+  if (out.numel() > 0) binary_stub(device)(op, dt.compute, out, a, b, p);
   if (differentiable(op) && needs_grad({a, b})) record_binary(name, op, a, a, b, out, p.a);
   return out;
 }
 
 const Tensor& run_(const char* name, BinaryOp op, const Tensor& self, const Tensor& b, ScalarType common,
                    ops::ElementwiseParams p = {}) {
-  check_devices(name, self, b);
+  check_devices_inplace(name, self, b);
   Dtypes dt = binary_dtypes(name, op, common);
   check_can_cast(name, dt.out, self.dtype());
   DimVector shape = broadcast_shapes(name, self.sizes(), b.sizes());
@@ -159,12 +184,12 @@ const Tensor& run_(const char* name, BinaryOp op, const Tensor& self, const Tens
 }
 
 Tensor run(const char* name, BinaryOp op, const Tensor& a, const Scalar& b, ops::ElementwiseParams p = {}) {
-  return run(name, op, a, wrap(b, a.device()), result_type(a, b), p);
+  return run(name, op, a, wrap(b), result_type(a, b), p);
 }
 
 const Tensor& run_(const char* name, BinaryOp op, const Tensor& self, const Scalar& b,
                    ops::ElementwiseParams p = {}) {
-  return run_(name, op, self, wrap(b, self.device()), result_type(self, b), p);
+  return run_(name, op, self, wrap(b), result_type(self, b), p);
 }
 
 }  // namespace
@@ -184,7 +209,7 @@ Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
   return run("sub", BinaryOp::Sub, a, b, alpha_params("sub", alpha, result_type(a, b)));
 }
 Tensor rsub(const Tensor& a, const Scalar& b) {
-  return run("rsub", BinaryOp::Sub, wrap(b, a.device()), a, result_type(a, b), {1.0});
+  return run("rsub", BinaryOp::Sub, wrap(b), a, result_type(a, b), {1.0});
 }
 Tensor mul(const Tensor& a, const Tensor& b) { return run("mul", BinaryOp::Mul, a, b, result_type(a, b)); }
 Tensor mul(const Tensor& a, const Scalar& b) { return run("mul", BinaryOp::Mul, a, b); }
@@ -197,7 +222,7 @@ Tensor pow(const Tensor& a, const Scalar& e) {
   return run("pow", BinaryOp::Pow, a, e);
 }
 Tensor pow(const Scalar& base, const Tensor& e) {
-  return run("pow", BinaryOp::Pow, wrap(base, e.device()), e, result_type(e, base));
+  return run("pow", BinaryOp::Pow, wrap(base), e, result_type(e, base));
 }
 Tensor maximum(const Tensor& a, const Tensor& b) {
   return run("maximum", BinaryOp::Maximum, a, b, result_type(a, b));
@@ -227,59 +252,58 @@ Tensor logical_or(const Tensor& a, const Tensor& b) {
 Tensor logical_xor(const Tensor& a, const Tensor& b) {
   return run("logical_xor", BinaryOp::LogicalXor, a, b, kBool);
 }
-Tensor logical_not(const Tensor& a) {
-  return run("logical_not", BinaryOp::Eq, a, zeros({}, TensorOptions(kBool).device(a.device())), kBool);
-}
+Tensor logical_not(const Tensor& a) { return run("logical_not", BinaryOp::Eq, a, zeros({}, kBool), kBool); }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   EMBER_CHECK(cond.dtype() == kBool, "where: expected condition to be a bool tensor, got ", cond.dtype());
-  check_devices("where", cond, a);
-  check_devices("where", a, b);
+  Device device = common_device("where", {cond, a, b});
   DimVector shape = broadcast_shapes("where", broadcast_shapes("where", cond.sizes(), a.sizes()), b.sizes());
-  Tensor out = empty(shape, TensorOptions(result_type(a, b)).device(a.device()));
-  if (out.numel() > 0) where_stub(a.device())(out, cond, a, b);
+  Tensor out = empty(shape, TensorOptions(result_type(a, b)).device(device));
+  if (out.numel() > 0) where_stub(device)(out, cond, a, b);
   if (needs_grad({a, b})) {
     DimVector sa(a.sizes()), sb(b.sizes());
-    record("where", {cond, a, b}, {out}, [cond, sa, sb](const GradContext& g) -> std::vector<Tensor> {
+    Device da = a.device(), db = b.device();
+    record("where", {cond, a, b}, {out}, [=](const GradContext& g) -> std::vector<Tensor> {
       Tensor zero = zeros({}, g.grad().options());
-      return {Tensor(), g.needs(1) ? sum_to(where(cond, g.grad(), zero), sa) : Tensor(),
-              g.needs(2) ? sum_to(where(cond, zero, g.grad()), sb) : Tensor()};
+      return {Tensor(), g.needs(1) ? sum_to(where(cond, g.grad(), zero), sa).to(da) : Tensor(),
+              g.needs(2) ? sum_to(where(cond, zero, g.grad()), sb).to(db) : Tensor()};
     });
   }
   return out;
 }
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) {
-  Tensor bt = wrap(b, a.device());
+  Tensor bt = wrap(b);
   return where(cond, a, bt.to(result_type(a, b)));
 }
 Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) {
-  Tensor at = wrap(a, b.device());
+  Tensor at = wrap(a);
   return where(cond, at.to(result_type(b, a)), b);
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
   EMBER_CHECK(mask.dtype() == kBool, "masked_fill: expected a bool mask, got ", mask.dtype());
-  check_devices("masked_fill", x, mask);
-  Tensor out = empty(broadcast_shapes("masked_fill", x.sizes(), mask.sizes()), x.options());
-  if (out.numel() > 0) where_stub(x.device())(out, mask, wrap(value, x.device()), x);
+  Device device = common_device("masked_fill", {x, mask});
+  Tensor out = empty(broadcast_shapes("masked_fill", x.sizes(), mask.sizes()), x.options().device(device));
+  if (out.numel() > 0) where_stub(device)(out, mask, wrap(value), x);
   if (needs_grad({x})) {
     DimVector sx(x.sizes());
-    record("masked_fill", {x}, {out}, [mask, sx](const GradContext& g) -> std::vector<Tensor> {
-      return {sum_to(g.grad().masked_fill(mask, 0), sx)};
-    });
+    record("masked_fill", {x}, {out},
+           [mask, sx, dx = x.device()](const GradContext& g) -> std::vector<Tensor> {
+             return {sum_to(g.grad().masked_fill(mask, 0), sx).to(dx)};
+           });
   }
   return out;
 }
 
 const Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
   EMBER_CHECK(mask.dtype() == kBool, "masked_fill_: expected a bool mask, got ", mask.dtype());
-  check_devices("masked_fill_", *this, mask);
+  check_devices_inplace("masked_fill_", *this, mask);
   DimVector shape = broadcast_shapes("masked_fill_", sizes(), mask.sizes());
   EMBER_CHECK(IntArrayRef(shape).equals(sizes()), "masked_fill_: mask of shape ", mask.sizes(),
               " cannot be broadcast to the tensor's shape ", sizes());
   check_no_internal_overlap("masked_fill_", *this);
   check_inplace("masked_fill_", {*this});
-  if (numel() > 0) where_stub(device())(*this, mask, wrap(value, device()), *this);
+  if (numel() > 0) where_stub(device())(*this, mask, wrap(value), *this);
   bump_version();
   return *this;
 }
@@ -353,7 +377,7 @@ Tensor operator+(const Scalar& a, const Tensor& b) { return add(b, a); }
 Tensor operator-(const Scalar& a, const Tensor& b) { return rsub(b, a); }
 Tensor operator*(const Scalar& a, const Tensor& b) { return mul(b, a); }
 Tensor operator/(const Scalar& a, const Tensor& b) {
-  return run("div", BinaryOp::Div, wrap(a, b.device()), b, result_type(b, a));
+  return run("div", BinaryOp::Div, wrap(a), b, result_type(b, a));
 }
 Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
 Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }

@@ -102,7 +102,7 @@ const GradcheckRegistrar registrar({
      {{1, 3, 2}, {2, 4, 2}, {4, 3}, {3, 4}}},
     {"scaled_dot_product_attention",
      [](const auto& x) {
-       return sdpa(x, tensor({{true, false, true}, {false, true, true}}));
+       return sdpa(x, tensor({{true, false, true}, {false, true, true}}).to(x[0].device()));
      },
      {{2, 1, 2, 2}, {3, 2}, {2, 1, 3, 2}}},
     {"scaled_dot_product_attention",

@@ -12,7 +12,7 @@ namespace {
 
 // x plus fixed values of x's shape.
 Tensor shifted(const Tensor& x, const std::vector<double>& values) {
-  return x + tensor(values, kFloat64).view(x.sizes());
+  return x + tensor(values, x.options()).view(x.sizes());
 }
 
 auto values_of(std::tuple<Tensor, Tensor> r) { return std::get<0>(r); }

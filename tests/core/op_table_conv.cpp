@@ -8,8 +8,9 @@ namespace ember::testing {
 namespace {
 
 std::vector<int64_t> args_of(const Tensor& t) {
-  const int64_t* p = t.data_ptr<int64_t>();
-  return std::vector<int64_t>(p, p + t.numel());
+  Tensor c = t.cpu();  // the CUDA suite moves every input to the GPU
+  const int64_t* p = c.data_ptr<int64_t>();
+  return std::vector<int64_t>(p, p + c.numel());
 }
 
 // input, weight, bias of `bias_size` (none when 0), then the arguments.

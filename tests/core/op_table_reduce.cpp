@@ -93,8 +93,9 @@ std::vector<Sample> make_samples(ScalarType dt, const std::vector<Case>& cases, 
 }
 
 std::vector<int64_t> dims_of(const std::vector<Tensor>& in) {
-  const int64_t* p = in[1].data_ptr<int64_t>();
-  return std::vector<int64_t>(p, p + in[1].numel());
+  Tensor c = in[1].cpu();  // the CUDA suite moves every input to the GPU
+  const int64_t* p = c.data_ptr<int64_t>();
+  return std::vector<int64_t>(p, p + c.numel());
 }
 bool keepdim_of(const std::vector<Tensor>& in) { return in[2].item<bool>(); }
 

@@ -1,6 +1,9 @@
 #include "test_util.h"
 
 #include <ember/core/philox.h>
+#include <ember/core/random_draw.h>
+
+#include <cmath>
 
 namespace ember::testing {
 
@@ -19,6 +22,43 @@ TEST(Philox, MatchesRandom123KnownAnswers) {
   EXPECT_EQ(r.v[1], 0x94fdccebu);
   EXPECT_EQ(r.v[2], 0x5001e420u);
   EXPECT_EQ(r.v[3], 0x24126ea1u);
+}
+
+// The portable log and sincos behind the normals (core/random_draw.h) against libm, over their
+// whole input ranges: a few ulps of double at most.
+TEST(Random, DrawMathMatchesLibm) {
+  for (int i = 0; i <= 4096; ++i) {
+    double u = i / 4096.0 * 0.999999999;
+    double s, c;
+    random_draw::sincos_2pi(u, s, c);
+    EXPECT_NEAR(s, std::sin(2 * M_PI * u), 2e-15) << u;
+    EXPECT_NEAR(c, std::cos(2 * M_PI * u), 2e-15) << u;
+    for (double x : {1 - u, std::ldexp(1 + u, -1 - i % 53)}) {
+      if (x < 0x1p-53 || x > 1) continue;
+      EXPECT_NEAR(random_draw::log_unit(x), std::log(x), 1e-15 * std::fabs(std::log(x))) << x;
+    }
+  }
+  double s, c;
+  random_draw::sincos_2pi(0.25, s, c);
+  EXPECT_EQ(s, 1.0);
+  EXPECT_EQ(c, 0.0);
+  EXPECT_EQ(random_draw::log_unit(1.0), 0.0);
+}
+
+// Normals are Box-Muller on Philox word pairs: element 1 of a float draw is the sine of the
+// first pair, its radius and angle from words 0 and 1 of block 0.
+TEST(Random, NormalsAreBoxMullerOfThePhiloxWords) {
+  Generator g(11);
+  Tensor n = randn({4}, kFloat64, &g);
+  Philox4x32 r = philox_block(11, 0, 0);
+  double u1 = uniform_double(r.v[0], r.v[1]), u2 = uniform_double(r.v[2], r.v[3]);
+  double radius = std::sqrt(-2 * std::log(1 - u1));
+  EXPECT_NEAR(n[0].item<double>(), radius * std::cos(2 * M_PI * u2), 1e-14);
+  EXPECT_NEAR(n[1].item<double>(), radius * std::sin(2 * M_PI * u2), 1e-14);
+  Tensor f = randn({2}, kFloat32, &g);
+  r = philox_block(11, 1, 0);
+  double fr = std::sqrt(-2 * std::log(1.0 - uniform_float(r.v[0])));
+  EXPECT_NEAR(f[1].item<float>(), fr * std::sin(2 * M_PI * uniform_float(r.v[1])), 2e-6);
 }
 
 TEST(Random, SeedGivesTheSameNumbers) {

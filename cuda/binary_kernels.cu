@@ -1,0 +1,30 @@
+// CUDA kernels of the binary elementwise ops and where: the shared functors
+// (core/ops/elementwise_functors.h) through the generic launcher.
+#include "ember/core/ops/elementwise.h"
+#include "ember/cuda/elementwise.cuh"
+
+namespace ember::cuda {
+namespace {
+
+void binary_kernel(ops::BinaryOp op, ScalarType compute, const Tensor& out, const Tensor& a, const Tensor& b,
+                   const ops::ElementwiseParams& p) {
+  ElementwisePlan plan({out, a, b});
+  visit_compute_type(compute, [&](auto tag) {
+    using C = decltype(tag);
+    ops::visit_binary<C>(op, p, [&](auto f) { gpu_kernel<C, 2>(plan, f); });
+  });
+}
+
+void where_kernel(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
+  ElementwisePlan plan({out, cond, a, b});
+  visit_compute_type(out.dtype(), [&](auto tag) {
+    using C = decltype(tag);
+    gpu_kernel<C, 3, BoolThenStorage>(plan, ops::Where<C>{});
+  });
+}
+
+KernelRegistrar<BinaryFn> reg_binary(binary_stub, kCUDA, &binary_kernel);
+KernelRegistrar<WhereFn> reg_where(where_stub, kCUDA, &where_kernel);
+
+}  // namespace
+}  // namespace ember::cuda

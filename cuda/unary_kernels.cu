@@ -1,0 +1,23 @@
+// CUDA kernels of the unary elementwise ops: the shared functors (core/ops/elementwise_functors.h)
+// through the generic launcher.
+#include "ember/core/ops/elementwise.h"
+#include "ember/cuda/elementwise.cuh"
+
+namespace ember::cuda {
+namespace {
+
+void unary_kernel(ops::UnaryOp op, const Tensor& out, const Tensor& in, const ops::ElementwiseParams& p) {
+  ElementwisePlan plan({out, in});
+  visit_compute_type(out.dtype(), [&](auto tag) {
+    using C = decltype(tag);
+    if constexpr (std::is_same_v<C, bool>)  // bool only reaches sign, a copy
+      gpu_kernel<bool, 1>(plan, Identity{});
+    else
+      ops::visit_unary<C>(op, p, [&](auto f) { gpu_kernel<C, 1>(plan, f); });
+  });
+}
+
+KernelRegistrar<UnaryFn> reg_unary(unary_stub, kCUDA, &unary_kernel);
+
+}  // namespace
+}  // namespace ember::cuda
