@@ -67,7 +67,7 @@ TEST_F(CudaKernels, LargeBroadcastsAndStridedOperands) {
   // Mixed dtypes read through the converting path.
   Tensor h = random_tensor({512, 1024}, kBFloat16);
   expect_near_cpu(h.to(kGpu) + ga, h + a);
-  expect_near_cpu(h.to(kGpu).t() + gb, h.t() + b);
+  expect_near_cpu(h.to(kGpu).t() + gb.unsqueeze(1), h.t() + b.unsqueeze(1));
   // A transposed in-place update walks memory in order (the output's strides decide).
   Tensor t = a.clone(), gt = t.to(kGpu);
   t.t().add_(b.unsqueeze(1));
