@@ -534,7 +534,7 @@ void validate(Header& h, uint64_t data_size, const std::string& where) {
     for (int64_t d : e.shape) {
       auto u = static_cast<uint64_t>(d);
       EMBER_CHECK(bound <= kMaxInt / std::max<uint64_t>(u, 1), ctx, "shape ", IntArrayRef(e.shape),
-                  " has more than 2^63 elements");
+                  " is too large (its sizes multiply past 2^63 - 1)");
       bound *= std::max<uint64_t>(u, 1);
       numel *= u;
     }
@@ -558,17 +558,16 @@ void validate(Header& h, uint64_t data_size, const std::string& where) {
   uint64_t covered = 0;
   const Entry* prev = nullptr;
   for (const Entry* e : sorted) {
+    // (begin < covered implies covered > 0, so there is a previous tensor)
     EMBER_CHECK(e->begin >= covered, where, ": ", tensor_label(e->name), ": ", offsets_str(*e), " overlap ",
-                tensor_label(prev ? prev->name : ""), " ", prev ? offsets_str(*prev) : "");
+                tensor_label(prev->name), " ", offsets_str(*prev));
     EMBER_CHECK(e->begin == covered, where, ": ", tensor_label(e->name), ": ", e->begin - covered,
                 " unused bytes before its ", offsets_str(*e));
     covered = e->end;
     prev = e;
   }
-  EMBER_CHECK(covered == data_size, where, ": ", data_size - covered,
-              " bytes after the last tensor's data (the "
-              "data section has ",
-              data_size, " bytes, the tensors cover ", covered, ")");
+  EMBER_CHECK(covered == data_size, where, ": ", data_size - covered, " bytes after the last tensor's data (",
+              data_size, " bytes of data, the tensors cover ", covered, ")");
 
   std::unordered_map<std::string_view, Entry*> by_name;
   for (Entry& e : h.entries) by_name.emplace(e.name, &e);

@@ -1,7 +1,9 @@
 #include "ember/data/dataloader.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <exception>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <string>
@@ -14,6 +16,8 @@ namespace ember::data {
 constinit DispatchStub<PinMemoryFn> pin_memory_stub("pin_memory");
 
 namespace {
+
+constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 
 std::string current_exception_message() {
   try {
@@ -60,7 +64,9 @@ class EpochRun {
         batches_(std::move(batches)),
         collate_(o.collate_fn()),
         pin_memory_(o.pin_memory()),
-        max_ahead_(o.num_workers() * o.prefetch_factor()) {
+        max_ahead_(o.num_workers() == 0
+                       ? 0
+                       : std::min(o.prefetch_factor(), kMaxInt / o.num_workers()) * o.num_workers()) {
     try {
       for (int64_t w = 0; w < o.num_workers(); ++w) threads_.emplace_back([this, w] { work(w); });
     } catch (...) {
@@ -165,7 +171,7 @@ class EpochRun {
       {
         std::unique_lock<std::mutex> lock(mutex_);
         taken_.wait(lock,
-                    [&] { return stopped_ || claimed_ == size() || claimed_ < delivered_ + max_ahead_; });
+                    [&] { return stopped_ || claimed_ == size() || claimed_ - delivered_ < max_ahead_; });
         if (stopped_ || claimed_ == size()) return;
         b = claimed_++;
       }

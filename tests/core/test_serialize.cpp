@@ -378,10 +378,9 @@ TEST(Serialize, RejectsInconsistentOffsetsAndSizes) {
   EXPECT_EMBER_ERROR(load_json(entry("a", "F32", "[3]", 0, 8), 8), "tensor \"a\"",
                      "shape [3] of F32 needs 12 bytes, but data_offsets [0, 8] hold 8");
   EXPECT_EMBER_ERROR(load_json(entry("a", "F32", "[4294967296,4294967296]", 0, 8), 8), "tensor \"a\"",
-                     "shape [4294967296, 4294967296] has more than 2^63 elements");
+                     "shape [4294967296, 4294967296] is too large (its sizes multiply past 2^63 - 1)");
   // Zero elements, but a view's strides would still overflow.
-  EXPECT_EMBER_ERROR(load_json(entry("a", "F32", "[0,4294967296,4294967296]", 0, 0), 0),
-                     "more than 2^63 elements");
+  EXPECT_EMBER_ERROR(load_json(entry("a", "F32", "[0,4294967296,4294967296]", 0, 0), 0), "is too large");
   EXPECT_EMBER_ERROR(load_json(entry("a", "F64", "[4611686018427387904]", 0, 8), 8), "tensor \"a\"",
                      "needs more than 2^64 bytes");
   EXPECT_EMBER_ERROR(load_json(entry("m", "BOOL", "[3]", 0, 3), 0), "tensor \"m\"", "truncated");
