@@ -95,4 +95,29 @@ Tensor bernoulli(const Tensor& p, Generator* gen) {
   return u.lt(p).to(p.dtype());
 }
 
+Tensor get_rng_state(Generator* gen) {
+  PhiloxState s = (gen ? *gen : default_generator(kCPU)).get_state();
+  Tensor state = empty({16}, kUInt8);
+  uint8_t* p = state.data_ptr<uint8_t>();
+  for (int i = 0; i < 8; ++i) {
+    p[i] = static_cast<uint8_t>(s.seed >> (8 * i));
+    p[8 + i] = static_cast<uint8_t>(s.offset >> (8 * i));
+  }
+  return state;
+}
+
+void set_rng_state(const Tensor& state, Generator* gen) {
+  EMBER_CHECK(state.dtype() == kUInt8 && state.dim() == 1 && state.numel() == 16,
+              "set_rng_state: expected a uint8 tensor of 16 bytes (seed, offset), got ", state.dtype(), " ",
+              state.sizes());
+  Tensor bytes = state.cpu().contiguous();
+  const uint8_t* p = bytes.data_ptr<uint8_t>();
+  PhiloxState s{0, 0};
+  for (int i = 0; i < 8; ++i) {
+    s.seed |= static_cast<uint64_t>(p[i]) << (8 * i);
+    s.offset |= static_cast<uint64_t>(p[8 + i]) << (8 * i);
+  }
+  (gen ? *gen : default_generator(kCPU)).set_state(s);
+}
+
 }  // namespace ember

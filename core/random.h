@@ -18,6 +18,11 @@ Tensor randperm(int64_t n, TensorOptions options = kInt64, Generator* gen = null
 Tensor bernoulli(const Tensor& p, Generator* gen = nullptr);
 Tensor bernoulli(const Tensor& like, double p, Generator* gen = nullptr);
 
+// The generator's state as 16 uint8 bytes (seed, then offset, little-endian), as
+// torch.get_rng_state(); set_rng_state restores it, so a resumed run draws the same numbers.
+Tensor get_rng_state(Generator* gen = nullptr);
+void set_rng_state(const Tensor& state, Generator* gen = nullptr);
+
 const Tensor& uniform_(const Tensor& t, double from = 0, double to = 1, Generator* gen = nullptr);
 const Tensor& normal_(const Tensor& t, double mean = 0, double std = 1, Generator* gen = nullptr);
 const Tensor& bernoulli_(const Tensor& t, double p, Generator* gen = nullptr);

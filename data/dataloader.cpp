@@ -1,0 +1,255 @@
+#include "ember/data/dataloader.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "ember/data/pin_memory.h"
+
+namespace ember::data {
+
+constinit DispatchStub<PinMemoryFn> pin_memory_stub("pin_memory");
+
+namespace {
+
+constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
+
+std::string current_exception_message() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
+}
+
+// Checks the options; a null sampler means the one they ask for.
+std::shared_ptr<Sampler> checked_sampler(const std::shared_ptr<const Dataset>& dataset,
+                                         const DataLoaderOptions& o, std::shared_ptr<Sampler> sampler) {
+  EMBER_CHECK(dataset, "DataLoader: the dataset is null");
+  EMBER_CHECK(o.batch_size() >= 1, "DataLoader: batch_size must be positive, got ", o.batch_size());
+  EMBER_CHECK(o.num_workers() >= 0, "DataLoader: num_workers must be non-negative, got ", o.num_workers());
+  EMBER_CHECK(o.prefetch_factor() >= 1, "DataLoader: prefetch_factor must be positive, got ",
+              o.prefetch_factor());
+  EMBER_CHECK(o.collate_fn() != nullptr, "DataLoader: collate_fn is empty");
+  EMBER_CHECK(!o.pin_memory() || pin_memory_stub.has(kCUDA),
+              "DataLoader: pin_memory requires CUDA, and this build has no pinned host allocator");
+  if (!sampler) {
+    if (o.shuffle()) return std::make_shared<RandomSampler>(dataset->size(), o.seed());
+    return std::make_shared<SequentialSampler>(dataset->size());
+  }
+  EMBER_CHECK(!o.shuffle(),
+              "DataLoader: a sampler and shuffle=true cannot be combined (the sampler sets the order)");
+  return sampler;
+}
+
+}  // namespace
+
+namespace detail {
+
+// One epoch: its batches' index lists, and the workers that build them. Workers claim batches
+// in order, at most `max_ahead_` past the one the loop waits for, and file each result by its
+// batch number, so the loop receives them in order however the workers interleave.
+class EpochRun {
+ public:
+  EpochRun(std::shared_ptr<const Dataset> dataset, std::vector<std::vector<int64_t>> batches,
+           const DataLoaderOptions& o)
+      : dataset_(std::move(dataset)),
+        batches_(std::move(batches)),
+        collate_(o.collate_fn()),
+        pin_memory_(o.pin_memory()),
+        max_ahead_(o.num_workers() == 0
+                       ? 0
+                       : std::min(o.prefetch_factor(), kMaxInt / o.num_workers()) * o.num_workers()) {
+    try {
+      for (int64_t w = 0; w < o.num_workers(); ++w) threads_.emplace_back([this, w] { work(w); });
+    } catch (...) {
+      stop();  // join the ones that started
+      throw;
+    }
+  }
+  EpochRun(const EpochRun&) = delete;
+  EpochRun& operator=(const EpochRun&) = delete;
+  ~EpochRun() { stop(); }
+
+  // Makes the next batch current; false when the epoch is over. Rethrows a failed batch's error.
+  bool advance() {
+    current_.clear();
+    if (next_ == size()) {
+      finish();
+      return false;
+    }
+    const int64_t b = next_++;
+    Result r;
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!threads_.empty()) built_.wait(lock, [&] { return ready_.count(b) > 0 || stopped_; });
+    if (stopped_) {
+      lock.unlock();
+      fail("DataLoader: the loader was destroyed during the epoch");
+    }
+    if (threads_.empty()) {
+      lock.unlock();
+      r = build(b, "");
+    } else {
+      auto it = ready_.find(b);
+      r = std::move(it->second);
+      ready_.erase(it);
+      delivered_ = b + 1;
+      lock.unlock();
+      taken_.notify_all();
+    }
+    if (!r.error.empty()) fail(r.error);
+    current_ = std::move(r.batch);
+    return true;
+  }
+
+  Example& current() { return current_; }
+  bool done() const { return finished_; }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopped_) return;
+      stopped_ = true;
+    }
+    taken_.notify_all();
+    built_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  struct Result {
+    Example batch;
+    std::string error;  // set instead of batch when building failed
+  };
+
+  int64_t size() const { return static_cast<int64_t>(batches_.size()); }
+
+  // Ends the epoch: the workers stop.
+  void finish() {
+    finished_ = true;
+    stop();
+  }
+  [[noreturn]] void fail(const std::string& error) {
+    finish();
+    throw Error(error);
+  }
+
+  Result build(int64_t b, const std::string& who) const {
+    const std::vector<int64_t>& indices = batches_[static_cast<size_t>(b)];
+    std::vector<Example> samples;
+    samples.reserve(indices.size());
+    const std::string head = "DataLoader: " + who + "batch " + std::to_string(b);
+    for (int64_t i : indices) {
+      try {
+        samples.push_back(dataset_->get(i));
+      } catch (...) {
+        return {{}, head + ", dataset index " + std::to_string(i) + ": " + current_exception_message()};
+      }
+    }
+    Result r;
+    try {
+      r.batch = collate_(std::move(samples));
+      if (pin_memory_)
+        for (Tensor& t : r.batch) t = pin_memory_stub(Device(kCUDA))(t);
+    } catch (...) {
+      r.error = head + " (collate): " + current_exception_message();
+    }
+    return r;
+  }
+
+  void work(int64_t w) {
+    const std::string who = "worker " + std::to_string(w) + ", ";
+    for (;;) {
+      int64_t b;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        taken_.wait(lock,
+                    [&] { return stopped_ || claimed_ == size() || claimed_ - delivered_ < max_ahead_; });
+        if (stopped_ || claimed_ == size()) return;
+        b = claimed_++;
+      }
+      Result r = build(b, who);
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ready_.emplace(b, std::move(r));
+      }
+      built_.notify_all();
+    }
+  }
+
+  const std::shared_ptr<const Dataset> dataset_;
+  const std::vector<std::vector<int64_t>> batches_;
+  const CollateFn collate_;
+  const bool pin_memory_;
+  const int64_t max_ahead_;
+
+  // The loop's thread only.
+  int64_t next_ = 0;  // the next batch to take
+  Example current_;
+  bool finished_ = false;
+
+  std::mutex mutex_;  // guards what follows
+  std::condition_variable built_, taken_;
+  int64_t claimed_ = 0;    // batches claimed by workers
+  int64_t delivered_ = 0;  // batches handed to the loop
+  std::map<int64_t, Result> ready_;
+  bool stopped_ = false;
+  std::vector<std::thread> threads_;  // started last, in the constructor body
+};
+
+}  // namespace detail
+
+DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options)
+    : DataLoader(std::move(dataset), std::move(options), nullptr) {}
+
+DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options,
+                       std::shared_ptr<Sampler> sampler)
+    : dataset_(std::move(dataset)),
+      options_(std::move(options)),
+      batch_sampler_(checked_sampler(dataset_, options_, std::move(sampler)), options_.batch_size(),
+                     options_.drop_last()) {}
+
+DataLoader::~DataLoader() { stop_runs(); }
+
+void DataLoader::stop_runs() {
+  for (std::weak_ptr<detail::EpochRun>& r : runs_)
+    if (std::shared_ptr<detail::EpochRun> run = r.lock()) run->stop();
+  runs_.clear();
+}
+
+DataLoader::Iterator DataLoader::begin() {
+  std::erase_if(runs_, [](const std::weak_ptr<detail::EpochRun>& r) { return r.expired(); });
+  batch_sampler_.set_epoch(epoch_++);
+  auto run = std::make_shared<detail::EpochRun>(dataset_, batch_sampler_.batches(), options_);
+  runs_.push_back(run);
+  run->advance();
+  return Iterator(std::move(run));
+}
+
+DataLoader::Iterator DataLoader::end() { return Iterator(); }
+
+Example& DataLoader::Iterator::operator*() const {
+  EMBER_CHECK(!at_end(), "DataLoader::Iterator: dereferencing the end of an epoch");
+  return run_->current();
+}
+
+DataLoader::Iterator& DataLoader::Iterator::operator++() {
+  EMBER_CHECK(!at_end(), "DataLoader::Iterator: incrementing past the end of an epoch");
+  run_->advance();
+  return *this;
+}
+
+bool DataLoader::Iterator::at_end() const { return !run_ || run_->done(); }
+
+bool DataLoader::Iterator::operator==(const Iterator& o) const {
+  return at_end() ? o.at_end() : run_ == o.run_;
+}
+
+}  // namespace ember::data

@@ -1,0 +1,131 @@
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <vector>
+
+#include "ember/data/collate.h"
+#include "ember/data/dataset.h"
+#include "ember/data/sampler.h"
+
+namespace ember::data {
+
+using CollateFn = std::function<Example(std::vector<Example>)>;
+
+// DataLoaderOptions().batch_size(64).shuffle(true).num_workers(2): setters chain, getters of
+// the same name read (as libtorch's).
+class DataLoaderOptions {
+ public:
+  DataLoaderOptions& batch_size(int64_t v) { return set(batch_size_, v); }
+  DataLoaderOptions& shuffle(bool v) { return set(shuffle_, v); }
+  DataLoaderOptions& drop_last(bool v) { return set(drop_last_, v); }
+  // Background threads that build batches; 0 builds each batch in the loop's thread when asked.
+  DataLoaderOptions& num_workers(int64_t v) { return set(num_workers_, v); }
+  // Batches built ahead per worker: at most num_workers * prefetch_factor wait for the loop.
+  DataLoaderOptions& prefetch_factor(int64_t v) { return set(prefetch_factor_, v); }
+  DataLoaderOptions& pin_memory(bool v) { return set(pin_memory_, v); }
+  DataLoaderOptions& seed(uint64_t v) { return set(seed_, v); }  // the shuffle's seed
+  DataLoaderOptions& collate_fn(CollateFn v) { return set(collate_fn_, std::move(v)); }
+
+  int64_t batch_size() const { return batch_size_; }
+  bool shuffle() const { return shuffle_; }
+  bool drop_last() const { return drop_last_; }
+  int64_t num_workers() const { return num_workers_; }
+  int64_t prefetch_factor() const { return prefetch_factor_; }
+  bool pin_memory() const { return pin_memory_; }
+  uint64_t seed() const { return seed_; }
+  const CollateFn& collate_fn() const { return collate_fn_; }
+
+ private:
+  template <class T, class V>
+  DataLoaderOptions& set(T& field, V&& value) {
+    field = std::forward<V>(value);
+    return *this;
+  }
+
+  int64_t batch_size_ = 1;
+  bool shuffle_ = false;
+  bool drop_last_ = false;
+  int64_t num_workers_ = 0;
+  int64_t prefetch_factor_ = 2;
+  bool pin_memory_ = false;
+  uint64_t seed_ = 0;
+  CollateFn collate_fn_ = default_collate;
+};
+
+namespace detail {
+class EpochRun;
+}
+
+// Batches of a dataset (torch.utils.data.DataLoader):
+//   for (auto& batch : loader) { Tensor x = batch[0], y = batch[1]; ... }
+// Each range-for is one epoch. The order of samples is fixed by the seed and the epoch alone, so
+// it does not depend on num_workers; the epoch advances by one per loop, or set_epoch() sets it
+// (for resuming). Workers build batches ahead and hand them over in order; an exception in a
+// worker is rethrown in the loop as ember::Error naming the batch and dataset index. Leaving the
+// loop early, or destroying the loader, stops and joins the workers (each finishes the batch it
+// is building first).
+class DataLoader {
+ public:
+  class Iterator;
+
+  DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options = {});
+  // With a custom sampler (then shuffle must be false, as in PyTorch).
+  DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options,
+             std::shared_ptr<Sampler> sampler);
+  template <class D>
+  requires std::derived_from<D, Dataset>
+  explicit DataLoader(D dataset, DataLoaderOptions options = {})
+      : DataLoader(std::make_shared<D>(std::move(dataset)), std::move(options)) {}
+  ~DataLoader();
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+  DataLoader(DataLoader&&) = default;
+  DataLoader& operator=(DataLoader&&) = default;
+
+  Iterator begin();  // starts an epoch (and fetches its first batch)
+  Iterator end();
+  int64_t size() const { return batch_sampler_.size(); }  // batches per epoch
+  void set_epoch(int64_t epoch) { epoch_ = epoch; }
+  int64_t epoch() const { return epoch_; }  // the epoch the next begin() runs
+  const DataLoaderOptions& options() const { return options_; }
+  const Dataset& dataset() const { return *dataset_; }
+
+ private:
+  void stop_runs();
+
+  std::shared_ptr<const Dataset> dataset_;
+  DataLoaderOptions options_;
+  BatchSampler batch_sampler_;
+  int64_t epoch_ = 0;
+  std::vector<std::weak_ptr<detail::EpochRun>> runs_;  // stopped when the loader goes
+};
+
+// An input iterator over one epoch's batches; copies share the epoch.
+class DataLoader::Iterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = Example;
+  using difference_type = std::ptrdiff_t;
+  using pointer = Example*;
+  using reference = Example&;
+
+  Iterator() = default;
+  Example& operator*() const;
+  Example* operator->() const { return &**this; }
+  Iterator& operator++();
+  bool operator==(const Iterator& o) const;
+
+ private:
+  friend class DataLoader;
+  explicit Iterator(std::shared_ptr<detail::EpochRun> run) : run_(std::move(run)) {}
+  bool at_end() const;
+
+  std::shared_ptr<detail::EpochRun> run_;
+};
+
+}  // namespace ember::data

@@ -1,0 +1,79 @@
+#include "ember/data/dataset.h"
+
+#include <numeric>
+
+#include "ember/core/generator.h"
+#include "ember/core/random.h"
+
+namespace ember::data {
+
+namespace {
+
+// Python's rule: -size <= index < size, negative counting from the end.
+int64_t wrap_index(const char* what, int64_t index, int64_t size) {
+  EMBER_CHECK(index >= -size && index < size, what, ": index ", index,
+              " is out of range for a dataset of size ", size);
+  return index < 0 ? index + size : index;
+}
+
+}  // namespace
+
+TensorDataset::TensorDataset(std::vector<Tensor> tensors) : tensors_(std::move(tensors)) {
+  EMBER_CHECK(!tensors_.empty(), "TensorDataset: needs at least one tensor");
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const Tensor& t = tensors_[i];
+    EMBER_CHECK(t.defined(), "TensorDataset: tensor ", i, " is undefined");
+    EMBER_CHECK(t.dim() >= 1, "TensorDataset: tensor ", i,
+                " is 0-dim; each tensor needs a first dim to index");
+    EMBER_CHECK(t.size(0) == tensors_[0].size(0),
+                "TensorDataset: size mismatch between tensors: tensor 0 is ", tensors_[0].sizes(),
+                " but tensor ", i, " is ", t.sizes(), " (the first dims must be equal)");
+  }
+  size_ = tensors_[0].size(0);
+}
+
+Example TensorDataset::get(int64_t index) const {
+  index = wrap_index("TensorDataset", index, size_);
+  Example e;
+  e.reserve(tensors_.size());
+  for (const Tensor& t : tensors_) e.push_back(t.select(0, index));
+  return e;
+}
+
+Subset::Subset(std::shared_ptr<const Dataset> dataset, std::vector<int64_t> indices)
+    : dataset_(std::move(dataset)), indices_(std::move(indices)) {
+  EMBER_CHECK(dataset_, "Subset: the dataset is null");
+  const int64_t n = dataset_->size();
+  for (size_t i = 0; i < indices_.size(); ++i)
+    EMBER_CHECK(indices_[i] >= 0 && indices_[i] < n, "Subset: indices[", i, "] = ", indices_[i],
+                " is out of range for a dataset of size ", n);
+}
+
+Example Subset::get(int64_t index) const {
+  index = wrap_index("Subset", index, size());
+  return dataset_->get(indices_[static_cast<size_t>(index)]);
+}
+
+std::vector<Subset> random_split(std::shared_ptr<const Dataset> dataset, const std::vector<int64_t>& lengths,
+                                 uint64_t seed) {
+  EMBER_CHECK(dataset, "random_split: the dataset is null");
+  int64_t total = 0;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    EMBER_CHECK(lengths[i] >= 0, "random_split: lengths[", i, "] = ", lengths[i], " is negative");
+    total += lengths[i];
+  }
+  EMBER_CHECK(total == dataset->size(), "random_split: the lengths add up to ", total,
+              ", but the dataset has size ", dataset->size());
+  Generator gen(seed);
+  Tensor perm = randperm(total, kInt64, &gen);
+  const int64_t* p = perm.data_ptr<int64_t>();
+  std::vector<Subset> out;
+  int64_t start = 0;
+  for (int64_t len : lengths) {
+    out.emplace_back(dataset, std::vector<int64_t>(p + start, p + start + len));
+    start += len;
+  }
+  return out;
+}
+
+}  // namespace ember::data

@@ -1,0 +1,61 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "ember/core/tensor.h"
+
+namespace ember::data {
+
+// One sample, or one batch: a tuple of tensors, as (input, target) in Python.
+using Example = std::vector<Tensor>;
+
+// A map-style dataset (torch.utils.data.Dataset): get(i) for i in [0, size()). DataLoader
+// workers call get() from several threads at once, so it must not modify shared state.
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual int64_t size() const = 0;
+  virtual Example get(int64_t index) const = 0;
+};
+
+// Tensors that share their first dim: sample i is (t0[i], t1[i], ...), views of the tensors.
+class TensorDataset : public Dataset {
+ public:
+  explicit TensorDataset(std::vector<Tensor> tensors);
+  template <class... Ts>
+  requires(std::is_convertible_v<Ts, Tensor>&&...) explicit TensorDataset(Tensor first, Ts... rest)
+      : TensorDataset(std::vector<Tensor>{first, rest...}) {}
+
+  int64_t size() const override { return size_; }
+  Example get(int64_t index) const override;  // negative indices count from the end
+  const std::vector<Tensor>& tensors() const { return tensors_; }
+
+ private:
+  std::vector<Tensor> tensors_;
+  int64_t size_ = 0;
+};
+
+// The samples of `dataset` at `indices`, in that order (torch.utils.data.Subset).
+class Subset : public Dataset {
+ public:
+  Subset(std::shared_ptr<const Dataset> dataset, std::vector<int64_t> indices);
+
+  int64_t size() const override { return static_cast<int64_t>(indices_.size()); }
+  Example get(int64_t index) const override;
+  const std::shared_ptr<const Dataset>& dataset() const { return dataset_; }
+  const std::vector<int64_t>& indices() const { return indices_; }
+
+ private:
+  std::shared_ptr<const Dataset> dataset_;
+  std::vector<int64_t> indices_;
+};
+
+// Splits `dataset` into non-overlapping subsets of the given lengths (which must add up to its
+// size) along a random permutation drawn from `seed`, as torch.utils.data.random_split.
+std::vector<Subset> random_split(std::shared_ptr<const Dataset> dataset, const std::vector<int64_t>& lengths,
+                                 uint64_t seed = 0);
+
+}  // namespace ember::data
