@@ -463,6 +463,13 @@ TEST(NnDropout, TrainingDropsAndScalesEvalIsIdentity) {
   drop->train();
   EXPECT_FALSE(drop(x).is_same(x));
   EXPECT_CLOSE(nn::Dropout(0.0)(x), x);
+  // The same seed draws the same mask, so gradcheck sees one function: grad = mask / (1 - p).
+  EXPECT_TRUE(autograd::gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        manual_seed(4);
+        return drop(in[0]);
+      },
+      {wave({6}).requires_grad_()}));
   EXPECT_EMBER_ERROR(nn::Dropout(1.5), "Dropout: dropout probability has to be between 0 and 1, got 1.5");
 }
 
