@@ -245,6 +245,18 @@ const Tensor& Tensor::detach_() const {
   return *this;
 }
 
+void Tensor::set_data(const Tensor& new_data) const {
+  EMBER_CHECK(new_data.defined(), "set_data: the new data is undefined");
+  EMBER_CHECK(!requires_grad() || new_data.is_floating_point(),
+              "set_data: a tensor that requires grad needs floating point data, got ", new_data.dtype());
+  // A cached gradient sink checks gradients against the old dtype, device and shape: drop it
+  // when they change (graphs recorded before keep theirs), as PyTorch does.
+  AutogradMeta* m = impl().autograd_meta();
+  if (m && (new_data.dtype() != dtype() || new_data.device() != device() || !new_data.sizes().equals(sizes())))
+    m->grad_accumulator.reset();
+  impl().set_data(new_data.impl());
+}
+
 void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
   EMBER_CHECK(requires_grad(),
               "register_hook: cannot register a hook on a tensor that doesn't require gradient");

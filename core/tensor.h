@@ -83,6 +83,10 @@ class Tensor {
   bool retains_grad() const;
   Tensor detach() const;  // same data, no history
   const Tensor& detach_() const;
+  // Points this tensor at new_data's storage, dtype and geometry, keeping its identity and
+  // autograd state (PyTorch's `x.data = new_data`): Module::to converts parameters this way,
+  // so an optimizer built earlier still holds them.
+  void set_data(const Tensor& new_data) const;
   // Called with the gradient when backward reaches this tensor; may return a replacement.
   void register_hook(std::function<Tensor(const Tensor&)> hook) const;
   // Called on a leaf after its .grad() has been updated (DDP starts its all-reduce here).

@@ -27,6 +27,12 @@ void TensorImpl::set_geometry(IntArrayRef sizes, IntArrayRef strides, int64_t of
   refresh();
 }
 
+void TensorImpl::set_data(const TensorImpl& src) {
+  storage_ = src.storage_;
+  dtype_ = src.dtype_;
+  set_geometry(src.sizes(), src.strides(), src.offset_);
+}
+
 void TensorImpl::refresh() {
   numel_ = 1;
   for (int64_t s : sizes_) numel_ *= s;

@@ -33,6 +33,8 @@ class TensorImpl : public IntrusiveTarget {
 
   // Re-points this impl at new geometry over the same storage (in-place views like squeeze_).
   void set_geometry(IntArrayRef sizes, IntArrayRef strides, int64_t offset);
+  // Takes src's storage, dtype and geometry (Tensor::set_data); autograd state stays.
+  void set_data(const TensorImpl& src);
 
   AutogradMeta* autograd_meta() const { return autograd_meta_.get(); }
   void set_autograd_meta(std::unique_ptr<AutogradMeta> m);

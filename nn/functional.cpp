@@ -1,0 +1,86 @@
+#include "ember/nn/functional.h"
+
+#include <limits>
+
+#include "ember/core/ops/linalg.h"
+#include "ember/core/ops/reduce.h"
+
+namespace ember::nn::functional {
+namespace {
+
+Tensor reduce(const Tensor& loss, Reduction r) {
+  switch (r) {
+    case Reduction::Mean:
+      return loss.mean();
+    case Reduction::Sum:
+      return loss.sum();
+    case Reduction::None:
+      break;
+  }
+  return loss;
+}
+
+void check_loss_inputs(const char* op, const Tensor& input, const Tensor& target) {
+  EMBER_CHECK(input.is_floating_point() && target.is_floating_point(), op,
+              ": expected floating point input and target, got ", input.dtype(), " and ", target.dtype());
+  EMBER_CHECK(input.device() == target.device(), op, ": input is on ", input.device(), " but target on ",
+              target.device());
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  EMBER_CHECK(weight.dim() == 2, "linear: expected a 2D weight [out_features, in_features], got ",
+              weight.sizes());
+  EMBER_CHECK(input.dim() >= 1 && input.size(-1) == weight.size(1), "linear: input has ",
+              input.dim() ? input.size(-1) : 0, " features, but the weight is ", weight.sizes(), " (input ",
+              input.sizes(), ")");
+  EMBER_CHECK(!bias.defined() || bias.sizes().equals({weight.size(0)}), "linear: expected a bias of shape [",
+              weight.size(0), "], got ", bias.sizes());
+  if (bias.defined() && input.dim() == 2) return addmm(bias, input, weight.t());
+  if (bias.defined() && input.dim() > 2 && input.is_contiguous()) {
+    // One fused product-plus-bias over the flattened leading dims.
+    DimVector out_sizes(input.sizes());
+    out_sizes.back() = weight.size(0);
+    return addmm(bias, input.view({-1, input.size(-1)}), weight.t()).view(out_sizes);
+  }
+  Tensor out = input.matmul(weight.t());
+  return bias.defined() ? out + bias : out;
+}
+
+Tensor l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction) {
+  Reduction r = parse_reduction("l1_loss", reduction);
+  check_loss_inputs("l1_loss", input, target);
+  return reduce((input - target).abs(), r);
+}
+
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction, double beta) {
+  Reduction r = parse_reduction("smooth_l1_loss", reduction);
+  check_loss_inputs("smooth_l1_loss", input, target);
+  EMBER_CHECK(beta >= 0, "smooth_l1_loss: beta must not be negative, got ", beta);
+  Tensor d = (input - target).abs();
+  if (beta == 0) return reduce(d, r);
+  return reduce(where(d.lt(beta), d.square() * (0.5 / beta), d - 0.5 * beta), r);
+}
+
+Tensor rms_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight,
+                std::optional<double> eps) {
+  int64_t n = static_cast<int64_t>(normalized_shape.size());
+  bool trailing = n >= 1 && input.dim() >= n &&
+                  IntArrayRef(input.sizes().data() + input.dim() - n, n).equals(normalized_shape);
+  EMBER_CHECK(trailing, "rms_norm: expected input with trailing dims ", normalized_shape, ", got input ",
+              input.sizes());
+  EMBER_CHECK(input.is_floating_point(), "rms_norm: expected a floating point input, got ", input.dtype());
+  EMBER_CHECK(!weight.defined() || weight.sizes().equals(normalized_shape),
+              "rms_norm: expected weight of shape ", normalized_shape, ", got ", weight.sizes());
+  ScalarType cd = input.dtype() == kFloat64 ? kFloat64 : kFloat32;
+  double e = eps.value_or(cd == kFloat64 ? std::numeric_limits<double>::epsilon()
+                                         : std::numeric_limits<float>::epsilon());
+  DimVector dims;
+  for (int64_t d = input.dim() - n; d < input.dim(); ++d) dims.push_back(d);
+  Tensor x = input.to(cd);
+  Tensor out = (x * (x.square().mean(dims, /*keepdim=*/true) + e).rsqrt()).to(input.dtype());
+  return weight.defined() ? out * weight : out;
+}
+
+}  // namespace ember::nn::functional

@@ -1,0 +1,65 @@
+#pragma once
+
+// torch.nn.functional: `namespace F = ember::nn::functional;` then F::linear, F::relu, ... The
+// core ops are re-exported under their PyTorch names; the rest are composites of
+// differentiable core ops, so they run on any device and have a backward.
+
+#include <optional>
+#include <string_view>
+
+#include "ember/core/ops/attention.h"
+#include "ember/core/ops/convolution.h"
+#include "ember/core/ops/dropout.h"
+#include "ember/core/ops/elementwise.h"
+#include "ember/core/ops/embedding.h"
+#include "ember/core/ops/indexing.h"
+#include "ember/core/ops/loss.h"
+#include "ember/core/ops/normalization.h"
+#include "ember/core/ops/pooling.h"
+#include "ember/core/ops/shape_ops.h"
+#include "ember/core/ops/softmax.h"
+
+namespace ember::nn::functional {
+
+using ember::adaptive_avg_pool2d;
+using ember::avg_pool2d;
+using ember::batch_norm;
+using ember::binary_cross_entropy_with_logits;
+using ember::conv1d;
+using ember::conv2d;
+using ember::conv_transpose2d;
+using ember::cross_entropy;
+using ember::dropout;
+using ember::embedding;
+using ember::gelu;
+using ember::group_norm;
+using ember::layer_norm;
+using ember::leaky_relu;
+using ember::log_softmax;
+using ember::max_pool2d;
+using ember::max_pool2d_with_indices;
+using ember::mse_loss;
+using ember::nll_loss;
+using ember::one_hot;
+using ember::pad;
+using ember::relu;
+using ember::scaled_dot_product_attention;
+using ember::sigmoid;
+using ember::silu;
+using ember::softmax;
+using ember::softplus;
+using ember::tanh;
+
+// input [*, in] @ weight [out, in]^T + bias [out] -> [*, out].
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {});
+// |input - target|, the two broadcast together; reduction "none", "mean" or "sum".
+Tensor l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction = "mean");
+// 0.5 d^2 / beta where d = |input - target| < beta, else d - 0.5 beta (beta = 0: l1_loss).
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction = "mean",
+                      double beta = 1.0);
+// x / sqrt(mean(x^2) + eps) over the trailing dims `normalized_shape`, times weight (that shape,
+// optional). Computes in float32 for half inputs; eps defaults to the compute dtype's epsilon.
+Tensor rms_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight = {},
+                std::optional<double> eps = std::nullopt);
+
+}  // namespace ember::nn::functional

@@ -1,0 +1,128 @@
+#pragma once
+
+// BatchNorm1d/2d, LayerNorm, GroupNorm and RMSNorm, initialised as PyTorch's (weight ones, bias
+// zeros, running_mean zeros, running_var ones).
+
+#include <optional>
+#include <vector>
+
+#include "ember/nn/module.h"
+#include "ember/nn/options.h"
+
+namespace ember::nn {
+
+struct BatchNormOptions {
+  BatchNormOptions(int64_t num_features) : num_features_(num_features) {}
+  EMBER_ARG(int64_t, num_features);
+  EMBER_ARG(double, eps) = 1e-5;
+  // Running stats r = (1 - momentum) r + momentum s; nullopt: the cumulative average
+  // (momentum 1 / num_batches_tracked).
+  EMBER_ARG(std::optional<double>, momentum) = 0.1;
+  EMBER_ARG(bool, affine) = true;
+  EMBER_ARG(bool, track_running_stats) = true;
+  EMBER_ARG(bool, bias) = true;  // with affine: a learnable shift
+};
+
+// What BatchNorm1d and BatchNorm2d share; they differ in the input ranks they take. Training
+// normalizes with the batch's statistics and updates the running ones (when tracked); eval uses
+// the running statistics.
+class BatchNormImplBase : public Module {
+ public:
+  void reset_running_stats();
+  void reset_parameters();
+  std::string extra_repr() const override;
+
+  BatchNormOptions options;
+  Tensor weight, bias;               // [num_features] with affine
+  Tensor running_mean, running_var;  // [num_features] with track_running_stats
+  Tensor num_batches_tracked;        // int64 scalar with track_running_stats
+
+ protected:
+  BatchNormImplBase(std::string name, const BatchNormOptions& options);
+  Tensor batch_norm_forward(const Tensor& input);
+};
+
+// Input [N, C] or [N, C, L].
+class BatchNorm1dImpl : public BatchNormImplBase {
+ public:
+  explicit BatchNorm1dImpl(const BatchNormOptions& options) : BatchNormImplBase("BatchNorm1d", options) {}
+  Tensor forward(const Tensor& input);
+};
+EMBER_MODULE(BatchNorm1d);
+
+// Input [N, C, H, W].
+class BatchNorm2dImpl : public BatchNormImplBase {
+ public:
+  explicit BatchNorm2dImpl(const BatchNormOptions& options) : BatchNormImplBase("BatchNorm2d", options) {}
+  Tensor forward(const Tensor& input);
+};
+EMBER_MODULE(BatchNorm2d);
+
+struct LayerNormOptions {
+  LayerNormOptions(std::vector<int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}
+  EMBER_ARG(std::vector<int64_t>, normalized_shape);
+  EMBER_ARG(double, eps) = 1e-5;
+  EMBER_ARG(bool, elementwise_affine) = true;
+  EMBER_ARG(bool, bias) = true;  // with elementwise_affine: a learnable shift
+};
+
+// Normalizes over the trailing dims normalized_shape.
+class LayerNormImpl : public Module {
+ public:
+  explicit LayerNormImpl(const LayerNormOptions& options);
+  void reset_parameters();
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+
+  LayerNormOptions options;
+  Tensor weight, bias;  // normalized_shape, with elementwise_affine
+};
+EMBER_MODULE(LayerNorm);
+
+struct GroupNormOptions {
+  GroupNormOptions(int64_t num_groups, int64_t num_channels)
+      : num_groups_(num_groups), num_channels_(num_channels) {}
+  EMBER_ARG(int64_t, num_groups);
+  EMBER_ARG(int64_t, num_channels);
+  EMBER_ARG(double, eps) = 1e-5;
+  EMBER_ARG(bool, affine) = true;
+  EMBER_ARG(bool, bias) = true;  // with affine: a learnable shift
+};
+
+// Input [N, C, *]; normalizes each of num_groups channel groups.
+class GroupNormImpl : public Module {
+ public:
+  GroupNormImpl(int64_t num_groups, int64_t num_channels)
+      : GroupNormImpl(GroupNormOptions(num_groups, num_channels)) {}
+  explicit GroupNormImpl(const GroupNormOptions& options);
+  void reset_parameters();
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+
+  GroupNormOptions options;
+  Tensor weight, bias;  // [num_channels], with affine
+};
+EMBER_MODULE(GroupNorm);
+
+struct RMSNormOptions {
+  RMSNormOptions(std::vector<int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}
+  EMBER_ARG(std::vector<int64_t>, normalized_shape);
+  // nullopt: the machine epsilon of the dtype the norm computes in.
+  EMBER_ARG(std::optional<double>, eps) = std::nullopt;
+  EMBER_ARG(bool, elementwise_affine) = true;
+};
+
+// x / sqrt(mean(x^2) + eps) over the trailing dims normalized_shape, times weight.
+class RMSNormImpl : public Module {
+ public:
+  explicit RMSNormImpl(const RMSNormOptions& options);
+  void reset_parameters();
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+
+  RMSNormOptions options;
+  Tensor weight;  // normalized_shape, with elementwise_affine
+};
+EMBER_MODULE(RMSNorm);
+
+}  // namespace ember::nn

@@ -1,0 +1,87 @@
+#include "ember/nn/transformer.h"
+
+#include <cmath>
+
+#include "ember/core/factories.h"
+#include "ember/core/ops/elementwise.h"
+
+namespace ember::nn {
+
+TransformerActivation::TransformerActivation(std::string_view name) {
+  if (name == "relu")
+    fn_ = [](const Tensor& x) { return relu(x); };
+  else if (name == "gelu")
+    fn_ = [](const Tensor& x) { return gelu(x); };
+  else
+    throw Error(ember::detail::str_cat(
+        "TransformerEncoderLayer: activation should be \"relu\" or \"gelu\", got \"", name, "\""));
+}
+
+TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(const TransformerEncoderLayerOptions& options_)
+    : Module("TransformerEncoderLayer"), options(options_) {
+  int64_t d = options.d_model(), ff = options.dim_feedforward();
+  bool bias = options.bias();
+  self_attn = register_module("self_attn", MultiheadAttention(MultiheadAttentionOptions(d, options.nhead())
+                                                                  .dropout(options.dropout())
+                                                                  .bias(bias)
+                                                                  .batch_first(options.batch_first())));
+  linear1 = register_module("linear1", Linear(LinearOptions(d, ff).bias(bias)));
+  dropout = register_module("dropout", Dropout(options.dropout()));
+  linear2 = register_module("linear2", Linear(LinearOptions(ff, d).bias(bias)));
+  auto norm_options = LayerNormOptions({d}).eps(options.layer_norm_eps()).bias(bias);
+  norm1 = register_module("norm1", LayerNorm(norm_options));
+  norm2 = register_module("norm2", LayerNorm(norm_options));
+  dropout1 = register_module("dropout1", Dropout(options.dropout()));
+  dropout2 = register_module("dropout2", Dropout(options.dropout()));
+}
+
+Tensor TransformerEncoderLayerImpl::forward(const Tensor& src, const Tensor& src_mask,
+                                            const Tensor& src_key_padding_mask, bool is_causal) {
+  auto self_attention = [&](const Tensor& x) {
+    return dropout1(std::get<0>(self_attn(x, x, x, src_key_padding_mask, /*need_weights=*/false, src_mask,
+                                          /*average_attn_weights=*/true, is_causal)));
+  };
+  auto feed_forward = [&](const Tensor& x) {
+    return dropout2(linear2(dropout(options.activation()(linear1(x)))));
+  };
+  Tensor x = src;
+  if (options.norm_first()) {
+    x = x + self_attention(norm1(x));
+    return x + feed_forward(norm2(x));
+  }
+  x = norm1(x + self_attention(x));
+  return norm2(x + feed_forward(x));
+}
+
+TransformerEncoderImpl::TransformerEncoderImpl(const TransformerEncoderLayer& layer, int64_t num_layers,
+                                               LayerNorm norm_)
+    : Module("TransformerEncoder") {
+  EMBER_CHECK(layer, "TransformerEncoder: the encoder layer is empty (a null holder)");
+  EMBER_CHECK(num_layers >= 0, "TransformerEncoder: num_layers must not be negative, got ", num_layers);
+  layers = register_module("layers", ModuleList());
+  OrderedDict<Tensor> state = layer->state_dict();
+  const Tensor& like = state[state.keys()[0]];
+  for (int64_t i = 0; i < num_layers; ++i) {
+    TransformerEncoderLayer copy(layer->options);
+    copy->to(like.device(), like.dtype());
+    copy->load_state_dict(state);
+    copy->train(layer->is_training());
+    layers->push_back(copy);
+  }
+  if (norm_) norm = register_module("norm", norm_);
+}
+
+Tensor TransformerEncoderImpl::forward(const Tensor& src, const Tensor& mask,
+                                       const Tensor& src_key_padding_mask, bool is_causal) {
+  Tensor x = src;
+  for (size_t i = 0; i < layers->size(); ++i)
+    x = layers->at<TransformerEncoderLayerImpl>(static_cast<int64_t>(i))
+            .forward(x, mask, src_key_padding_mask, is_causal);
+  return norm ? norm(x) : x;
+}
+
+Tensor generate_square_subsequent_mask(int64_t sz, TensorOptions options) {
+  return full({sz, sz}, -INFINITY, options).triu(1);
+}
+
+}  // namespace ember::nn

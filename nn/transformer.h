@@ -1,0 +1,86 @@
+#pragma once
+
+// TransformerEncoderLayer and TransformerEncoder, as PyTorch's (submodule names self_attn,
+// linear1, dropout, linear2, norm1, norm2, dropout1, dropout2; the encoder's "layers.i").
+
+#include <concepts>
+#include <functional>
+#include <string>
+
+#include "ember/nn/attention.h"
+#include "ember/nn/container.h"
+#include "ember/nn/dropout.h"
+#include "ember/nn/linear.h"
+#include "ember/nn/normalization.h"
+
+namespace ember::nn {
+
+// The feed-forward activation: "relu", "gelu" or any Tensor -> Tensor callable.
+class TransformerActivation {
+ public:
+  template <size_t N>
+  TransformerActivation(const char (&name)[N]) : TransformerActivation(std::string_view(name)) {}
+  explicit TransformerActivation(std::string_view name);
+  template <class F>
+  requires(std::is_invocable_r_v<Tensor, F, const Tensor&> && !std::same_as<F, TransformerActivation>)
+      TransformerActivation(F fn)
+      : fn_(std::move(fn)) {}
+
+  Tensor operator()(const Tensor& x) const { return fn_(x); }
+
+ private:
+  std::function<Tensor(const Tensor&)> fn_;
+};
+
+struct TransformerEncoderLayerOptions {
+  TransformerEncoderLayerOptions(int64_t d_model, int64_t nhead) : d_model_(d_model), nhead_(nhead) {}
+  EMBER_ARG(int64_t, d_model);
+  EMBER_ARG(int64_t, nhead);
+  EMBER_ARG(int64_t, dim_feedforward) = 2048;
+  EMBER_ARG(double, dropout) = 0.1;
+  EMBER_ARG(TransformerActivation, activation) = "relu";
+  EMBER_ARG(double, layer_norm_eps) = 1e-5;
+  EMBER_ARG(bool, batch_first) = false;
+  EMBER_ARG(bool, norm_first) = false;  // pre-norm: x + sa(norm1(x)) rather than norm1(x + sa(x))
+  EMBER_ARG(bool, bias) = true;         // in the linear and norm layers
+};
+
+// Self-attention then a feed-forward block, each with a residual connection and a LayerNorm.
+class TransformerEncoderLayerImpl : public Module {
+ public:
+  TransformerEncoderLayerImpl(int64_t d_model, int64_t nhead)
+      : TransformerEncoderLayerImpl(TransformerEncoderLayerOptions(d_model, nhead)) {}
+  explicit TransformerEncoderLayerImpl(const TransformerEncoderLayerOptions& options);
+  // src as MultiheadAttention's query; src_mask and src_key_padding_mask as its attn_mask and
+  // key_padding_mask.
+  Tensor forward(const Tensor& src, const Tensor& src_mask = {}, const Tensor& src_key_padding_mask = {},
+                 bool is_causal = false);
+
+  TransformerEncoderLayerOptions options;
+  MultiheadAttention self_attn{nullptr};
+  Linear linear1{nullptr};
+  Dropout dropout{nullptr};
+  Linear linear2{nullptr};
+  LayerNorm norm1{nullptr}, norm2{nullptr};
+  Dropout dropout1{nullptr}, dropout2{nullptr};
+};
+EMBER_MODULE(TransformerEncoderLayer);
+
+// num_layers copies of `layer` (same options, same initial weights, as PyTorch's deep copies),
+// then `norm` if given.
+class TransformerEncoderImpl : public Module {
+ public:
+  TransformerEncoderImpl(const TransformerEncoderLayer& layer, int64_t num_layers, LayerNorm norm = nullptr);
+  Tensor forward(const Tensor& src, const Tensor& mask = {}, const Tensor& src_key_padding_mask = {},
+                 bool is_causal = false);
+
+  ModuleList layers{nullptr};
+  LayerNorm norm{nullptr};
+};
+EMBER_MODULE(TransformerEncoder);
+
+// The [sz, sz] causal mask: 0 on and below the diagonal, -inf above (nn.Transformer's
+// generate_square_subsequent_mask).
+Tensor generate_square_subsequent_mask(int64_t sz, TensorOptions options = {});
+
+}  // namespace ember::nn
