@@ -35,7 +35,6 @@
 #include "ember/data/collate.h"
 #include "ember/data/dataloader.h"
 #include "ember/data/dataset.h"
-#include "ember/data/pin_memory.h"
 #include "ember/data/sampler.h"
 #include "ember/nn/activation.h"
 #include "ember/nn/attention.h"

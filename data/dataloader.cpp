@@ -1,5 +1,7 @@
 #include "ember/data/dataloader.h"
 
+#include "ember/cuda/device.h"
+
 #include <algorithm>
 #include <condition_variable>
 #include <exception>
@@ -9,11 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "ember/data/pin_memory.h"
-
 namespace ember::data {
-
-constinit DispatchStub<PinMemoryFn> pin_memory_stub("pin_memory");
 
 namespace {
 
@@ -38,8 +36,9 @@ std::shared_ptr<Sampler> checked_sampler(const std::shared_ptr<const Dataset>& d
   EMBER_CHECK(o.prefetch_factor() >= 1, "DataLoader: prefetch_factor must be positive, got ",
               o.prefetch_factor());
   EMBER_CHECK(o.collate_fn() != nullptr, "DataLoader: collate_fn is empty");
-  EMBER_CHECK(!o.pin_memory() || pin_memory_stub.has(kCUDA),
-              "DataLoader: pin_memory requires CUDA, and this build has no pinned host allocator");
+  EMBER_CHECK(
+      !o.pin_memory() || cuda::is_available(),
+      "DataLoader: pin_memory requires CUDA, and there is no CUDA device (or ember was built without it)");
   if (!sampler) {
     if (o.shuffle()) return std::make_shared<RandomSampler>(dataset->size(), o.seed());
     return std::make_shared<SequentialSampler>(dataset->size());
@@ -157,7 +156,7 @@ class EpochRun {
     try {
       r.batch = collate_(std::move(samples));
       if (pin_memory_)
-        for (Tensor& t : r.batch) t = pin_memory_stub(Device(kCUDA))(t);
+        for (Tensor& t : r.batch) t = t.pin_memory();
     } catch (...) {
       r.error = head + " (collate): " + current_exception_message();
     }
