@@ -275,22 +275,24 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, std::vector<double> max_lr, int64_t
   EMBER_CHECK(o.anneal_strategy == "cos" || o.anneal_strategy == "linear", who,
               ": anneal_strategy must be one of 'cos' or 'linear', instead got '", o.anneal_strategy, "'");
   linear_ = o.anneal_strategy == "linear";
+  EMBER_CHECK(!cycle_momentum_ || optimizer.defaults().has_momentum(), who,
+              ": the optimizer must support momentum or beta1 with cycle_momentum on (",
+              optimizer.defaults().optimizer_name(), " has neither)");
   std::vector<OptimizerParamGroup>& groups = optimizer.param_groups();
   const size_t n = groups.size();
-  std::vector<double> max_lrs = per_group(who, "max_lr", max_lr, n), initial(n), min(n);
+  const std::vector<double> max_lrs = per_group(who, "max_lr", max_lr, n);
+  std::vector<double> max_m(n), base_m(n);
+  if (cycle_momentum_) {
+    max_m = per_group(who, "max_momentum", o.max_momentum, n);
+    base_m = per_group(who, "base_momentum", o.base_momentum, n);
+  }
+  // Checked; now the groups start the cycle.
+  std::vector<double> initial(n), min(n);
   for (size_t i = 0; i < n; ++i) {
     initial[i] = max_lrs[i] / o.div_factor;
     min[i] = initial[i] / o.final_div_factor;
     groups[i].initial_lr() = base_lrs_[i] = initial[i];
-  }
-  std::vector<double> max_m(n), base_m(n);
-  if (cycle_momentum_) {
-    EMBER_CHECK(optimizer.defaults().has_momentum(), who,
-                ": the optimizer must support momentum or beta1 with cycle_momentum on (",
-                optimizer.defaults().optimizer_name(), " has neither)");
-    max_m = per_group(who, "max_momentum", o.max_momentum, n);
-    base_m = per_group(who, "base_momentum", o.base_momentum, n);
-    for (size_t i = 0; i < n; ++i) groups[i].options().set_momentum(max_m[i]);
+    if (cycle_momentum_) groups[i].options().set_momentum(max_m[i]);
   }
   const double T = static_cast<double>(total_steps);
   if (o.three_phase) {

@@ -9,7 +9,9 @@
 //   for (...) { ...; opt.step(); sched.step(); }
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 

@@ -24,7 +24,7 @@ class OptionWriter : public OptionVisitor {
   void operator()(const char* name, double& v) override { put(name, format_number(v)); }
   void operator()(const char* name, bool& v) override { put(name, bool_text(v)); }
   void operator()(const char* name, std::tuple<double, double>& v) override {
-    put(name, format_number(std::get<0>(v)) + "," + format_number(std::get<1>(v)));
+    put(name, detail::format_numbers({std::get<0>(v), std::get<1>(v)}));
   }
   void operator()(const char* name, std::optional<bool>& v) override { put(name, v ? bool_text(*v) : ""); }
 
@@ -41,9 +41,9 @@ class OptionReader : public OptionVisitor {
   void operator()(const char* name, double& v) override { v = parse_number(who_, prefix_ + name, get(name)); }
   void operator()(const char* name, bool& v) override { v = parse_bool(name, get(name)); }
   void operator()(const char* name, std::tuple<double, double>& v) override {
-    std::vector<std::string> parts = split(get(name), ',');
-    EMBER_CHECK(parts.size() == 2, who_, ": ", prefix_, name, " is \"", get(name), "\", not two numbers");
-    v = {parse_number(who_, prefix_ + name, parts[0]), parse_number(who_, prefix_ + name, parts[1])};
+    std::vector<double> numbers = detail::parse_numbers(who_, prefix_ + name, get(name));
+    EMBER_CHECK(numbers.size() == 2, who_, ": ", prefix_, name, " is \"", get(name), "\", not two numbers");
+    v = {numbers[0], numbers[1]};
   }
   void operator()(const char* name, std::optional<bool>& v) override {
     const std::string& text = get(name);
@@ -68,7 +68,7 @@ std::optional<std::pair<size_t, std::string>> parse_state_key(const std::string&
   size_t dot = key.find('.', prefix.size());
   if (dot == std::string::npos || dot == prefix.size()) return std::nullopt;
   std::string index = key.substr(prefix.size(), dot - prefix.size());
-  if (index.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  if (index.size() > 18 || index.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
   return std::make_pair(static_cast<size_t>(std::stoull(index)), key.substr(dot + 1));
 }
 

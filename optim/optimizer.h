@@ -131,7 +131,8 @@ class Optimizer {
   // A snapshot (tensors copied): "optimizer" is the class name, "param_groups" the group count,
   // "param_groups.<g>.params" the group's parameter indices ("0,1,2"), "param_groups.<g>.<option>"
   // each option ("%.17g" numbers, "true"/"false", "" for an unset fused), "state.<i>.step" the
-  // step count of parameter i, and tensors "state.<i>.<buffer>".
+  // step count of parameter i, and tensors "state.<i>.<buffer>". Reading device-side step counts
+  // waits for the device.
   StateDict state_dict() const;
   // Restores options and state from state_dict() of the same optimizer class with the same
   // group sizes; buffers are copied to their parameter's device and dtype. Throws ember::Error

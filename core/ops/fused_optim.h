@@ -54,8 +54,8 @@ void fused_sgd_(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor
 // optimizers (and clip_grad_norm_) split parameter lists into calls of one device and dtype.
 std::vector<std::vector<size_t>> group_by_device_and_dtype(ArrayRef<Tensor> tensors);
 
-// The kernels see checked lists: same length (max_exp_avg_sqs / momentum_buffers may be empty),
-// one device, one dtype, contiguous, none empty.
+// The kernels see checked, non-empty lists: same length (max_exp_avg_sqs / momentum_buffers may
+// be empty), one device, one dtype, contiguous (zero-size tensors included: they skip them).
 using FusedAdamFn = void (*)(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> exp_avgs,
                              ArrayRef<Tensor> exp_avg_sqs, ArrayRef<Tensor> max_exp_avg_sqs,
                              ArrayRef<Tensor> state_steps, const FusedAdamArgs& args,

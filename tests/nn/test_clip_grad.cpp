@@ -133,5 +133,69 @@ TEST(ClipGrad, ValueMatchesPyTorch) {
   }
 }
 
+TEST(ClipGrad, NoGradientsAndSingleTensors) {
+  Tensor none = nn::utils::get_total_norm(std::vector<Tensor>{});
+  EXPECT_EQ(none.dim(), 0);
+  EXPECT_EQ(none.dtype(), kFloat32);
+  EXPECT_EQ(none.item<double>(), 0);
+  Tensor no_grad = zeros({3}).requires_grad_();
+  EXPECT_EQ(clip_grad_norm_(no_grad, 1.0).item<double>(), 0);
+
+  // One tensor: |(3, 4)| = 5, scaled by 1 / (5 + 1e-6).
+  Tensor w = zeros({2}, kFloat64).requires_grad_();
+  w.set_grad(tensor({3.0, 4.0}, kFloat64));
+  EXPECT_EQ(clip_grad_norm_(w, 1.0).item<double>(), 5.0);
+  EXPECT_CLOSE(w.grad(), tensor({3.0 / (5.0 + 1e-6), 4.0 / (5.0 + 1e-6)}, kFloat64), Tolerance{1e-15, 0});
+  // Below max_norm the coefficient clamps to 1: the gradient is left as it was.
+  w.set_grad(tensor({0.3, -0.4}, kFloat64));
+  EXPECT_CLOSE(clip_grad_norm_(w, 1.0), full({}, 0.5, kFloat64), Tolerance{1e-16, 0});
+  EXPECT_CLOSE(w.grad(), tensor({0.3, -0.4}, kFloat64), Tolerance{0, 0});
+}
+
+TEST(ClipGrad, NonFiniteNorms) {
+  for (double bad : {NAN, INFINITY}) {
+    std::vector<Tensor> ps = params(kFloat32);
+    ps[1].grad().select(0, 2).fill_(bad);
+    EXPECT_EMBER_ERROR(clip_grad_norm_(ps, 1.0, 2, /*error_if_nonfinite=*/true),
+                       "clip_grad_norm_: the total norm of order 2", "is non-finite",
+                       "error_if_nonfinite=false");
+    // Without the check the gradients are scaled by the non-finite norm, as PyTorch does.
+    Tensor total = clip_grad_norm_(ps, 1.0);
+    EXPECT_FALSE(std::isfinite(total.item<double>()));
+    EXPECT_EQ(ps[0].grad().select(0, 0).select(0, 0).item<double>() == 0, bad == INFINITY);  // 2 * 1 / inf
+  }
+}
+
+TEST(ClipGrad, MixedAndReducedDtypes) {
+  // bfloat16 gradients: the norm in bfloat16 (as PyTorch), the clipped gradients too.
+  Tensor a = zeros({4}, kBFloat16).requires_grad_();
+  a.set_grad(tensor({3.0, 0.0, 4.0, 0.0}, kBFloat16));
+  Tensor total = clip_grad_norm_(a, 1.0);
+  EXPECT_EQ(total.dtype(), kBFloat16);
+  EXPECT_EQ(total.item<double>(), 5.0);
+  EXPECT_EQ(a.grad().dtype(), kBFloat16);
+  EXPECT_CLOSE(a.grad(), tensor({0.6, 0.0, 0.8, 0.0}).to(kBFloat16));
+  // float32 and float64 gradients: the per-tensor norms promote to float64 for the total.
+  Tensor b = zeros({2}).requires_grad_(), c = zeros({1}, kFloat64).requires_grad_();
+  b.set_grad(tensor({1.0, 2.0}));
+  c.set_grad(tensor({2.0}, kFloat64));
+  Tensor mixed = nn::utils::get_total_norm({b.grad(), c.grad()});
+  EXPECT_EQ(mixed.dtype(), kFloat64);
+  EXPECT_CLOSE(mixed, full({}, 3.0, kFloat64));
+  // The inf norm: the largest |g| of all.
+  EXPECT_EQ(nn::utils::get_total_norm({b.grad(), c.grad()}, INFINITY).item<double>(), 2.0);
+}
+
+TEST(ClipGrad, RefusesUndefinedTensors) {
+  std::vector<Tensor> ps = {zeros({2}).requires_grad_(), Tensor()};
+  EXPECT_EMBER_ERROR(clip_grad_norm_(ps, 1.0), "clip_grad_norm_: parameter 1 is undefined");
+  EXPECT_EMBER_ERROR(clip_grad_value_(ps, 1.0), "clip_grad_value_: parameter 1 is undefined");
+  EXPECT_EMBER_ERROR(nn::utils::get_total_norm(ps), "get_total_norm: tensor 1 is undefined");
+  Tensor p = zeros({2}).requires_grad_();
+  p.set_grad(ones({2}));
+  EXPECT_EMBER_ERROR(nn::utils::clip_grads_with_norm_(p, 1.0, zeros({2})),
+                     "clip_grads_with_norm_: total_norm must have one element, got shape [2]");
+}
+
 }  // namespace
 }  // namespace ember::testing

@@ -61,9 +61,10 @@ Sequence record(optim::Optimizer& opt, optim::LRScheduler& sched, int steps) {
   Sequence s;
   for (int i = 0; i <= steps; ++i) {
     for (double lr : sched.get_last_lr()) s.lrs.push_back(lr);
-    for (const optim::OptimizerParamGroup& g : opt.param_groups()) {
-      EXPECT_EQ(g.options().get_lr(), sched.get_last_lr()[&g - &opt.param_groups()[0]]);
-      if (g.options().has_momentum()) s.momentum.push_back(g.options().get_momentum());
+    for (size_t k = 0; k < opt.param_groups().size(); ++k) {
+      const optim::OptimizerOptions& o = opt.param_groups()[k].options();
+      EXPECT_EQ(o.get_lr(), sched.get_last_lr()[k]);  // the scheduler sets what it reports
+      s.momentum.push_back(o.get_momentum());
     }
     opt.step();
     sched.step();
@@ -574,6 +575,166 @@ TEST(LRScheduler, OneCycleLinearThreePhaseWithAdamBeta1) {
                            0.9,
                            0.9,
                            0.9});
+}
+
+// Saved mid-way and restored into a new optimizer and scheduler (made first, as in PyTorch: making
+// a scheduler resets the lrs), the schedule continues exactly.
+TEST(LRScheduler, StateDictResumesTheSchedule) {
+  std::vector<Case> all = cases();
+  all.push_back({"onecycle",
+                 [](optim::Optimizer& o) -> std::shared_ptr<optim::LRScheduler> {
+                   return std::make_shared<optim::OneCycleLR>(o, std::vector<double>{1.0, 0.5}, 25);
+                 },
+                 {}});
+  for (const Case& c : all) {
+    SCOPED_TRACE(c.name);
+    std::vector<Tensor> ps = two_params();
+    optim::SGD opt(two_groups(ps));
+    std::shared_ptr<optim::LRScheduler> sched = c.make(opt);
+    Sequence straight = record(opt, *sched, 20);
+
+    std::vector<Tensor> ps1 = two_params();
+    optim::SGD opt1(two_groups(ps1));
+    std::shared_ptr<optim::LRScheduler> sched1 = c.make(opt1);
+    record(opt1, *sched1, 7);
+    const StateDict opt_state = opt1.state_dict(), sched_state = sched1->state_dict();
+    EXPECT_EQ(sched_state.metadata.at("scheduler"), sched1->name());
+    EXPECT_EQ(sched_state.metadata.at("last_epoch"), "8");
+
+    std::vector<Tensor> ps2 = two_params();
+    optim::SGD opt2(two_groups(ps2));
+    std::shared_ptr<optim::LRScheduler> sched2 = c.make(opt2);
+    opt2.load_state_dict(opt_state);
+    sched2->load_state_dict(sched_state);
+    Sequence rest = record(opt2, *sched2, 12);
+    expect_same(rest.lrs, std::vector<double>(straight.lrs.begin() + 16, straight.lrs.end()));
+    expect_same(rest.momentum, std::vector<double>(straight.momentum.begin() + 16, straight.momentum.end()));
+  }
+}
+
+// An optimizer defined outside ember, without momentum: the base class is all it needs.
+class PlainOptions : public optim::OptimizerOptions {
+ public:
+  explicit PlainOptions(double lr) : lr_(lr) {}
+  std::unique_ptr<optim::OptimizerOptions> clone() const override {
+    return std::make_unique<PlainOptions>(*this);
+  }
+  const char* optimizer_name() const override { return "Plain"; }
+  void validate() const override {}
+  void visit(optim::OptionVisitor& v) override { v("lr", lr_); }
+  double get_lr() const override { return lr_; }
+  void set_lr(double lr) override { lr_ = lr; }
+
+ private:
+  double lr_;
+};
+
+class Plain : public optim::Optimizer {
+ public:
+  explicit Plain(std::vector<Tensor> params)
+      : Optimizer({optim::OptimizerParamGroup(std::move(params))}, std::make_unique<PlainOptions>(0.5)) {}
+
+ protected:
+  void step_group(optim::OptimizerParamGroup& g) override {
+    for (const Tensor& p : g.params())
+      if (p.grad().defined()) p.sub_(p.grad(), g.options().get_lr());
+  }
+  std::vector<std::string> state_buffer_names(const optim::OptimizerOptions&) const override { return {}; }
+  bool counts_steps() const override { return false; }
+};
+
+TEST(LRScheduler, UserDefinedOptimizer) {
+  Tensor w = zeros({2}).requires_grad_();
+  Plain opt({w});
+  optim::StepLR sched(opt, 1, 0.5);
+  w.set_grad(ones({2}));
+  opt.step();
+  sched.step();
+  EXPECT_CLOSE(w, full({2}, -0.5), Tolerance{0, 0});
+  EXPECT_EQ(opt.param_groups()[0].options().get_lr(), 0.25);
+  EXPECT_EQ(opt.state_dict().metadata.at("param_groups.0.lr"), "0.25");
+  EXPECT_EMBER_ERROR(opt.defaults().get_momentum(), "Plain: the optimizer has no momentum");
+  EXPECT_EMBER_ERROR(optim::OneCycleLR(opt, {1.0}, 10),
+                     "OneCycleLR: the optimizer must support momentum or beta1", "Plain has neither");
+  optim::OneCycleLR no_momentum(opt, {1.0}, 10, {.cycle_momentum = false});
+  EXPECT_EQ(no_momentum.get_last_lr()[0], 0.040000000000000036);  // as the two-group case above
+}
+
+TEST(LRScheduler, RefusesBadArguments) {
+  std::vector<Tensor> ps = two_params();
+  optim::SGD opt(two_groups(ps));
+  using Lambda = optim::LambdaLR::Lambda;
+  EXPECT_EMBER_ERROR(optim::StepLR(opt, 0), "StepLR: step_size must be positive, got 0");
+  EXPECT_EMBER_ERROR(optim::CosineAnnealingLR(opt, -3), "CosineAnnealingLR: T_max must be positive, got -3");
+  EXPECT_EMBER_ERROR(optim::LinearLR(opt, 0.0), "LinearLR: start_factor must be in (0, 1], got 0");
+  EXPECT_EMBER_ERROR(optim::LinearLR(opt, 0.5, 1.5), "LinearLR: end_factor must be in [0, 1], got 1.5");
+  EXPECT_EMBER_ERROR(optim::LinearLR(opt, 0.5, 1.0, 0), "LinearLR: total_iters must be positive, got 0");
+  EXPECT_EMBER_ERROR(optim::LambdaLR(opt, std::vector<Lambda>{[](int64_t) { return 1.0; }}),
+                     "LambdaLR: expected 2 lr_lambdas (one per parameter group), but got 1");
+  EXPECT_EMBER_ERROR(optim::LambdaLR(opt, Lambda()), "LambdaLR: lr_lambdas[0] is empty");
+  EXPECT_EMBER_ERROR(optim::OneCycleLR(opt, {1.0}, 0),
+                     "OneCycleLR: expected a positive total_steps, but got 0");
+  EXPECT_EMBER_ERROR(optim::OneCycleLR(opt, {1.0}, 10, {.pct_start = 1.5}),
+                     "OneCycleLR: expected pct_start between 0 and 1, but got 1.5");
+  EXPECT_EMBER_ERROR(optim::OneCycleLR(opt, {1.0}, 10, {.anneal_strategy = "cosine"}),
+                     "OneCycleLR: anneal_strategy must be one of 'cos' or 'linear', instead got 'cosine'");
+  EXPECT_EMBER_ERROR(optim::OneCycleLR(opt, {1.0, 2.0, 3.0}, 10),
+                     "OneCycleLR: max_lr must have one value or one per parameter group (2), got 3");
+  EXPECT_EMBER_ERROR(optim::OneCycleLR(opt, {1.0}, 10, {.max_momentum = {}}),
+                     "OneCycleLR: max_momentum must have one value or one per parameter group (2), got 0");
+  EXPECT_EMBER_ERROR(optim::OneCycleLR(opt, {1.0}, 2, {.pct_start = 0.5}),
+                     "OneCycleLR: phase 0 has no steps");
+
+  optim::OneCycleLR short_cycle(opt, {1.0}, 3);
+  for (int i = 0; i < 3; ++i) short_cycle.step();
+  EXPECT_EMBER_ERROR(short_cycle.step(),
+                     "OneCycleLR: tried to step 4 times. The specified number of total steps is 3");
+
+  auto step_lr = std::make_shared<optim::StepLR>(opt, 2);
+  std::vector<Tensor> other_ps = two_params();
+  optim::SGD other(two_groups(other_ps));
+  auto elsewhere = std::make_shared<optim::StepLR>(other, 2);
+  using List = std::vector<std::shared_ptr<optim::LRScheduler>>;
+  EXPECT_EMBER_ERROR(optim::SequentialLR(opt, List{}, {}), "SequentialLR: expects at least one scheduler");
+  EXPECT_EMBER_ERROR(optim::SequentialLR(opt, List{step_lr, nullptr}, {3}),
+                     "SequentialLR: scheduler 1 is null");
+  EXPECT_EMBER_ERROR(optim::SequentialLR(opt, List{step_lr, elsewhere}, {3}),
+                     "SequentialLR: expects all schedulers to belong to the same optimizer",
+                     "scheduler 1 (StepLR)");
+  EXPECT_EMBER_ERROR(
+      optim::SequentialLR(opt, List{step_lr, step_lr}, {3, 5}),
+      "SequentialLR: expects one milestone fewer than schedulers, but got 2 schedulers and 2 milestones");
+  EXPECT_EMBER_ERROR(optim::SequentialLR(opt, List{step_lr, step_lr, step_lr}, {5, 3}),
+                     "SequentialLR: milestones must be increasing");
+
+  // A group added after the scheduler was made.
+  optim::ExponentialLR exp_lr(opt, 0.5);
+  Tensor extra = zeros({1}).requires_grad_();
+  opt.add_param_group(optim::OptimizerParamGroup({extra}));
+  EXPECT_EMBER_ERROR(exp_lr.step(),
+                     "ExponentialLR: the optimizer has 3 parameter groups, the scheduler was made for 2");
+}
+
+TEST(LRScheduler, LoadStateDictRefusesWhatDoesNotMatch) {
+  std::vector<Tensor> ps = two_params();
+  optim::SGD opt(two_groups(ps));
+  optim::StepLR step_lr(opt, 2);
+  const StateDict good = step_lr.state_dict();
+  optim::ExponentialLR exp_lr(opt, 0.5);
+  EXPECT_EMBER_ERROR(exp_lr.load_state_dict(good),
+                     "ExponentialLR.load_state_dict: the state dict is from StepLR, not ExponentialLR");
+  optim::SGD one_group(std::vector<Tensor>{zeros({1}).requires_grad_()});
+  optim::StepLR one(one_group, 2);
+  EXPECT_EMBER_ERROR(one.load_state_dict(good),
+                     "StepLR.load_state_dict: the state dict has lrs for 2 parameter "
+                     "groups, the optimizer has 1");
+  StateDict bad = good;
+  bad.metadata.erase("last_epoch");
+  EXPECT_EMBER_ERROR(step_lr.load_state_dict(bad),
+                     "StepLR.load_state_dict: the state dict has no last_epoch");
+  bad = good;
+  bad.metadata["base_lrs"] = "0.1,x";
+  EXPECT_EMBER_ERROR(step_lr.load_state_dict(bad), "StepLR.load_state_dict: base_lrs is \"x\", not a number");
 }
 
 }  // namespace
