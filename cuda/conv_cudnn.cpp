@@ -149,9 +149,9 @@ struct Descs {
 };
 
 // cuDNN's own math mode for the dtype: no TF32 for float32 unless allowed (FMA only), tensor
-// cores for half, the default otherwise.
+// cores for half and bfloat16 (as PyTorch sets them), the default otherwise.
 cudnnMathType_t default_math(ScalarType t) {
-  if (t == kFloat16) return CUDNN_TENSOR_OP_MATH;
+  if (t == kFloat16 || t == kBFloat16) return CUDNN_TENSOR_OP_MATH;
   if (t == kFloat32 && !cudnn::allow_tf32()) return CUDNN_FMA_MATH;
   return CUDNN_DEFAULT_MATH;
 }

@@ -5,6 +5,6 @@ cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
 BUILD_DIR=${BUILD_DIR:-build}
 launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 cmake -S . -B "$BUILD_DIR" -G Ninja "${launcher[@]}" "$@"
 cmake --build "$BUILD_DIR" -j "$(nproc)"

@@ -9,6 +9,7 @@ if [ ! -s "$dir/digits.csv" ]; then
   src=$(python3 -c 'import sklearn, os; print(os.path.join(os.path.dirname(sklearn.__file__), "datasets/data/digits.csv.gz"))' 2>/dev/null || true)
   if [ -z "$src" ] || [ ! -f "$src" ]; then
     command -v unzip > /dev/null || apt-get install -y -qq unzip > /dev/null
+    python3 -m pip --version > /dev/null 2>&1 || apt-get install -y -qq python3-pip > /dev/null
     tmp=$(mktemp -d)
     python3 -m pip download -q --no-deps --only-binary=:all: -d "$tmp" scikit-learn >&2
     unzip -q -o -j "$tmp"/scikit_learn-*.whl 'sklearn/datasets/data/digits.csv.gz' -d "$tmp"

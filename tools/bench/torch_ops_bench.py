@@ -74,8 +74,26 @@ def conv_cases():
             lambda: torch.autograd.grad(F.conv2d(x, w, None, s, pad), (x, w), dy))
 
 
+def bert_base_shapes():
+    s = [(30522, 768), (512, 768), (2, 768), (768,), (768,)]
+    for _ in range(12):
+        s += [(768, 768), (768,)] * 4
+        s += [(768,), (768,), (3072, 768), (3072,), (768, 3072), (768,), (768,), (768,)]
+    return s + [(768, 768), (768,), (2, 768), (2,)]
+
+
+def adamw_cases():
+    params = [torch.randn(s, device=dev, requires_grad=True) for s in bert_base_shapes()]
+    for p in params:
+        p.grad = torch.randn_like(p)
+    opt = torch.optim.AdamW(params, lr=1e-4, fused=True)
+    numel = sum(p.numel() for p in params)
+    run("adamw fused step bert-base f32", 28.0 * numel, "tbps", opt.step)
+
+
 if __name__ == "__main__":
     matmul_cases()
     elementwise_cases()
     rowwise_cases()
     conv_cases()
+    adamw_cases()
