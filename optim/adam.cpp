@@ -103,12 +103,7 @@ std::vector<std::string> Adam::state_buffer_names(const OptimizerOptions& option
 
 void Adam::step_group(OptimizerParamGroup& group) {
   const FusedAdamArgs args = static_cast<const AdamFamilyOptions&>(group.options()).args();
-  std::vector<Tensor> params, grads;
-  for (const Tensor& p : group.params()) {
-    if (!p.grad().defined()) continue;
-    params.push_back(p);
-    grads.push_back(p.grad());
-  }
+  const auto [params, grads] = params_with_grads(group);
   const bool fused = use_fused(group, params, grads);
   if (!fused) {
     check_no_grad_scaling();

@@ -210,6 +210,7 @@ class SequentialLR : public LRScheduler {
   const char* name() const override { return "SequentialLR"; }
 
  protected:
+  // Unused: step() hands each epoch to the scheduler in charge.
   std::vector<double> get_lr() override { return current_lrs(); }
   void save(std::map<std::string, std::string>& out, const std::string& prefix) const override;
   void load(const std::map<std::string, std::string>& in, const std::string& prefix) override;

@@ -162,6 +162,18 @@ size_t Optimizer::size() const {
   return n;
 }
 
+std::pair<std::vector<Tensor>, std::vector<Tensor>> Optimizer::params_with_grads(
+    const OptimizerParamGroup& group) {
+  std::pair<std::vector<Tensor>, std::vector<Tensor>> out;
+  for (const Tensor& p : group.params()) {
+    if (Tensor g = p.grad(); g.defined()) {
+      out.first.push_back(p);
+      out.second.push_back(g);
+    }
+  }
+  return out;
+}
+
 bool Optimizer::use_fused(const OptimizerParamGroup& group, const std::vector<Tensor>& params,
                           const std::vector<Tensor>& grads) const {
   if (std::optional<bool> fused = group.options().get_fused()) return *fused;

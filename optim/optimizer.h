@@ -154,6 +154,9 @@ class Optimizer {
   virtual bool counts_steps() const = 0;
 
   const char* name() const { return defaults_->optimizer_name(); }
+  // The group's parameters that have a gradient, and their gradients.
+  static std::pair<std::vector<Tensor>, std::vector<Tensor>> params_with_grads(
+      const OptimizerParamGroup& group);
   // Whether the group's update runs fused: as its options say, else when all its parameters
   // are CUDA tensors that the fused kernels take (contiguous, gradients of their dtype).
   bool use_fused(const OptimizerParamGroup& group, const std::vector<Tensor>& params,

@@ -63,12 +63,7 @@ std::vector<std::string> SGD::state_buffer_names(const OptimizerOptions& options
 
 void SGD::step_group(OptimizerParamGroup& group) {
   const FusedSgdArgs args = static_cast<const SGDOptions&>(group.options()).args();
-  std::vector<Tensor> params, grads;
-  for (const Tensor& p : group.params()) {
-    if (!p.grad().defined()) continue;
-    params.push_back(p);
-    grads.push_back(p.grad());
-  }
+  const auto [params, grads] = params_with_grads(group);
   if (!use_fused(group, params, grads)) {
     check_no_grad_scaling();
     for (size_t i = 0; i < params.size(); ++i)
