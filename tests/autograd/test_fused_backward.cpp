@@ -1,6 +1,7 @@
-// The fused backward kernels of softmax, log_softmax and layer_norm against PyTorch's numbers and
-// against the composite formulas they replace (written out here with ember ops in float64), in
-// every floating dtype, and the create_graph path that keeps them differentiable.
+// The fused backward kernels of softmax, log_softmax, layer_norm and cross_entropy against
+// PyTorch's numbers and against the composite formulas they replace (written out here with ember
+// ops in float64), in every floating dtype, and the create_graph path that keeps them
+// differentiable.
 #include "ember/core/shape.h"
 #include "test_util.h"
 
@@ -204,6 +205,69 @@ TEST(FusedBackward, LayerNormUnderCreateGraphMatchesTheFusedFirstOrder) {
   auto graph = autograd::grad({layer_norm(x, {6}, w, b)}, {x, w, b}, {gy}, false, true);
   for (size_t i = 0; i < 3; ++i) EXPECT_CLOSE(graph[i], fused[i], Tolerance{1e-12, 1e-12});
   EXPECT_TRUE(graph[0].requires_grad());
+}
+
+// cross_entropy for class targets written out in float64 with ember ops (log_softmax, one_hot,
+// sums): input [N, C, D], target [N, D].
+Tensor cross_entropy_composite(const Tensor& x, const Tensor& target, const Tensor& w, int64_t ignore,
+                               const std::string& reduction, double ls) {
+  int64_t C = x.size(1);
+  Tensor logp = log_softmax(x.to(kFloat64), 1);
+  Tensor valid = target != ignore;
+  Tensor onehot = one_hot(where(valid, target, 0), C).permute({0, 2, 1}).to(kFloat64);  // [N, C, D]
+  Tensor wc = w.defined() ? w.to(kFloat64).view({1, C, 1}) : ones({1, C, 1}, kFloat64);
+  Tensor mix = onehot * (1 - ls) + ls / static_cast<double>(C);
+  Tensor loss = -(mix * wc * logp).sum({1}) * valid.to(kFloat64);  // [N, D]
+  if (reduction == "none") return loss;
+  if (reduction == "sum") return loss.sum();
+  return loss.sum() / ((onehot * wc).sum({1}) * valid.to(kFloat64)).sum();
+}
+
+TEST(FusedBackward, CrossEntropyGradientsMatchTheComposite) {
+  struct Case {
+    DimVector shape;  // [N, C, D...]
+    bool weighted;
+    int64_t ignore;
+    const char* reduction;
+    double ls;
+  };
+  for (ScalarType dt : {kFloat64, kFloat32, kBFloat16}) {
+    for (const Case& c : {Case{{6, 5}, false, -100, "mean", 0}, Case{{6, 5}, true, 2, "mean", 0.2},
+                          Case{{4, 3, 7}, true, 1, "sum", 0.1}, Case{{3, 4, 2, 2}, false, 0, "none", 0.3},
+                          Case{{5, 300}, false, 7, "mean", 0.1}, Case{{2, 3}, true, -100, "none", 0}}) {
+      SCOPED_TRACE(std::string(to_string(dt)) + " " + ::testing::PrintToString(c.shape) + " " + c.reduction);
+      DimVector tshape(c.shape);
+      tshape.erase(1);
+      int64_t C = c.shape[1];
+      Tensor x = random_tensor(c.shape, dt, -3, 3).requires_grad_();
+      Tensor target = randint(0, C, tshape);
+      target.view({-1}).narrow(0, 0, 1).fill_(c.ignore >= 0 ? c.ignore : 1);  // one ignored target
+      Tensor w = c.weighted ? random_tensor({C}, kFloat32, 0.5, 2) : Tensor();
+      Tensor loss = cross_entropy(x, target, w, c.ignore, c.reduction, c.ls);
+      Tensor gy = random_tensor(loss.sizes(), loss.dtype());
+      Tensor gx = autograd::grad({loss}, {x}, {gy})[0];
+      EXPECT_EQ(gx.dtype(), dt);
+      // The reference in [N, C, D].
+      int64_t N = c.shape[0], D = x.numel() / (N * C);
+      Tensor xr = x.detach().to(kFloat64).reshape({N, C, D}).requires_grad_();
+      Tensor ref_loss = cross_entropy_composite(xr, target.reshape({N, D}), w, c.ignore, c.reduction, c.ls);
+      Tensor ref = autograd::grad({ref_loss}, {xr}, {gy.to(kFloat64).reshape(ref_loss.sizes())})[0];
+      EXPECT_CLOSE(gx.to(kFloat64), ref.reshape(c.shape), grad_tolerance(dt));
+    }
+  }
+}
+
+TEST(FusedBackward, CrossEntropyOfAOneDimInputAndUnderCreateGraph) {
+  Tensor x = random_tensor({5}, kFloat64).requires_grad_();
+  Tensor target = full({}, 3, kInt64);
+  Tensor gx = autograd::grad({cross_entropy(x, target, {}, -100, "mean", 0.1)}, {x})[0];
+  Tensor xr = x.detach().view({1, 5, 1}).requires_grad_();
+  Tensor ref = autograd::grad({cross_entropy_composite(xr, target.view({1, 1}), {}, -100, "mean", 0.1)}, {xr})[0];
+  EXPECT_CLOSE(gx, ref.view({5}), Tolerance{1e-12, 1e-12});
+  // create_graph takes the composite formula: the same first derivatives, and a graph.
+  Tensor gg = autograd::grad({cross_entropy(x, target, {}, -100, "mean", 0.1)}, {x}, {}, false, true)[0];
+  EXPECT_CLOSE(gg, gx, Tolerance{1e-12, 1e-12});
+  EXPECT_TRUE(gg.requires_grad());
 }
 
 }  // namespace
