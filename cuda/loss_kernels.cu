@@ -170,9 +170,9 @@ void bce_with_logits_cuda(const Tensor& out, const Tensor& x, const Tensor& t, c
 // when the element count allows.
 template <class T>
 __global__ void cross_entropy_backward_kernel(T* gx, const Acc<T>* ge, bool ge_scalar, const Acc<T>* logp,
-                                              const int64_t* target, const Acc<T>* w, const Acc<T>* wsum, int64_t n,
-                                              int64_t nc, int64_t D, int64_t ignore_index, Acc<T> keep,
-                                              Acc<T> u) {
+                                              const int64_t* target, const Acc<T>* w, const Acc<T>* wsum,
+                                              int64_t n, int64_t nc, int64_t D, int64_t ignore_index,
+                                              Acc<T> keep, Acc<T> u) {
   using A = Acc<T>;
   const bool narrow = n <= static_cast<int64_t>(UINT32_MAX);
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
@@ -192,9 +192,9 @@ __global__ void cross_entropy_backward_kernel(T* gx, const Acc<T>* ge, bool ge_s
   }
 }
 
-void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& grad, const Tensor& logp, const Tensor& target,
-                                 const Tensor& weight, const Tensor& weight_sum, int64_t ignore_index,
-                                 double label_smoothing) {
+void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& grad, const Tensor& logp,
+                                 const Tensor& target, const Tensor& weight, const Tensor& weight_sum,
+                                 int64_t ignore_index, double label_smoothing) {
   const int64_t nc = logp.size(1), D = logp.size(2), n = gx.numel();
   cudaStream_t stream = current_stream();
   visit_float_dtype("cross_entropy", gx.dtype(), [&](auto tag) {

@@ -262,7 +262,8 @@ TEST(FusedBackward, CrossEntropyOfAOneDimInputAndUnderCreateGraph) {
   Tensor target = full({}, 3, kInt64);
   Tensor gx = autograd::grad({cross_entropy(x, target, {}, -100, "mean", 0.1)}, {x})[0];
   Tensor xr = x.detach().view({1, 5, 1}).requires_grad_();
-  Tensor ref = autograd::grad({cross_entropy_composite(xr, target.view({1, 1}), {}, -100, "mean", 0.1)}, {xr})[0];
+  Tensor ref =
+      autograd::grad({cross_entropy_composite(xr, target.view({1, 1}), {}, -100, "mean", 0.1)}, {xr})[0];
   EXPECT_CLOSE(gx, ref.view({5}), Tolerance{1e-12, 1e-12});
   // create_graph takes the composite formula: the same first derivatives, and a graph.
   Tensor gg = autograd::grad({cross_entropy(x, target, {}, -100, "mean", 0.1)}, {x}, {}, false, true)[0];

@@ -1,7 +1,8 @@
-// The fused backward kernels of softmax, log_softmax and layer_norm on the GPU against the CPU:
-// rows of 1, 33, 1024 (the last a warp handles), 1025 and 4097 elements, vector and scalar loads,
-// other dims, batches large enough for the grid-stride loops, layer_norm rows too long for the
-// register column sums, and each subset of the gradients layer_norm can be asked for.
+// The fused backward kernels of softmax, log_softmax, layer_norm and cross_entropy on the GPU
+// against the CPU: rows of 1, 33, 1024 (the last a warp handles), 1025 and 4097 elements, vector
+// and scalar loads, other dims, batches large enough for the grid-stride loops, layer_norm rows too
+// long for the register column sums, each subset of the gradients layer_norm can be asked for, and
+// cross_entropy's options.
 #include "cuda_test_util.h"
 
 namespace ember::testing {
@@ -165,6 +166,36 @@ TEST_F(FusedBackwardCuda, LayerNormComputesEachSubsetOfGradients) {
   // The weight in another dtype than x: its gradient comes back in its own dtype.
   expect_grads_match(layer_norm_fn({96}), {x.to(kBFloat16), w[0], b[0]}, {true, true, true},
                      gy.to(kBFloat16));
+}
+
+// --- cross_entropy with class targets ---
+
+TEST_F(FusedBackwardCuda, CrossEntropyMatchesTheCpu) {
+  struct Case {
+    DimVector shape;  // [N, C, D...] or [C]
+    bool weighted;
+    int64_t ignore;
+    const char* reduction;
+    double ls;
+  };
+  for (ScalarType dt : {kFloat32, kBFloat16, kFloat64}) {
+    for (const Case& c : {Case{{64, 30522}, false, -100, "mean", 0}, Case{{8, 1000}, true, 3, "mean", 0.1},
+                          Case{{4, 7, 5}, true, 1, "sum", 0.2}, Case{{3, 5, 2, 3}, false, 0, "none", 0},
+                          Case{{33}, true, -100, "mean", 0.3}, Case{{300, 3}, false, 2, "mean", 0}}) {
+      SCOPED_TRACE(::testing::PrintToString(c.shape) + " " + c.reduction + " " + std::string(to_string(dt)));
+      const int64_t C = c.shape.size() == 1 ? c.shape[0] : c.shape[1];
+      DimVector tshape(c.shape);
+      tshape.erase(c.shape.size() == 1 ? 0 : 1);
+      Tensor target = randint(0, C, tshape);
+      Tensor w = c.weighted ? random_tensor({C}, dt, 0.5, 2) : Tensor();
+      Fn fn = [c](const std::vector<Tensor>& in) {
+        return cross_entropy(in[0], in[1], in[2], c.ignore, c.reduction, c.ls);
+      };
+      Tensor loss = cross_entropy(random_tensor(c.shape, dt), target, w, c.ignore, c.reduction, c.ls);
+      expect_grads_match(fn, {random_tensor(c.shape, dt, -4, 4), target, w}, {true, false, false},
+                         random_tensor(loss.sizes(), dt));
+    }
+  }
 }
 
 }  // namespace
