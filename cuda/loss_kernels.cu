@@ -1,6 +1,7 @@
 // CUDA kernels of the loss family: a deterministic sum (fixed blocks summed in double, then the
 // block sums in order by one block), nll with class weights, ignore_index and the label-smoothing
-// term, cross entropy against class probabilities, and BCE with logits over strided inputs.
+// term, cross entropy against class probabilities, BCE with logits over strided inputs, and the
+// fused gradient of cross entropy with class targets.
 // nll's targets are range-checked on the host side of a min/max reduction before the kernel.
 #include <algorithm>
 
@@ -165,10 +166,56 @@ void bce_with_logits_cuda(const Tensor& out, const Tensor& x, const Tensor& t, c
   });
 }
 
+// One thread per element of gx [N, C, D] (see CrossEntropyBackwardFn); 32-bit index arithmetic
+// when the element count allows.
+template <class T>
+__global__ void cross_entropy_backward_kernel(T* gx, const Acc<T>* ge, bool ge_scalar, const Acc<T>* logp,
+                                              const int64_t* target, const Acc<T>* w, const Acc<T>* wsum,
+                                              int64_t n, int64_t nc, int64_t D, int64_t ignore_index,
+                                              Acc<T> keep, Acc<T> u) {
+  using A = Acc<T>;
+  const bool narrow = n <= static_cast<int64_t>(UINT32_MAX);
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t q = D == 1 ? i : narrow ? static_cast<uint32_t>(i) / static_cast<uint32_t>(D) : i / D;
+    const int64_t row = narrow ? static_cast<uint32_t>(q) / static_cast<uint32_t>(nc) : q / nc;
+    const int64_t c = q - row * nc, p = row * D + (i - q * D);
+    const int64_t t = target[p];
+    A v = A(0);
+    if (t != ignore_index) {
+      const A wt = w ? w[t] : A(1);
+      v = exp_(logp[i]) * (keep * wt + u * (wsum ? *wsum : static_cast<A>(nc))) - u * (w ? w[c] : A(1));
+      if (c == t) v -= keep * wt;
+      v *= ge[ge_scalar ? 0 : p];
+    }
+    gx[i] = from_acc<T>(v);
+  }
+}
+
+void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& grad, const Tensor& logp,
+                                 const Tensor& target, const Tensor& weight, const Tensor& weight_sum,
+                                 int64_t ignore_index, double label_smoothing) {
+  const int64_t nc = logp.size(1), D = logp.size(2), n = gx.numel();
+  cudaStream_t stream = current_stream();
+  visit_float_dtype("cross_entropy", gx.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using A = Acc<T>;
+    cross_entropy_backward_kernel<T><<<grid_for(n, kThreads), kThreads, 0, stream>>>(
+        static_cast<T*>(gx.data_ptr()), static_cast<const A*>(grad.data_ptr()), grad.numel() == 1,
+        static_cast<const A*>(logp.data_ptr()), static_cast<const int64_t*>(target.data_ptr()),
+        weight.defined() ? static_cast<const A*>(weight.data_ptr()) : nullptr,
+        weight_sum.defined() ? static_cast<const A*>(weight_sum.data_ptr()) : nullptr, n, nc, D, ignore_index,
+        static_cast<A>(1 - label_smoothing), static_cast<A>(label_smoothing / static_cast<double>(nc)));
+    EMBER_CUDA_LAUNCH_CHECK();
+  });
+}
+
 KernelRegistrar<LossSumFn> reg_sum(loss_sum_stub, kCUDA, &loss_sum_cuda);
 KernelRegistrar<NllLossFn> reg_nll(nll_loss_stub, kCUDA, &nll_loss_cuda);
 KernelRegistrar<SoftCrossEntropyFn> reg_soft(soft_cross_entropy_stub, kCUDA, &soft_cross_entropy_cuda);
 KernelRegistrar<BceWithLogitsFn> reg_bce(bce_with_logits_stub, kCUDA, &bce_with_logits_cuda);
+KernelRegistrar<CrossEntropyBackwardFn> reg_ce_backward(cross_entropy_backward_stub, kCUDA,
+                                                        &cross_entropy_backward_cuda);
 
 }  // namespace
 }  // namespace ember::cuda

@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 
 #include <cuda/std/limits>
+#include <type_traits>
 
 #include "ember/core/dtype.h"
 #include "ember/core/error.h"
@@ -138,6 +139,16 @@ int vector_width(int64_t len, std::initializer_list<const void*> ptrs) {
   return ok ? kWidth : 1;
 }
 
+// f(std::integral_constant<int, VEC>{}) with VEC = vector_width<T>(len, ptrs): one call site
+// instantiates both the vector and the scalar path.
+template <class T, class F>
+void with_vector_width(int64_t len, std::initializer_list<const void*> ptrs, F&& f) {
+  if (vector_width<T>(len, ptrs) > 1)
+    f(std::integral_constant<int, 16 / sizeof(T)>{});
+  else
+    f(std::integral_constant<int, 1>{});
+}
+
 // f(i, x) for the elements x (as Acc<T>) of row[0, len) that thread t of a group of g threads
 // owns; with VEC > 1, len is a multiple of VEC and row 16-byte aligned.
 template <class T, int VEC, class F>
@@ -168,6 +179,41 @@ __device__ __forceinline__ void map_row(const T* in, T* out, int64_t len, int t,
     }
   } else {
     for (int64_t i = t; i < len; i += g) out[i] = from_acc<T>(f(i, to_acc(in[i])));
+  }
+}
+
+// f(i, a_i, b_i) over the elements of two rows of the same length and alignment, split as
+// for_each_in_row splits one.
+template <class T, int VEC, class F>
+__device__ __forceinline__ void for_each_in_rows(const T* a, const T* b, int64_t len, int t, int g, F&& f) {
+  if constexpr (VEC > 1) {
+    const auto* va = reinterpret_cast<const Vec<T, VEC>*>(a);
+    const auto* vb = reinterpret_cast<const Vec<T, VEC>*>(b);
+    for (int64_t v = t; v < len / VEC; v += g) {
+      Vec<T, VEC> x = va[v], y = vb[v];
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) f(v * VEC + j, to_acc(x.v[j]), to_acc(y.v[j]));
+    }
+  } else {
+    for (int64_t i = t; i < len; i += g) f(i, to_acc(a[i]), to_acc(b[i]));
+  }
+}
+
+// out[i] = f(i, a[i], b[i]) over the same elements.
+template <class T, int VEC, class F>
+__device__ __forceinline__ void map_rows(const T* a, const T* b, T* out, int64_t len, int t, int g, F&& f) {
+  if constexpr (VEC > 1) {
+    const auto* va = reinterpret_cast<const Vec<T, VEC>*>(a);
+    const auto* vb = reinterpret_cast<const Vec<T, VEC>*>(b);
+    auto* vout = reinterpret_cast<Vec<T, VEC>*>(out);
+    for (int64_t v = t; v < len / VEC; v += g) {
+      Vec<T, VEC> x = va[v], y = vb[v], r;
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) r.v[j] = from_acc<T>(f(v * VEC + j, to_acc(x.v[j]), to_acc(y.v[j])));
+      vout[v] = r;
+    }
+  } else {
+    for (int64_t i = t; i < len; i += g) out[i] = from_acc<T>(f(i, to_acc(a[i]), to_acc(b[i])));
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "ember/core/factories.h"
 #include "ember/core/ops/normalization.h"
+#include "ember/cuda/device.h"
 #include "ember/cuda/nn_kernel_util.cuh"
 
 namespace ember::cuda {
@@ -102,6 +103,239 @@ void layer_norm_cuda(const Tensor& out, const Tensor& mean, const Tensor& rstd, 
 void row_moments_cuda(const Tensor& mean, const Tensor& rstd, const Tensor& x, double eps) {
   visit_float_dtype("row_moments", x.dtype(), [&](auto tag) {
     launch_layer_norm<decltype(tag)>(Tensor(), mean, rstd, x, {}, {}, eps);
+  });
+}
+
+// --- layer_norm backward. One kernel reads each row of gy and x once for the row sums (and, for
+// dw and db, per-thread column sums kept in registers), then once more (from cache) to write dx;
+// each block leaves its column sums in a [blocks, 2, N] buffer that a second kernel adds up. ---
+
+// Columns a thread accumulates dw and db for in registers: rows of up to 32 * 1024 elements.
+constexpr int kMaxColsPerThread = 32;
+constexpr int kBackwardWarps = 8;  // warps per block of the warp-per-row backward
+
+// Row sums of gxhat and gxhat * xhat, reduced together.
+template <class A>
+struct RowSums {
+  A a, b;
+  __device__ static RowSums identity() { return {A(0), A(0)}; }
+  __device__ RowSums shfl_xor(int offset) const {
+    return {cuda::shfl_xor(a, offset), cuda::shfl_xor(b, offset)};
+  }
+};
+
+struct RowSumsCombine {
+  template <class A>
+  __device__ RowSums<A> operator()(const RowSums<A>& x, const RowSums<A>& y) const {
+    return {x.a + y.a, x.b + y.b};
+  }
+};
+
+// Rows of N contiguous elements, a group of threads per row as in layer_norm_kernel. Writes dx
+// unless null; with `partial`, thread t of a group owns the columns of vectors t, t + g, ... (the
+// same in every row, at most kMaxColsPerThread: the launcher sizes the group) and sums gy * xhat
+// and gy over the block's rows into partial[blockIdx.x] = [dw | db].
+template <class T, int VEC, bool kWarpPerRow>
+__global__ void layer_norm_backward_kernel(T* dx, Acc<T>* partial, const T* gy, const T* x,
+                                           const Acc<T>* mean, const Acc<T>* rstd, const Acc<T>* w,
+                                           int64_t rows, int64_t N) {
+  using A = Acc<T>;
+  using V = Vec<T, VEC>;
+  constexpr int kIters = kMaxColsPerThread / VEC;
+  __shared__ RowSums<A> shared[kWarpSize];
+  const int g = kWarpPerRow ? kWarpSize : blockDim.x;
+  const int t = kWarpPerRow ? threadIdx.x % kWarpSize : threadIdx.x;
+  const int64_t per_block = kWarpPerRow ? blockDim.x / kWarpSize : 1;
+  const int64_t nvec = N / VEC;
+  A acc_w[kMaxColsPerThread], acc_b[kMaxColsPerThread];
+#pragma unroll
+  for (int j = 0; j < kMaxColsPerThread; ++j) acc_w[j] = acc_b[j] = A(0);
+
+  for (int64_t row = blockIdx.x * per_block + (kWarpPerRow ? threadIdx.x / kWarpSize : 0); row < rows;
+       row += gridDim.x * per_block) {
+    const V* gv = reinterpret_cast<const V*>(gy + row * N);
+    const V* xv = reinterpret_cast<const V*>(x + row * N);
+    const A mu = mean[row], rs = rstd[row];
+    // f(j, gy, xhat, gxhat) for the elements of vector v.
+    auto visit = [&](int64_t v, auto&& f) {
+      const V gk = gv[v], xk = xv[v];
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const A gj = to_acc(gk.v[j]), xh = (to_acc(xk.v[j]) - mu) * rs;
+        f(j, gj, xh, w ? gj * w[v * VEC + j] : gj);
+      }
+    };
+    RowSums<A> s = RowSums<A>::identity();
+    auto add = [&](int, A, A xh, A gxh) { s.a += gxh, s.b += gxh * xh; };
+    if (partial) {
+#pragma unroll
+      for (int k = 0; k < kIters; ++k) {
+        const int64_t v = t + static_cast<int64_t>(k) * g;
+        if (v < nvec)
+          visit(v, [&](int j, A gj, A xh, A gxh) {
+            acc_w[k * VEC + j] += gj * xh;
+            acc_b[k * VEC + j] += gj;
+            add(j, gj, xh, gxh);
+          });
+      }
+    } else if (dx) {
+      for (int64_t v = t; v < nvec; v += g) visit(v, add);
+    }
+    if (!dx) continue;
+    s = kWarpPerRow ? warp_allreduce(s, RowSumsCombine{}) : block_allreduce(s, RowSumsCombine{}, shared);
+    const A ma = s.a / static_cast<A>(N), mb = s.b / static_cast<A>(N);
+    auto* out = reinterpret_cast<V*>(dx + row * N);
+    for (int64_t v = t; v < nvec; v += g) {
+      V r;
+      visit(v, [&](int j, A, A xh, A gxh) { r.v[j] = from_acc<T>(rs * (gxh - ma - xh * mb)); });
+      out[v] = r;
+    }
+  }
+  if (!partial) return;
+
+  // The block's column sums: a block-per-row group writes its own; warps add theirs in shared
+  // memory one after the other (a fixed order: the result does not vary from run to run).
+  A* pw = partial + blockIdx.x * 2 * N;  // then db's N sums
+  auto for_each_col = [&](auto&& f) {
+#pragma unroll
+    for (int k = 0; k < kIters; ++k) {
+      const int64_t v = t + static_cast<int64_t>(k) * g;
+      if (v < nvec)
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) f(v * VEC + j, acc_w[k * VEC + j], acc_b[k * VEC + j]);
+    }
+  };
+  if constexpr (kWarpPerRow) {
+    __shared__ A sums[2 * kWarpRowMax];
+    const int warp = threadIdx.x / kWarpSize;
+    for (int k = 0; k < kBackwardWarps; ++k) {
+      if (warp == k)
+        for_each_col([&](int64_t c, A aw, A ab) {
+          sums[c] = k == 0 ? aw : sums[c] + aw;
+          sums[N + c] = k == 0 ? ab : sums[N + c] + ab;
+        });
+      __syncthreads();
+    }
+    for (int64_t c = threadIdx.x; c < 2 * N; c += blockDim.x) pw[c] = sums[c];
+  } else {
+    for_each_col([&](int64_t c, A aw, A ab) { pw[c] = aw, pw[N + c] = ab; });
+  }
+}
+
+// dw and db for rows too long for layer_norm_backward_kernel's registers: block (i, s) sums
+// columns [32 i, 32 i + 32) over the s-th chunk of rows, threads (32, y) striding the rows.
+template <class T>
+__global__ void layer_norm_param_partial_kernel(Acc<T>* partial, const T* gy, const T* x, const Acc<T>* mean,
+                                                const Acc<T>* rstd, int64_t rows, int64_t N, int64_t chunk) {
+  using A = Acc<T>;
+  __shared__ RowSums<A> shared[kMomentThreads];
+  const int64_t c = blockIdx.x * static_cast<int64_t>(kWarpSize) + threadIdx.x;
+  const int64_t begin = blockIdx.y * chunk, end = begin + chunk < rows ? begin + chunk : rows;
+  RowSums<A> st = RowSums<A>::identity();  // (sum of gy * xhat, sum of gy)
+  if (c < N)
+    for (int64_t r = begin + threadIdx.y; r < end; r += blockDim.y) {
+      const A gj = to_acc(gy[r * N + c]);
+      st.a += gj * (to_acc(x[r * N + c]) - mean[r]) * rstd[r];
+      st.b += gj;
+    }
+  shared[threadIdx.y * kWarpSize + threadIdx.x] = st;
+  __syncthreads();
+  if (threadIdx.y > 0 || c >= N) return;
+  for (unsigned y = 1; y < blockDim.y; ++y) st = RowSumsCombine{}(st, shared[y * kWarpSize + threadIdx.x]);
+  A* p = partial + blockIdx.y * 2 * N;
+  p[c] = st.a, p[N + c] = st.b;
+}
+
+// dw[c] and db[c] = the sums over the `splits` blocks of partial [splits, 2, N]: threads (32, 32)
+// across 32 columns and down the splits.
+template <class A>
+__global__ void column_sum_kernel(A* dw, A* db, const A* partial, int64_t splits, int64_t N) {
+  __shared__ RowSums<A> shared[kWarpSize * kWarpSize];
+  const int64_t c = blockIdx.x * static_cast<int64_t>(kWarpSize) + threadIdx.x;
+  RowSums<A> st = RowSums<A>::identity();
+  if (c < N)
+    for (int64_t s = threadIdx.y; s < splits; s += blockDim.y)
+      st = {st.a + partial[s * 2 * N + c], st.b + partial[s * 2 * N + N + c]};
+  shared[threadIdx.y * kWarpSize + threadIdx.x] = st;
+  __syncthreads();
+  if (threadIdx.y > 0 || c >= N) return;
+  for (unsigned y = 1; y < blockDim.y; ++y) st = RowSumsCombine{}(st, shared[y * kWarpSize + threadIdx.x]);
+  if (dw) dw[c] = st.a;
+  if (db) db[c] = st.b;
+}
+
+// Blocks of `kernel` that run at once on the device, at `threads` per block.
+template <class K>
+int64_t resident_blocks(K kernel, int threads) {
+  int per_sm = 0;
+  EMBER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+  return static_cast<int64_t>(std::max(per_sm, 1)) * get_device_properties().multi_processor_count;
+}
+
+template <class T>
+void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& gy,
+                                const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& w) {
+  using A = Acc<T>;
+  const int64_t rows = x.size(0), N = x.size(1);
+  T* pdx = dx.defined() ? static_cast<T*>(dx.data_ptr()) : nullptr;
+  const T* pgy = static_cast<const T*>(gy.data_ptr());
+  const T* px = static_cast<const T*>(x.data_ptr());
+  const auto* pm = static_cast<const A*>(mean.data_ptr());
+  const auto* pr = static_cast<const A*>(rstd.data_ptr());
+  const A* pw = w.defined() ? static_cast<const A*>(w.data_ptr()) : nullptr;
+  const bool params = dw.defined() || db.defined();
+  // Rows up to kMaxColsPerThread * 1024 elements keep their column sums in registers.
+  const bool fused = params && N <= kMaxColsPerThread * 1024;
+  cudaStream_t stream = current_stream();
+  Tensor partial;
+  int64_t splits = 0;
+  if (pdx || fused) {
+    with_vector_width<T>(N, {pdx, pgy, px}, [&](auto vec) {
+      constexpr int VEC = decltype(vec)::value;
+      auto launch = [&](auto kernel, int threads, int64_t per_block) {
+        splits = std::min(ceil_div<int64_t>(rows, per_block), resident_blocks(kernel, threads));
+        if (fused) partial = empty({splits, 2, N}, mean.options());
+        kernel<<<static_cast<unsigned>(splits), threads, 0, stream>>>(
+            pdx, fused ? static_cast<A*>(partial.data_ptr()) : nullptr, pgy, px, pm, pr, pw, rows, N);
+        EMBER_CUDA_LAUNCH_CHECK();
+      };
+      if (N <= kWarpRowMax) {
+        launch(layer_norm_backward_kernel<T, VEC, true>, kBackwardWarps * kWarpSize, kBackwardWarps);
+      } else {
+        // Enough threads for kMaxColsPerThread columns each, whole warps, at most 1024.
+        const int64_t want = ceil_div<int64_t>(N, kMaxColsPerThread);
+        launch(layer_norm_backward_kernel<T, VEC, false>,
+               static_cast<int>(std::min<int64_t>(1024, ceil_div<int64_t>(want, kWarpSize) * kWarpSize)), 1);
+      }
+    });
+  }
+  if (!params) return;
+  if (!fused) {
+    // About kTargetBlocks blocks, each with at least 8 rows per thread.
+    const int64_t tiles = ceil_div<int64_t>(N, kWarpSize);
+    constexpr int kRowThreads = kMomentThreads / kWarpSize;
+    splits = std::clamp<int64_t>(std::min(kTargetBlocks / tiles, ceil_div<int64_t>(rows, 8 * kRowThreads)), 1,
+                                 65535);
+    const int64_t chunk = ceil_div<int64_t>(rows, splits);
+    splits = ceil_div<int64_t>(rows, chunk);
+    partial = empty({splits, 2, N}, mean.options());
+    layer_norm_param_partial_kernel<T>
+        <<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(splits)), dim3(kWarpSize, kRowThreads), 0,
+           stream>>>(static_cast<A*>(partial.data_ptr()), pgy, px, pm, pr, rows, N, chunk);
+    EMBER_CUDA_LAUNCH_CHECK();
+  }
+  column_sum_kernel<A>
+      <<<static_cast<unsigned>(ceil_div<int64_t>(N, kWarpSize)), dim3(kWarpSize, kWarpSize), 0, stream>>>(
+          dw.defined() ? static_cast<A*>(dw.data_ptr()) : nullptr,
+          db.defined() ? static_cast<A*>(db.data_ptr()) : nullptr, static_cast<const A*>(partial.data_ptr()),
+          splits, N);
+  EMBER_CUDA_LAUNCH_CHECK();
+}
+
+void layer_norm_backward_cuda(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& gy,
+                              const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight) {
+  visit_float_dtype("layer_norm_backward", x.dtype(), [&](auto tag) {
+    launch_layer_norm_backward<decltype(tag)>(dx, dw, db, gy, x, mean, rstd, weight);
   });
 }
 
@@ -209,6 +443,8 @@ void channel_affine_cuda(const Tensor& out, const Tensor& x, const Tensor& scale
 }
 
 KernelRegistrar<LayerNormFn> reg_layer_norm(layer_norm_stub, kCUDA, &layer_norm_cuda);
+KernelRegistrar<LayerNormBackwardFn> reg_layer_norm_backward(layer_norm_backward_stub, kCUDA,
+                                                             &layer_norm_backward_cuda);
 KernelRegistrar<RowMomentsFn> reg_row_moments(row_moments_stub, kCUDA, &row_moments_cuda);
 KernelRegistrar<ChannelMomentsFn> reg_channel_moments(channel_moments_stub, kCUDA, &channel_moments_cuda);
 KernelRegistrar<ChannelAffineFn> reg_channel_affine(channel_affine_stub, kCUDA, &channel_affine_cuda);

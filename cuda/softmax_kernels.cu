@@ -1,7 +1,8 @@
-// CUDA (log_)softmax, x viewed as [outer, K, inner] and reduced over K. The last dim (inner == 1)
-// takes one pass for an online max and sum of exp (a warp per row up to 1024 elements, a block
-// per row beyond, 16-byte loads) and one to write; other dims put threads across inner columns
-// and split K among the block's rows of threads. f16/bf16 compute in float.
+// CUDA (log_)softmax and its backward, x viewed as [outer, K, inner] and reduced over K. The last
+// dim (inner == 1) takes one pass for the reduction (the forward's online max and sum of exp, the
+// backward's sum of gy * y or of gy; a warp per row up to 1024 elements, a block per row beyond,
+// 16-byte loads) and one to write; other dims put threads across inner columns and split K among
+// the block's rows of threads. f16/bf16 compute in float.
 #include <algorithm>
 
 #include "ember/core/ops/softmax.h"
@@ -79,8 +80,24 @@ __global__ void softmax_rows_kernel(T* out, const T* in, int64_t rows, int64_t K
   }
 }
 
-// inner > 1: a block is blockDim.x columns of one outer index by blockDim.y (a power of two)
-// threads splitting K; the partial states meet in shared memory.
+// The state of each column of a [blockDim.y, blockDim.x] block merged over its blockDim.y (a power
+// of two) threads; every thread gets its column's result. `shared` holds kInnerThreads states.
+template <class S, class Combine>
+__device__ __forceinline__ S column_allreduce(S s, Combine combine, S* shared) {
+  const int bx = blockDim.x, tx = threadIdx.x, ty = threadIdx.y;
+  shared[ty * bx + tx] = s;
+  __syncthreads();
+  for (int half = blockDim.y / 2; half > 0; half /= 2) {
+    if (ty < half) shared[ty * bx + tx] = combine(shared[ty * bx + tx], shared[(ty + half) * bx + tx]);
+    __syncthreads();
+  }
+  s = shared[tx];
+  __syncthreads();  // all have read shared before the next call writes it
+  return s;
+}
+
+// inner > 1: a block is blockDim.x columns of one outer index by blockDim.y threads splitting K;
+// the partial states meet in shared memory.
 template <class T>
 __global__ void softmax_inner_kernel(T* out, const T* in, int64_t outer, int64_t K, int64_t inner, bool log) {
   using A = Acc<T>;
@@ -94,19 +111,70 @@ __global__ void softmax_inner_kernel(T* out, const T* in, int64_t outer, int64_t
     MaxSum<A> st = MaxSum<A>::identity();
     if (active)
       for (int64_t k = ty; k < K; k += by) st.add(to_acc(in[base + k * inner]));
-    shared[ty * bx + tx] = st;
-    __syncthreads();
-    for (int half = by / 2; half > 0; half /= 2) {
-      if (ty < half)
-        shared[ty * bx + tx] = MaxSumCombine{}(shared[ty * bx + tx], shared[(ty + half) * bx + tx]);
-      __syncthreads();
-    }
-    const SoftmaxOut<A> f(shared[tx], log);
-    __syncthreads();  // all have read shared before the next task writes it
+    const SoftmaxOut<A> f(column_allreduce(st, MaxSumCombine{}, shared), log);
     if (active)
       for (int64_t k = ty; k < K; k += by) {
         const int64_t i = base + k * inner;
         out[i] = from_acc<T>(f(i, to_acc(in[i])));
+      }
+  }
+}
+
+// --- Backward: gx = y * (gy - s) with s = sum(gy * y) for softmax, gy - exp(y) * s with
+// s = sum(gy) for log_softmax. ---
+
+template <class A>
+__device__ __forceinline__ A backward_term(A gy, A y, bool log) {
+  return log ? gy : gy * y;
+}
+template <class A>
+__device__ __forceinline__ A backward_out(A gy, A y, A s, bool log) {
+  return log ? gy - exp_(y) * s : y * (gy - s);
+}
+
+// Rows of K contiguous elements, grouped as in softmax_rows_kernel.
+template <class T, int VEC, bool kWarpPerRow>
+__global__ void softmax_backward_rows_kernel(T* gx, const T* gy, const T* y, int64_t rows, int64_t K,
+                                             bool log) {
+  using A = Acc<T>;
+  __shared__ A shared[kWarpSize];
+  const int g = kWarpPerRow ? kWarpSize : blockDim.x;
+  const int t = kWarpPerRow ? threadIdx.x % kWarpSize : threadIdx.x;
+  const int64_t per_block = kWarpPerRow ? blockDim.x / kWarpSize : 1;
+  for (int64_t row = blockIdx.x * per_block + (kWarpPerRow ? threadIdx.x / kWarpSize : 0); row < rows;
+       row += gridDim.x * per_block) {
+    const T* gr = gy + row * K;
+    const T* yr = y + row * K;
+    A s = A(0);
+    for_each_in_rows<T, VEC>(gr, yr, K, t, g, [&](int64_t, A gv, A yv) { s += backward_term(gv, yv, log); });
+    s = kWarpPerRow ? warp_reduce(s, SumOp{}) : block_reduce(s, SumOp{}, A(0), shared);
+    map_rows<T, VEC>(gr, yr, gx + row * K, K, t, g,
+                     [&](int64_t, A gv, A yv) { return backward_out(gv, yv, s, log); });
+  }
+}
+
+template <class T>
+__global__ void softmax_backward_inner_kernel(T* gx, const T* gy, const T* y, int64_t outer, int64_t K,
+                                              int64_t inner, bool log) {
+  using A = Acc<T>;
+  __shared__ A shared[kInnerThreads];
+  const int bx = blockDim.x, by = blockDim.y, tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t col_blocks = ceil_div<int64_t>(inner, bx);
+  for (int64_t task = blockIdx.x; task < outer * col_blocks; task += gridDim.x) {
+    const int64_t o = task / col_blocks, j = task % col_blocks * bx + tx;
+    const bool active = j < inner;
+    const int64_t base = o * K * inner + j;
+    A s = A(0);
+    if (active)
+      for (int64_t k = ty; k < K; k += by) {
+        const int64_t i = base + k * inner;
+        s += backward_term(to_acc(gy[i]), to_acc(y[i]), log);
+      }
+    s = column_allreduce(s, SumOp{}, shared);
+    if (active)
+      for (int64_t k = ty; k < K; k += by) {
+        const int64_t i = base + k * inner;
+        gx[i] = from_acc<T>(backward_out(to_acc(gy[i]), to_acc(y[i]), s, log));
       }
   }
 }
@@ -117,48 +185,92 @@ int pow2_ceil(int64_t v, int cap) {
   return p;
 }
 
-template <class T, int VEC>
-void launch_rows(T* out, const T* in, int64_t rows, int64_t K, bool log, cudaStream_t stream) {
+// Rows of K elements: `launch(warp_per_row, grid, threads)` with a warp per row up to kWarpRowMax
+// elements, else a block per row of about 8 vectors per thread (whole warps, at most 1024).
+template <int VEC, class F>
+void launch_rows(int64_t rows, int64_t K, F&& launch) {
   if (K <= kWarpRowMax) {
-    const int threads = kWarpsPerBlock * kWarpSize;
-    softmax_rows_kernel<T, VEC, true>
-        <<<grid_for(rows, kWarpsPerBlock), threads, 0, stream>>>(out, in, rows, K, log);
+    launch(std::true_type{}, grid_for(rows, kWarpsPerBlock), kWarpsPerBlock * kWarpSize);
   } else {
-    // About 8 vectors per thread, whole warps, at most 1024 threads.
     const int64_t want = ceil_div<int64_t>(ceil_div<int64_t>(K, VEC), 8);
     const int threads =
         static_cast<int>(std::min<int64_t>(1024, ceil_div<int64_t>(want, kWarpSize) * kWarpSize));
-    softmax_rows_kernel<T, VEC, false><<<grid_for(rows, 1), threads, 0, stream>>>(out, in, rows, K, log);
+    launch(std::false_type{}, grid_for(rows, 1), threads);
   }
   EMBER_CUDA_LAUNCH_CHECK();
 }
 
-void softmax_kernel(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
-  IntArrayRef sizes = in.sizes();
-  const int64_t K = in.dim() == 0 ? 1 : sizes[dim];
+// A contiguous tensor as [outer, K, inner], reduced over K (the dim `dim`).
+struct ReduceShape {
+  int64_t outer, K, inner;
+};
+
+ReduceShape reduce_shape(const Tensor& t, int64_t dim) {
+  IntArrayRef sizes = t.sizes();
+  const int64_t K = t.dim() == 0 ? 1 : sizes[dim];
   const int64_t outer = numel_of(IntArrayRef(sizes.data(), static_cast<size_t>(dim)));
-  const int64_t inner = in.numel() / (outer * K);
+  return {outer, K, t.numel() / (outer * K)};
+}
+
+// Threads across up to 32 inner columns and down K; a power-of-two block of at most kInnerThreads.
+template <class F>
+void launch_inner(const ReduceShape& r, F&& launch) {
+  const int bx = pow2_ceil(r.inner, kWarpSize);
+  const int by = pow2_ceil(ceil_div<int64_t>(r.K, 4), kInnerThreads / bx);
+  launch(grid_for(r.outer * ceil_div<int64_t>(r.inner, bx), 1), dim3(bx, by));
+  EMBER_CUDA_LAUNCH_CHECK();
+}
+
+void softmax_kernel(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
+  const ReduceShape r = reduce_shape(in, dim);
   cudaStream_t stream = current_stream();
   visit_float_dtype("softmax", in.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* po = static_cast<T*>(out.data_ptr());
     const T* pi = static_cast<const T*>(in.data_ptr());
-    if (inner == 1) {
-      if (vector_width<T>(K, {po, pi}) > 1)
-        launch_rows<T, 16 / sizeof(T)>(po, pi, outer, K, log, stream);
-      else
-        launch_rows<T, 1>(po, pi, outer, K, log, stream);
+    if (r.inner > 1) {
+      launch_inner(r, [&](unsigned grid, dim3 block) {
+        softmax_inner_kernel<T><<<grid, block, 0, stream>>>(po, pi, r.outer, r.K, r.inner, log);
+      });
       return;
     }
-    const int bx = pow2_ceil(inner, kWarpSize);
-    const int by = pow2_ceil(ceil_div<int64_t>(K, 4), kInnerThreads / bx);
-    const int64_t tasks = outer * ceil_div<int64_t>(inner, bx);
-    softmax_inner_kernel<T><<<grid_for(tasks, 1), dim3(bx, by), 0, stream>>>(po, pi, outer, K, inner, log);
-    EMBER_CUDA_LAUNCH_CHECK();
+    with_vector_width<T>(r.K, {po, pi}, [&](auto vec) {
+      constexpr int VEC = decltype(vec)::value;
+      launch_rows<VEC>(r.outer, r.K, [&](auto warp_per_row, unsigned grid, int threads) {
+        softmax_rows_kernel<T, VEC, decltype(warp_per_row)::value>
+            <<<grid, threads, 0, stream>>>(po, pi, r.outer, r.K, log);
+      });
+    });
+  });
+}
+
+void softmax_backward_kernel(const Tensor& gx, const Tensor& gy, const Tensor& y, int64_t dim, bool log) {
+  const ReduceShape r = reduce_shape(y, dim);
+  cudaStream_t stream = current_stream();
+  visit_float_dtype("softmax_backward", y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* pgx = static_cast<T*>(gx.data_ptr());
+    const T* pgy = static_cast<const T*>(gy.data_ptr());
+    const T* py = static_cast<const T*>(y.data_ptr());
+    if (r.inner > 1) {
+      launch_inner(r, [&](unsigned grid, dim3 block) {
+        softmax_backward_inner_kernel<T>
+            <<<grid, block, 0, stream>>>(pgx, pgy, py, r.outer, r.K, r.inner, log);
+      });
+      return;
+    }
+    with_vector_width<T>(r.K, {pgx, pgy, py}, [&](auto vec) {
+      constexpr int VEC = decltype(vec)::value;
+      launch_rows<VEC>(r.outer, r.K, [&](auto warp_per_row, unsigned grid, int threads) {
+        softmax_backward_rows_kernel<T, VEC, decltype(warp_per_row)::value>
+            <<<grid, threads, 0, stream>>>(pgx, pgy, py, r.outer, r.K, log);
+      });
+    });
   });
 }
 
 KernelRegistrar<SoftmaxFn> reg(softmax_stub, kCUDA, &softmax_kernel);
+KernelRegistrar<SoftmaxBackwardFn> reg_backward(softmax_backward_stub, kCUDA, &softmax_backward_kernel);
 
 }  // namespace
 }  // namespace ember::cuda

@@ -1,5 +1,6 @@
 // CPU kernels of the loss family: a deterministic sum, nll with class weights, ignore_index and
-// the label-smoothing term, cross entropy against class probabilities, and BCE with logits.
+// the label-smoothing term, cross entropy against class probabilities, BCE with logits, and the
+// fused gradient of cross entropy with class targets.
 #include <vector>
 
 #include "ember/core/cpu/nn_kernel_util.h"
@@ -102,11 +103,65 @@ void bce_with_logits_kernel(const Tensor& out, const Tensor& x, const Tensor& t,
   });
 }
 
+// Per n, the [C, D] block of gx: the positions' scale factors first, then class rows (whole rows of
+// C when D == 1), then the target entries.
+void cross_entropy_backward_kernel(const Tensor& gx, const Tensor& grad, const Tensor& logp,
+                                   const Tensor& target, const Tensor& weight,
+                                   const Tensor& weight_sum, int64_t ignore_index,
+                                   double label_smoothing) {
+  int64_t N = logp.size(0), nc = logp.size(1), D = logp.size(2), block = nc * D;
+  ScalarType dt = gx.dtype();
+  const int64_t* t = target.data_ptr<int64_t>();
+  visit_float_compute(logp.dtype(), [&](auto tag) {
+    using C = decltype(tag);
+    const C* lp = logp.data_ptr<C>();
+    const C* ge = grad.data_ptr<C>();
+    const C* w = weight.defined() ? weight.data_ptr<C>() : nullptr;
+    const bool ge_scalar = grad.numel() == 1;
+    const auto keep = static_cast<C>(1 - label_smoothing);
+    const auto u = static_cast<C>(label_smoothing / static_cast<double>(nc));
+    const C wsum = weight_sum.defined() ? *weight_sum.data_ptr<C>() : static_cast<C>(nc);
+    parallel_for(0, N, std::max<int64_t>(1, 16384 / block), [&](int64_t b, int64_t e) {
+      std::vector<C> obuf(dt == dtype_of<C> ? 0 : block);
+      ArrayX<C> g(D), gs(D), at(D);  // ge, ge * s and ge * (1 - ls) * w[t] per position
+      for (int64_t n = b; n < e; ++n) {
+        for (int64_t d = 0; d < D; ++d) {
+          int64_t p = n * D + d;
+          bool valid = t[p] != ignore_index;
+          C wt = w && valid ? w[t[p]] : C(1);
+          g[d] = valid ? ge[ge_scalar ? 0 : p] : C(0);
+          gs[d] = g[d] * (keep * wt + u * wsum);
+          at[d] = g[d] * keep * wt;
+        }
+        C* o = out_compute<C>(byte_ptr(gx, n * block), dt, obuf.data());
+        const C* x = lp + n * block;
+        if (D == 1) {
+          ArrayMap<C> row(o, nc);
+          row = exp_ftz(ConstArrayMap<C>(x, nc)) * gs[0];
+          if (w)
+            row -= ConstArrayMap<C>(w, nc) * (u * g[0]);
+          else
+            row -= u * g[0];
+        } else {
+          for (int64_t c = 0; c < nc; ++c)
+            ArrayMap<C>(o + c * D, D) =
+                exp_ftz(ConstArrayMap<C>(x + c * D, D)) * gs - g * (u * (w ? w[c] : C(1)));
+        }
+        for (int64_t d = 0; d < D; ++d)
+          if (t[n * D + d] != ignore_index) o[t[n * D + d] * D + d] -= at[d];
+        store_compute<C>(o, byte_ptr(gx, n * block), dt, block);
+      }
+    });
+  });
+}
+
 KernelRegistrar<LossSumFn> reg_sum(loss_sum_stub, kCPU, &loss_sum_kernel);
 KernelRegistrar<NllLossFn> reg_nll(nll_loss_stub, kCPU, &nll_loss_kernel);
 KernelRegistrar<SoftCrossEntropyFn> reg_soft(soft_cross_entropy_stub, kCPU,
                                              &soft_cross_entropy_kernel);
 KernelRegistrar<BceWithLogitsFn> reg_bce(bce_with_logits_stub, kCPU, &bce_with_logits_kernel);
+KernelRegistrar<CrossEntropyBackwardFn> reg_ce_backward(cross_entropy_backward_stub, kCPU,
+                                                        &cross_entropy_backward_kernel);
 
 }  // namespace
 }  // namespace ember::cpu

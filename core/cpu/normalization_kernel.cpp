@@ -1,6 +1,7 @@
-// CPU kernels of the normalization family: fused layer_norm, per-row and per-channel moments,
-// and the per-channel affine map batch_norm and group_norm finish with. Statistics use two
-// passes (mean, then squares of x - mean), which stays accurate when |mean| >> std.
+// CPU kernels of the normalization family: fused layer_norm and its backward, per-row and
+// per-channel moments, and the per-channel affine map batch_norm and group_norm finish with.
+// Statistics use two passes (mean, then squares of x - mean), which stays accurate when
+// |mean| >> std.
 #include <cmath>
 #include <vector>
 
@@ -53,6 +54,51 @@ void layer_norm_kernel(const Tensor& out, const Tensor& mean, const Tensor& rstd
         rp[r] = rs;
       }
     });
+  });
+}
+
+// Rows in fixed chunks (not one per thread, so the sums do not depend on the thread count): each
+// chunk writes its rows of dx and adds gy * xhat and gy into its own column of the dw and db
+// partial sums, which are then added in order.
+void layer_norm_backward_kernel(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& gy,
+                                const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                                const Tensor& weight) {
+  constexpr int64_t kMaxChunks = 64;
+  int64_t M = x.size(0), N = x.size(1);
+  int64_t chunk = std::max(rows_per_task(N), (M + kMaxChunks - 1) / kMaxChunks);
+  int64_t chunks = (M + chunk - 1) / chunk;
+  bool params = dw.defined() || db.defined();
+  ScalarType dt = x.dtype();
+  visit_float_compute(dt, [&](auto tag) {
+    using C = decltype(tag);
+    const C* mp = mean.data_ptr<C>();
+    const C* rp = rstd.data_ptr<C>();
+    ArrayX<C> ones = ArrayX<C>::Ones(weight.defined() ? 0 : N);
+    ConstArrayMap<C> w(weight.defined() ? weight.data_ptr<C>() : ones.data(), N);
+    Eigen::Array<C, Eigen::Dynamic, Eigen::Dynamic> pw, pb;  // [N, chunks]
+    if (params) pw.setZero(N, chunks), pb.setZero(N, chunks);
+    parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
+      std::vector<C> gbuf(dt == dtype_of<C> ? 0 : N), xbuf(gbuf.size()), obuf(gbuf.size());
+      ArrayX<C> xhat(N), gxhat(N);
+      for (int64_t k = b; k < e; ++k) {
+        for (int64_t r = k * chunk; r < std::min(M, (k + 1) * chunk); ++r) {
+          ConstArrayMap<C> g(load_compute<C>(byte_ptr(gy, r * N), dt, N, gbuf.data()), N);
+          ConstArrayMap<C> xr(load_compute<C>(byte_ptr(x, r * N), dt, N, xbuf.data()), N);
+          xhat = (xr - mp[r]) * rp[r];
+          if (params) {
+            pw.col(k) += g * xhat;
+            pb.col(k) += g;
+          }
+          if (!dx.defined()) continue;
+          gxhat = g * w;
+          C* o_ptr = out_compute<C>(byte_ptr(dx, r * N), dt, obuf.data());
+          ArrayMap<C>(o_ptr, N) = rp[r] * (gxhat - gxhat.mean() - xhat * (gxhat * xhat).mean());
+          store_compute<C>(o_ptr, byte_ptr(dx, r * N), dt, N);
+        }
+      }
+    });
+    if (dw.defined()) ArrayMap<C>(dw.data_ptr<C>(), N) = pw.rowwise().sum();
+    if (db.defined()) ArrayMap<C>(db.data_ptr<C>(), N) = pb.rowwise().sum();
   });
 }
 
@@ -134,6 +180,8 @@ void channel_affine_kernel(const Tensor& out, const Tensor& x, const Tensor& sca
 }
 
 KernelRegistrar<LayerNormFn> reg_layer_norm(layer_norm_stub, kCPU, &layer_norm_kernel);
+KernelRegistrar<LayerNormBackwardFn> reg_layer_norm_backward(layer_norm_backward_stub, kCPU,
+                                                             &layer_norm_backward_kernel);
 KernelRegistrar<RowMomentsFn> reg_row_moments(row_moments_stub, kCPU, &row_moments_kernel);
 KernelRegistrar<ChannelMomentsFn> reg_channel_moments(channel_moments_stub, kCPU,
                                                       &channel_moments_kernel);

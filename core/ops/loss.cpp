@@ -18,6 +18,7 @@ constinit DispatchStub<LossSumFn> loss_sum_stub("loss_sum");
 constinit DispatchStub<NllLossFn> nll_loss_stub("nll_loss");
 constinit DispatchStub<SoftCrossEntropyFn> soft_cross_entropy_stub("soft_cross_entropy");
 constinit DispatchStub<BceWithLogitsFn> bce_with_logits_stub("binary_cross_entropy_with_logits");
+constinit DispatchStub<CrossEntropyBackwardFn> cross_entropy_backward_stub("cross_entropy_backward");
 
 namespace {
 
@@ -93,55 +94,113 @@ void check_class_target(const char* op, const Tensor& input, const Tensor& targe
 
 // nll over log-probabilities `logp` (compute dtype), mixed with the smoothing term when
 // label_smoothing > 0: ((1 - ls) * nll + ls / C * smooth), a mean dividing both by the summed
-// target weights (PyTorch's cross_entropy_loss_label_smoothing). Recorded as `op` on logp.
-Tensor nll(const char* op, const Tensor& logp, const Tensor& target, const Tensor& weight,
-           int64_t ignore_index, Reduction r, double ls, const ClassShape& cs, ScalarType dt) {
+// target weights (PyTorch's cross_entropy_loss_label_smoothing). Also returns, for the backward,
+// the target weight of each position (0 where ignored) and, for a mean, their sum.
+struct NllForward {
+  Tensor out, total, total_sum;
+};
+
+NllForward nll_forward(const char* op, const Tensor& logp, const Tensor& target, const Tensor& weight,
+                       int64_t ignore_index, Reduction r, double ls, const ClassShape& cs,
+                       ScalarType dt) {
+  NoGradGuard no_grad;  // the callers record the op
   TensorOptions o = logp.options();
   Tensor loss = empty({cs.N, cs.D}, o), total = empty({cs.N, cs.D}, o);
   Tensor smooth = ls > 0 ? empty({cs.N, cs.D}, o) : Tensor();
   Tensor out, total_sum;
-  {
-    NoGradGuard no_grad;  // recorded below as one op
-    if (cs.N * cs.D > 0)
-      nll_loss_stub(logp.device())(loss, total, smooth, logp.contiguous().view({cs.N, cs.C, cs.D}),
-                                   target.contiguous().view({cs.N, cs.D}), weight, ignore_index,
-                                   op);
-    double smooth_scale = cs.C > 0 ? ls / static_cast<double>(cs.C) : 0;
-    if (r == Reduction::None) {
-      out = smooth.defined() ? loss * (1 - ls) + smooth * smooth_scale : loss;
-      out = out.view(cs.target_shape).to(dt);
-    } else {
-      out = loss_sum(loss);
-      if (smooth.defined()) out = out * (1 - ls) + loss_sum(smooth) * smooth_scale;
-      if (r == Reduction::Mean) out = out / (total_sum = loss_sum(total));
-      out = out.to(dt);
-    }
+  if (cs.N * cs.D > 0)
+    nll_loss_stub(logp.device())(loss, total, smooth, logp.contiguous().view({cs.N, cs.C, cs.D}),
+                                 target.contiguous().view({cs.N, cs.D}), weight, ignore_index, op);
+  double smooth_scale = cs.C > 0 ? ls / static_cast<double>(cs.C) : 0;
+  if (r == Reduction::None) {
+    out = smooth.defined() ? loss * (1 - ls) + smooth * smooth_scale : loss;
+    out = out.view(cs.target_shape).to(dt);
+  } else {
+    out = loss_sum(loss);
+    if (smooth.defined()) out = out * (1 - ls) + loss_sum(smooth) * smooth_scale;
+    if (r == Reduction::Mean) out = out / (total_sum = loss_sum(total));
+    out = out.to(dt);
   }
+  return {out, total, total_sum};
+}
+
+// The gradient reaching each position's loss from the gradient g of the op's output: [N, 1, D]
+// for 'none', 0-dim otherwise.
+Tensor position_grad(const Tensor& g, Reduction r, const Tensor& total_sum, const ClassShape& cs) {
+  return per_class(r == Reduction::Mean ? g / total_sum : g, r, cs);
+}
+
+// d loss / d logp [N, C, D] from the position gradients ge: -ge[n, d] * ((1 - ls) * w[t] *
+// [c == t] + ls / C * w[c]) where the target t is not ignored (total holds w[t], 0 where ignored).
+// Linear in ge, constant in logp: differentiable again.
+Tensor nll_backward(const Tensor& ge, const Tensor& target, const Tensor& total, const Tensor& weight,
+                    int64_t ignore_index, double ls, const ClassShape& cs) {
+  Tensor t = target.reshape({cs.N, 1, cs.D});
+  Tensor valid = t != ignore_index;
+  Tensor classes = arange(cs.C, TensorOptions(kInt64).device(t.device())).view({1, cs.C, 1});
+  // The where on [N, 1, D] keeps a mean over no targets (ge = inf) from making NaNs.
+  Tensor at_target = where(valid, ge * total.view({cs.N, 1, cs.D}) * (ls - 1), 0);
+  Tensor d = where(t == classes, at_target, 0);
+  if (ls > 0) {
+    Tensor s = ge * (-ls / static_cast<double>(cs.C));
+    d = d + where(valid, weight.defined() ? s * weight.view({1, cs.C, 1}) : s, 0);
+  }
+  return d;
+}
+
+// nll_loss on log-probabilities, recorded as `op` on logp.
+Tensor nll(const char* op, const Tensor& logp, const Tensor& target, const Tensor& weight,
+           int64_t ignore_index, Reduction r, const ClassShape& cs, ScalarType dt) {
+  NllForward f = nll_forward(op, logp, target, weight, ignore_index, r, 0, cs, dt);
   if (needs_grad({logp})) {
-    // d loss / d logp[n, c, d] = -ge[n, d] * ((1 - ls) * w[t] * [c == t] + ls / C * w[c]) where
-    // the target is not ignored (total holds w[t], 0 where ignored). Linear in ge, constant in
-    // logp: differentiable again.
     SavedTensor st(target, false);
     DimVector sizes(logp.sizes());
-    record(op, {logp}, {out},
-           [st, total, total_sum, weight, ignore_index, r, ls, cs,
-            sizes](const GradContext& g) -> std::vector<Tensor> {
-             Tensor ge = per_class(r == Reduction::Mean ? g.grad() / total_sum : g.grad(), r, cs);
-             Tensor t = g(st).reshape({cs.N, 1, cs.D});
-             Tensor valid = t != ignore_index;
-             Tensor classes =
-                 arange(cs.C, TensorOptions(kInt64).device(t.device())).view({1, cs.C, 1});
-             // The where on [N, 1, D] keeps a mean over no targets (ge = inf) from making NaNs.
-             Tensor at_target = where(valid, ge * total.view({cs.N, 1, cs.D}) * (ls - 1), 0);
-             Tensor d = where(t == classes, at_target, 0);
-             if (ls > 0) {
-               Tensor s = ge * (-ls / static_cast<double>(cs.C));
-               d = d + where(valid, weight.defined() ? s * weight.view({1, cs.C, 1}) : s, 0);
-             }
-             return {d.reshape(sizes)};
+    record(op, {logp}, {f.out},
+           [st, f, weight, ignore_index, r, cs, sizes](const GradContext& g) -> std::vector<Tensor> {
+             Tensor ge = position_grad(g.grad(), r, f.total_sum, cs);
+             return {nll_backward(ge, g(st), f.total, weight, ignore_index, 0, cs).reshape(sizes)};
            });
   }
-  return out;
+  return f.out;
+}
+
+// cross_entropy with class targets: log_softmax over `class_dim`, then nll, recorded as one op
+// whose first-order backward is one fused kernel.
+Tensor class_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                           int64_t ignore_index, Reduction r, double ls, const ClassShape& cs,
+                           int64_t class_dim) {
+  const char* op = "cross_entropy";
+  ScalarType cd = compute_dtype(input.dtype());
+  Tensor logp;
+  {
+    NoGradGuard no_grad;
+    logp = log_softmax(input, class_dim, cd);
+  }
+  NllForward f = nll_forward(op, logp, target, weight, ignore_index, r, ls, cs, input.dtype());
+  if (needs_grad({input})) {
+    Tensor weight_sum;
+    if (weight.defined() && ls > 0) weight_sum = weight.sum();
+    SavedTensor sx(input, false), st(target, false);
+    record(op, {input}, {f.out},
+           [sx, st, logp, f, weight, weight_sum, ignore_index, r, ls, cs, class_dim,
+            cd](const GradContext& g) -> std::vector<Tensor> {
+             Tensor x = g(sx), t = g(st);
+             Tensor ge = position_grad(g.grad(), r, f.total_sum, cs);
+             if (needs_grad({ge, x})) {
+               // create_graph: nll's formula through log_softmax recomputed from the input.
+               Tensor d = nll_backward(ge, t, f.total, weight, ignore_index, ls, cs);
+               return {_log_softmax_backward_data(d.reshape(x.sizes()), log_softmax(x, class_dim, cd),
+                                                  class_dim, x.dtype())};
+             }
+             Tensor gx = empty(x.sizes(), x.options());
+             if (gx.numel() > 0)
+               cross_entropy_backward_stub(x.device())(
+                   gx.view({cs.N, cs.C, cs.D}), ge.to(cd).contiguous(), logp.view({cs.N, cs.C, cs.D}),
+                   t.contiguous().view({cs.N, cs.D}), weight, weight_sum, ignore_index, ls);
+             return {gx};
+           });
+  }
+  return f.out;
 }
 
 }  // namespace
@@ -168,8 +227,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
 
   if (!target.sizes().equals(input.sizes())) {
     check_class_target(op, input, target, cs, true);
-    return nll(op, log_softmax(input, class_dim, cd), target, w, ignore_index, r, label_smoothing,
-               cs, input.dtype());
+    return class_cross_entropy(input, target, w, ignore_index, r, label_smoothing, cs, class_dim);
   }
   // Same shape as the input: class probabilities.
   check_same_device(op, input, target, "target");
@@ -222,7 +280,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
   check_class_target(op, log_probs, target, cs, false);
   ScalarType cd = compute_dtype(log_probs.dtype());
   Tensor w = nn_detail::param_as(op, constant(weight), "weight", {cs.C}, log_probs, cd);
-  return nll(op, log_probs.to(cd), target, w, ignore_index, r, 0, cs, log_probs.dtype());
+  return nll(op, log_probs.to(cd), target, w, ignore_index, r, cs, log_probs.dtype());
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view reduction) {

@@ -49,9 +49,20 @@ using SoftCrossEntropyFn = void (*)(const Tensor& loss, const Tensor& logp, cons
 // broadcast to out's shape.
 using BceWithLogitsFn = void (*)(const Tensor& out, const Tensor& x, const Tensor& t,
                                  const Tensor& pos_weight);
+// cross_entropy's input gradient for class targets, with logp = log_softmax(input) over the
+// classes, [N, C, D]: gx = ge * (exp(logp) * s - (1 - ls) * w[t] * [c == t] - ls / C * w[c]) with
+// s = (1 - ls) * w[t] + ls / C * weight_sum, t = target[n, d] and ge = grad[n, d] (grad[0] when
+// grad has one element); 0 where t == ignore_index. Without weight, w = 1 and weight_sum = C;
+// weight_sum (0-dim) is needed with weight and ls > 0. gx is contiguous in the input's dtype;
+// grad, logp, weight and weight_sum in the compute dtype.
+using CrossEntropyBackwardFn = void (*)(const Tensor& gx, const Tensor& grad, const Tensor& logp,
+                                        const Tensor& target, const Tensor& weight,
+                                        const Tensor& weight_sum, int64_t ignore_index,
+                                        double label_smoothing);
 extern DispatchStub<LossSumFn> loss_sum_stub;
 extern DispatchStub<NllLossFn> nll_loss_stub;
 extern DispatchStub<SoftCrossEntropyFn> soft_cross_entropy_stub;
 extern DispatchStub<BceWithLogitsFn> bce_with_logits_stub;
+extern DispatchStub<CrossEntropyBackwardFn> cross_entropy_backward_stub;
 
 }  // namespace ember

@@ -3,6 +3,8 @@
 // statistics become a scale and shift per channel.
 #include "ember/core/ops/normalization.h"
 
+#include <array>
+
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
@@ -14,6 +16,7 @@
 namespace ember {
 
 constinit DispatchStub<LayerNormFn> layer_norm_stub("layer_norm");
+constinit DispatchStub<LayerNormBackwardFn> layer_norm_backward_stub("layer_norm_backward");
 constinit DispatchStub<RowMomentsFn> row_moments_stub("row_moments");
 constinit DispatchStub<ChannelMomentsFn> channel_moments_stub("channel_moments");
 constinit DispatchStub<ChannelAffineFn> channel_affine_stub("channel_affine");
@@ -80,6 +83,28 @@ Tensor param_grad(const GradContext& g, size_t input, const Tensor& t, IntArrayR
   return g.needs(input) ? t.sum(dims).reshape(sizes) : Tensor();
 }
 
+// layer_norm's gradients (x, weight, bias) from the fused kernel, each computed only when `want`
+// says so; first order only (nothing recorded). x and gy are [M, N] in any layout, mean and rstd
+// hold M values and w is undefined or has N. dw and db come in the compute dtype.
+std::vector<Tensor> layer_norm_backward_fused(const Tensor& gy, const Tensor& x, const Tensor& mean,
+                                              const Tensor& rstd, const Tensor& w, int64_t M, int64_t N,
+                                              IntArrayRef wsizes, std::array<bool, 3> want) {
+  TensorOptions co = mean.options();
+  Tensor dx = want[0] ? empty(x.sizes(), x.options()) : Tensor();
+  Tensor dw = want[1] ? empty(wsizes, co) : Tensor();
+  Tensor db = want[2] ? empty(wsizes, co) : Tensor();
+  if (M > 0 && N > 0 && (want[0] || want[1] || want[2])) {
+    layer_norm_backward_stub(x.device())(
+        want[0] ? dx.view({M, N}) : dx, want[1] ? dw.view({N}) : dw, want[2] ? db.view({N}) : db,
+        gy.to(x.dtype()).contiguous().view({M, N}), x.contiguous().view({M, N}), mean.view({M}),
+        rstd.view({M}), w.defined() ? w.to(co.dtype()).contiguous().view({N}) : w);
+  } else {
+    for (Tensor* t : {&dw, &db})
+      if (t->defined()) t->zero_();
+  }
+  return {dx, dw, db};
+}
+
 // Records batch_norm's backward. In the [A, C, B] view of x: y = xhat * w + b with statistics
 // per channel (over dims 0 and 2); running statistics are constants, making the op affine in x.
 void record_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out,
@@ -139,13 +164,19 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, IntArrayRe
     record(
         op, {x, weight, bias}, {out},
         [sx, sw, smean, srstd, wsizes, M, N, cd, eps](const GradContext& g) -> std::vector<Tensor> {
-          Tensor x = g(sx).reshape({M, N}).to(cd), w = g(sw), gy = g.grad().reshape({M, N});
+          // First order (the usual backward): one fused kernel. Under create_graph, the formula
+          // below records its own graph.
+          Tensor x0 = g(sx), w = g(sw);
+          if (!needs_grad({g.grad(), x0, w}))
+            return layer_norm_backward_fused(g.grad(), x0, g(smean), g(srstd), w, M, N, wsizes,
+                                             {g.needs(0), g.needs(1), g.needs(2)});
+          Tensor x = x0.reshape({M, N}).to(cd), gy = g.grad().reshape({M, N});
           auto [mean, rstd] =
               backward_stats(x, {1}, eps, g(smean).view({M, 1}), g(srstd).view({M, 1}));
           Tensor xhat = (x - mean) * rstd;
           Tensor dx = g.needs(0) ? normalize_backward(w.defined() ? gy * w.reshape({N}) : gy, xhat,
                                                       rstd, {1})
-                                       .reshape(g(sx).sizes())
+                                       .reshape(x0.sizes())
                                  : Tensor();
           return {dx, param_grad(g, 1, gy * xhat, {0}, wsizes), param_grad(g, 2, gy, {0}, wsizes)};
         });

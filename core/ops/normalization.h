@@ -46,6 +46,14 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& x, int64_t nu
 // layer_norm: x is [M, N]; mean and rstd are [M]; weight and bias [N] or undefined.
 using LayerNormFn = void (*)(const Tensor& out, const Tensor& mean, const Tensor& rstd,
                              const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
+// layer_norm's backward over x [M, N] (M, N > 0): with xhat = (x - mean) * rstd and gxhat = gy * w
+// (gy without weight), dx = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat)) along each
+// row, dw = sum over rows of gy * xhat and db = sum of gy. gy and dx are contiguous in x's dtype;
+// mean and rstd [M], weight [N] and dw and db [N] in the compute dtype. An undefined dx, dw or db
+// is not computed (at least one is defined).
+using LayerNormBackwardFn = void (*)(const Tensor& dx, const Tensor& dw, const Tensor& db,
+                                     const Tensor& gy, const Tensor& x, const Tensor& mean,
+                                     const Tensor& rstd, const Tensor& weight);
 // Per-row mean and 1/sqrt(biased var + eps) of x [R, K].
 using RowMomentsFn = void (*)(const Tensor& mean, const Tensor& rstd, const Tensor& x, double eps);
 // Per-channel mean and biased variance of x [A, C, B] over A and B.
@@ -54,6 +62,7 @@ using ChannelMomentsFn = void (*)(const Tensor& mean, const Tensor& var, const T
 using ChannelAffineFn = void (*)(const Tensor& out, const Tensor& x, const Tensor& scale,
                                  const Tensor& shift);
 extern DispatchStub<LayerNormFn> layer_norm_stub;
+extern DispatchStub<LayerNormBackwardFn> layer_norm_backward_stub;
 extern DispatchStub<RowMomentsFn> row_moments_stub;
 extern DispatchStub<ChannelMomentsFn> channel_moments_stub;
 extern DispatchStub<ChannelAffineFn> channel_affine_stub;

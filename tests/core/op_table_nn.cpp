@@ -52,7 +52,22 @@ std::vector<Sample> softmax_samples(ScalarType dt) {
   return s;
 }
 
-// --- norms ---
+// The backward ops: a gradient, the forward's output (computed in float64 from softmax's samples,
+// then rounded: both runs see the same values) and the dim.
+std::vector<Sample> softmax_backward_samples(ScalarType dt, bool log) {
+  std::vector<Sample> s = softmax_samples(kFloat64);
+  for (Sample& c : s) {
+    int64_t dim = config_of(c.inputs);
+    Tensor x = c.inputs[0];
+    Tensor y = log ? log_softmax(x, dim) : softmax(x, dim);
+    c.inputs = {rnd(dt, x.sizes()), y.to(dt), c.inputs.back()};
+  }
+  s.push_back(non_contiguous_of(s[0]));
+  s.push_back(non_contiguous_of(s[1]));
+  return s;
+}
+
+// --- norms ---// --- norms ---
 std::vector<Sample> layer_norm_samples(ScalarType dt) {
   std::vector<Sample> s = {
       sample({rnd(dt, {4, 6}), rnd(dt, {6}), rnd(dt, {6}), config(0)}, "[4, 6] affine"),
@@ -226,6 +241,14 @@ const OpTableRegistrar registrar({
     {"softmax", softmax_samples, [](const Inputs& in) { return softmax(in[0], config_of(in)); }},
     {"log_softmax", softmax_samples,
      [](const Inputs& in) { return log_softmax(in[0], config_of(in)); }},
+    {"_softmax_backward_data", [](ScalarType dt) { return softmax_backward_samples(dt, false); },
+     [](const Inputs& in) {
+       return _softmax_backward_data(in[0], in[1], config_of(in), in[1].dtype());
+     }},
+    {"_log_softmax_backward_data", [](ScalarType dt) { return softmax_backward_samples(dt, true); },
+     [](const Inputs& in) {
+       return _log_softmax_backward_data(in[0], in[1], config_of(in), in[1].dtype());
+     }},
     {"layer_norm", layer_norm_samples,
      [](const Inputs& in) {
        bool affine = config_of(in) == 0;

@@ -96,6 +96,14 @@ void rowwise_cases() {
     run(std::string("layer_norm fwd+bwd [32768,1024] ") + dtype_name(dt), bytes, "tbps",
         [&] { autograd::grad({layer_norm(x, {1024}, w, bias)}, {x, w, bias}, {dy}); });
   }
+  // cross_entropy over a 32768-word vocabulary: at least 3 passes (the forward reads the logits,
+  // the backward reads them or their log_softmax and writes the gradient).
+  for (ScalarType dt : {kFloat32, kBFloat16}) {
+    Tensor x = randn({4096, 32768}, TensorOptions(dt).device(kCUDA)).requires_grad_();
+    Tensor target = randint(0, 32768, {4096}, TensorOptions(kInt64).device(kCUDA));
+    run(std::string("cross_entropy fwd+bwd [4096,32768] ") + dtype_name(dt), 3.0 * x.numel() * element_size(dt),
+        "tbps", [&] { autograd::grad({cross_entropy(x, target)}, {x}); });
+  }
 }
 
 // ResNet-50 convolutions (batch 128, bf16, channels-last), forward + backward (data and weight).

@@ -58,6 +58,11 @@ def rowwise_cases():
             lambda: torch.autograd.grad(torch.softmax(x, -1), (x,), dy))
         run(f"layer_norm fwd+bwd [32768,1024] {names[dt]}", nbytes, "tbps",
             lambda: torch.autograd.grad(F.layer_norm(x, (1024,), w, b), (x, w, b), dy))
+    for dt in (torch.float32, torch.bfloat16):
+        x = torch.randn(4096, 32768, device=dev, dtype=dt, requires_grad=True)
+        target = torch.randint(0, 32768, (4096,), device=dev)
+        run(f"cross_entropy fwd+bwd [4096,32768] {names[dt]}", 3.0 * x.numel() * x.element_size(), "tbps",
+            lambda: torch.autograd.grad(F.cross_entropy(x, target), (x,)))
 
 
 def conv_cases():
