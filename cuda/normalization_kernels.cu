@@ -285,7 +285,17 @@ void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor
   const A* pw = w.defined() ? static_cast<const A*>(w.data_ptr()) : nullptr;
   const bool params = dw.defined() || db.defined();
   // Rows up to kMaxColsPerThread * 1024 elements keep their column sums in registers.
-  const bool fused = params && N <= kMaxColsPerThread * 1024;
+  // A block per row may hold fewer threads than 1024 (the kernel's registers decide): then the
+  // column sums fit in registers only while N <= threads * kMaxColsPerThread.
+  int block_threads = 1024;
+  if (N > kWarpRowMax) {
+    with_vector_width<T>(N, {pdx, pgy, px}, [&](auto vec) {
+      cudaFuncAttributes attr{};
+      EMBER_CUDA_CHECK(cudaFuncGetAttributes(&attr, layer_norm_backward_kernel<T, decltype(vec)::value, false>));
+      block_threads = std::min(block_threads, attr.maxThreadsPerBlock / kWarpSize * kWarpSize);
+    });
+  }
+  bool fused = params && N <= static_cast<int64_t>(block_threads) * kMaxColsPerThread;
   cudaStream_t stream = current_stream();
   Tensor partial;
   int64_t splits = 0;
@@ -302,10 +312,12 @@ void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor
       if (N <= kWarpRowMax) {
         launch(layer_norm_backward_kernel<T, VEC, true>, kBackwardWarps * kWarpSize, kBackwardWarps);
       } else {
-        // Enough threads for kMaxColsPerThread columns each, whole warps, at most 1024.
+        // Enough threads for kMaxColsPerThread columns each, whole warps, at most what the kernel
+        // can launch with.
         const int64_t want = ceil_div<int64_t>(N, kMaxColsPerThread);
         launch(layer_norm_backward_kernel<T, VEC, false>,
-               static_cast<int>(std::min<int64_t>(1024, ceil_div<int64_t>(want, kWarpSize) * kWarpSize)), 1);
+               static_cast<int>(std::min<int64_t>(block_threads, ceil_div<int64_t>(want, kWarpSize) * kWarpSize)),
+               1);
       }
     });
   }
