@@ -161,11 +161,30 @@ struct Result {
   int code;
 };
 
-// The first failure of a round, "<exit code> <global rank> <node rank>": all nodes exit with
-// the same code.
-int record_failure(TCPStore& store, const Round& round, int code, int rank, int node) {
-  std::string mine = std::to_string(code) + " " + std::to_string(rank) + " " + std::to_string(node);
-  return std::atoi(store.compare_set(round.key("failed"), "", mine).c_str());
+// The first failure of a round, "<exit code> <global rank> <node rank>" in the store: all nodes
+// exit with its code. Rank -1: an emberrun stopped by a signal.
+struct Failure {
+  int code = 0, rank = 0, node = 0;
+};
+
+Failure parse_failure(const std::string& s) {
+  Failure f;
+  std::sscanf(s.c_str(), "%d %d %d", &f.code, &f.rank, &f.node);
+  return f;
+}
+
+// Records `mine` unless a failure came first; returns the first one.
+Failure record_failure(TCPStore& store, const Round& round, const Failure& mine) {
+  std::string text =
+      std::to_string(mine.code) + " " + std::to_string(mine.rank) + " " + std::to_string(mine.node);
+  return parse_failure(store.compare_set(round.key("failed"), "", text));
+}
+
+void log_first_failure(const Failure& f) {
+  if (f.rank < 0)
+    log("emberrun on node %d was stopped by a signal (code %d); stopping the workers", f.node, f.code);
+  else
+    log("rank %d on node %d failed (code %d); stopping the workers", f.rank, f.node, f.code);
 }
 
 // Watches this node's workers (at once: their exits wake us) and the other nodes (through the
@@ -181,7 +200,7 @@ Result watch(WorkerGroup& group, TCPStore& store, const Options& o, const Round&
     drain_child_pipe();
     if (int sig = take_signal()) {
       log("got signal %d: stopping the workers", sig);
-      record_failure(store, round, 128 + sig, -1, o.node_rank);
+      record_failure(store, round, {128 + sig, -1, o.node_rank});
       group.stop(sig, grace);
       return {Outcome::kInterrupted, 128 + sig};
     }
@@ -192,9 +211,11 @@ Result watch(WorkerGroup& group, TCPStore& store, const Options& o, const Round&
             e.code - 128);
       else
         log("rank %d (pid %d) exited with code %d; stopping the other workers", e.global_rank, e.pid, e.code);
-      int code = record_failure(store, round, e.code, e.global_rank, o.node_rank);
+      // A failure elsewhere may have come first (and caused this one: a peer gone mid-connect).
+      Failure first = record_failure(store, round, {e.code, e.global_rank, o.node_rank});
+      if (first.rank != e.global_rank || first.node != o.node_rank) log_first_failure(first);
       group.stop(SIGTERM, grace);
-      return {Outcome::kFailure, code};
+      return {Outcome::kFailure, first.code};
     }
     if (!local_done && group.all_exited()) {
       local_done = true;
@@ -203,15 +224,10 @@ Result watch(WorkerGroup& group, TCPStore& store, const Options& o, const Round&
     if (Clock::now() < next_check) continue;
     next_check = Clock::now() + interval;
     if (store.check({round.key("failed")})) {
-      std::string f = store.get(round.key("failed"));
-      int code = std::atoi(f.c_str()), rank = 0, node = 0;
-      std::sscanf(f.c_str(), "%*d %d %d", &rank, &node);
-      if (!local_done && rank < 0)
-        log("emberrun on node %d was stopped by a signal (code %d); stopping the workers", node, code);
-      else if (!local_done)
-        log("rank %d on node %d failed (code %d); stopping the workers", rank, node, code);
+      Failure first = parse_failure(store.get(round.key("failed")));
+      if (!local_done) log_first_failure(first);
       group.stop(SIGTERM, grace);
-      return {Outcome::kFailure, code};
+      return {Outcome::kFailure, first.code};
     }
     if (local_done && store.add(round.key("done"), 0) >= o.nnodes) return {Outcome::kSuccess, 0};
   }
