@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <ostream>
 #include <string_view>
@@ -89,6 +90,23 @@ decltype(auto) visit_dtype(ScalarType t, F&& f) {
       return f(double{});
   }
   return f(float{});
+}
+
+// Calls f(U{}) with an unsigned integer type of `bytes` bytes: kernels that only move elements
+// (copies, gathers, sorts by key, collectives) need one instantiation per element size, not one
+// per dtype.
+template <class F>
+decltype(auto) visit_element_size(size_t bytes, F&& f) {
+  switch (bytes) {
+    case 1:
+      return f(uint8_t{});
+    case 2:
+      return f(uint16_t{});
+    case 4:
+      return f(uint32_t{});
+    default:
+      return f(uint64_t{});
+  }
 }
 
 }  // namespace ember

@@ -362,8 +362,7 @@ void gpu_kernel(const ElementwisePlan& plan, const F& f) {
 }
 
 // The dtype visitors of the CPU kernels: the compute type for a result dtype (float for
-// f32/f16/bf16, double, int64 for the integers, bool) and an unsigned type per element size.
+// f32/f16/bf16, double, int64 for the integers, bool); visit_element_size is core/dtype.h's.
 using cpu::visit_compute_type;
-using cpu::visit_element_size;
 
 }  // namespace ember::cuda

@@ -107,22 +107,6 @@ decltype(auto) visit_compute_dtype(const char* op, ScalarType t, F&& f) {
   return f(float{});
 }
 
-// Calls f(U{}) with an unsigned type of `bytes` bytes: kernels that only move elements need one
-// instantiation per element size, not one per dtype.
-template <class F>
-decltype(auto) visit_element_size(size_t bytes, F&& f) {
-  switch (bytes) {
-    case 1:
-      return f(uint8_t{});
-    case 2:
-      return f(uint16_t{});
-    case 4:
-      return f(uint32_t{});
-    default:
-      return f(uint64_t{});
-  }
-}
-
 // N elements of T loaded or stored as one 16-byte (or smaller) access.
 template <class T, int N>
 struct alignas(sizeof(T) * N) Vec {

@@ -15,7 +15,10 @@ const StateDict& Checkpoint::get(const std::string& part) const {
   auto it = parts_.find(part);
   if (it == parts_.end()) {
     std::string names;
-    for (const auto& [name, _] : parts_) names += (names.empty() ? "" : ", ") + name;
+    for (const auto& [name, _] : parts_) {
+      if (!names.empty()) names += ", ";
+      names += name;
+    }
     throw Error("Checkpoint: no part \"" + part + "\" (the checkpoint has: " + names + ")");
   }
   return it->second;
@@ -27,7 +30,7 @@ void Checkpoint::save(const std::string& path) const {
     for (const auto& [key, t] : state.tensors) all.tensors.insert(part + "." + key, t);
     for (const auto& [key, v] : state.metadata) all.metadata[part + "." + key] = v;
     // An empty part still appears, so that has() answers the same after loading.
-    all.metadata["ember.part." + part] = "1";
+    all.metadata.emplace("ember.part." + part, "1");
   }
   ember::save(all, path);
 }

@@ -1,27 +1,11 @@
 #pragma once
 
 // Loops for the CPU kernels that move data along one dim (indexing, sorting, scans): lines along
-// a dim, the order of their steps, and dispatch on element size for kernels that only copy.
+// a dim and the order of their steps.
 
 #include "ember/core/cpu/elementwise_loop.h"
 
 namespace ember::cpu {
-
-// Calls f(U{}) with an unsigned integer type of `bytes` bytes: a kernel that only copies elements
-// needs one instantiation per element size, not one per dtype.
-template <class F>
-decltype(auto) visit_element_size(size_t bytes, F&& f) {
-  switch (bytes) {
-    case 1:
-      return f(uint8_t{});
-    case 2:
-      return f(uint16_t{});
-    case 4:
-      return f(uint32_t{});
-    default:
-      return f(uint64_t{});
-  }
-}
 
 // The type CPU kernels compute a stored T in (as visit_compute_type): float for the 16-bit floats
 // and float, double, int64 for the integers and bool.

@@ -102,21 +102,8 @@ class TaskQueue {
   std::thread thread_;  // last: starts once the rest exists
 };
 
-// Gloo's algorithms only use the element type for its size; reductions get our own function.
-template <class F>
-void with_carrier(size_t element_size, F&& f) {
-  switch (element_size) {
-    case 1:
-      return f(uint8_t{});
-    case 2:
-      return f(uint16_t{});
-    case 4:
-      return f(uint32_t{});
-    default:
-      return f(uint64_t{});
-  }
-}
-
+// Gloo's algorithms only use the element type for its size (visit_element_size); reductions get
+// our own function.
 // Reduced floats combine in float32 and round once per pair, like PyTorch's Gloo backend.
 template <class T>
 using Acc = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
@@ -222,7 +209,7 @@ class ProcessGroupGloo : public ProcessGroup {
 
   std::shared_ptr<Work> reduce_impl(const Tensor& tensor, int root, ReduceOp op) override {
     return enqueue("reduce", [this, tensor, root, op](uint32_t tag) {
-      with_carrier(tensor.element_size(), [&](auto carrier) {
+      visit_element_size(tensor.element_size(), [&](auto carrier) {
         using C = decltype(carrier);
         gloo::ReduceOptions o(context_);
         o.setOutput(static_cast<C*>(tensor.data_ptr()), static_cast<size_t>(tensor.numel()));
@@ -303,7 +290,7 @@ class ProcessGroupGloo : public ProcessGroup {
   }
 
   void all_reduce_now(const Tensor& tensor, ReduceOp op, uint32_t tag) {
-    with_carrier(tensor.element_size(), [&](auto carrier) {
+    visit_element_size(tensor.element_size(), [&](auto carrier) {
       using C = decltype(carrier);
       gloo::AllreduceOptions o(context_);
       o.setOutput(static_cast<C*>(tensor.data_ptr()), static_cast<size_t>(tensor.numel()));
