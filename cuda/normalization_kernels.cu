@@ -290,9 +290,13 @@ void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor
   int block_threads = 1024;
   if (N > kWarpRowMax) {
     with_vector_width<T>(N, {pdx, pgy, px}, [&](auto vec) {
-      cudaFuncAttributes attr{};
-      EMBER_CUDA_CHECK(cudaFuncGetAttributes(&attr, layer_norm_backward_kernel<T, decltype(vec)::value, false>));
-      block_threads = std::min(block_threads, attr.maxThreadsPerBlock / kWarpSize * kWarpSize);
+      // Asked once per kernel instantiation, not on every call.
+      static const int max_threads = [] {
+        cudaFuncAttributes attr{};
+        EMBER_CUDA_CHECK(cudaFuncGetAttributes(&attr, layer_norm_backward_kernel<T, decltype(vec)::value, false>));
+        return attr.maxThreadsPerBlock / kWarpSize * kWarpSize;
+      }();
+      block_threads = std::min(block_threads, max_threads);
     });
   }
   bool fused = params && N <= static_cast<int64_t>(block_threads) * kMaxColsPerThread;

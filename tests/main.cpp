@@ -1,7 +1,5 @@
 // Test main: registers one test per op-table entry (OpTable.<op>) and per gradcheck case
 // (Gradcheck.<op>), then runs everything.
-#include <map>
-
 #include "test_util.h"
 
 namespace ember::testing {
@@ -51,35 +49,12 @@ void run_gradcheck(const GradcheckCase& c) {
   }
 }
 
-template <class Entry, void (*kRun)(const Entry&)>
-class TableTest : public ::testing::Test {
- public:
-  explicit TableTest(const Entry* e) : e_(e) {}
-  void TestBody() override { kRun(*e_); }
-
- private:
-  const Entry* e_;
-};
-
 }  // namespace
 }  // namespace ember::testing
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   using namespace ember::testing;
-  for (const auto& e : op_table()) {
-    ::testing::RegisterTest(
-        "OpTable", e.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-        [entry = &e]() -> ::testing::Test* { return new TableTest<OpEntry, run_entry>(entry); });
-  }
-  // Several cases of one op get #1, #2... so every test name is unique.
-  std::map<std::string, int> seen;
-  for (const auto& c : gradcheck_table()) {
-    int n = ++seen[c.op];
-    std::string name = n == 1 ? c.op : c.op + "#" + std::to_string(n);
-    ::testing::RegisterTest(
-        "Gradcheck", name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-        [gc = &c]() -> ::testing::Test* { return new TableTest<GradcheckCase, run_gradcheck>(gc); });
-  }
+  register_table_tests("OpTable", run_entry, "Gradcheck", run_gradcheck);
   return RUN_ALL_TESTS();
 }

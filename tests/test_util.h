@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -92,5 +93,30 @@ struct GradcheckRegistrar {
   GradcheckRegistrar(std::vector<GradcheckCase> cases);
 };
 
+// One test per op-table entry (<op_suite>.<op>) and per gradcheck case (<grad_suite>.<op>, cases
+// of one op numbered #2, #3...), run in a fixture of class Base (a CUDA suite skips without a
+// GPU). Call from main() before RUN_ALL_TESTS().
+template <class Base = ::testing::Test>
+void register_table_tests(const char* op_suite, void (*run_op)(const OpEntry&), const char* grad_suite,
+                          void (*run_grad)(const GradcheckCase&)) {
+  struct Test : Base {
+    std::function<void()> body;
+    void TestBody() override { body(); }
+  };
+  auto add = [](const char* suite, const std::string& name, std::function<void()> body) {
+    ::testing::RegisterTest(suite, name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                            [body = std::move(body)]() -> ::testing::Test* {
+                              auto* t = new Test;
+                              t->body = body;
+                              return t;
+                            });
+  };
+  for (const OpEntry& e : op_table()) add(op_suite, e.name, [&e, run_op] { run_op(e); });
+  std::map<std::string, int> seen;
+  for (const GradcheckCase& c : gradcheck_table()) {
+    const int n = ++seen[c.op];
+    add(grad_suite, n == 1 ? c.op : c.op + "#" + std::to_string(n), [&c, run_grad] { run_grad(c); });
+  }
+}
 
 }  // namespace ember::testing

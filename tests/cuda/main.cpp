@@ -1,8 +1,6 @@
 // CUDA suite main: every op-table entry runs on the GPU against the same op on the CPU
 // (OpTableCuda.<op>), and every gradcheck case compares its CUDA gradients with the CPU ones
 // (GradCuda.<op>). Without a GPU each test reports itself skipped.
-#include <map>
-
 #include "cuda_test_util.h"
 
 namespace ember::testing {
@@ -70,36 +68,12 @@ void run_grad_cuda(const GradcheckCase& c) {
   }
 }
 
-template <class Entry, void (*kRun)(const Entry&)>
-class CudaTableTest : public CudaTest {
- public:
-  explicit CudaTableTest(const Entry* e) : e_(e) {}
-  void TestBody() override { kRun(*e_); }
-
- private:
-  const Entry* e_;
-};
-
 }  // namespace
 }  // namespace ember::testing
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   using namespace ember::testing;
-  for (const auto& e : op_table()) {
-    ::testing::RegisterTest("OpTableCuda", e.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-                            [entry = &e]() -> ::testing::Test* {
-                              return new CudaTableTest<OpEntry, run_entry_cuda>(entry);
-                            });
-  }
-  std::map<std::string, int> seen;
-  for (const auto& c : gradcheck_table()) {
-    int n = ++seen[c.op];
-    std::string name = n == 1 ? c.op : c.op + "#" + std::to_string(n);
-    ::testing::RegisterTest("GradCuda", name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-                            [gc = &c]() -> ::testing::Test* {
-                              return new CudaTableTest<GradcheckCase, run_grad_cuda>(gc);
-                            });
-  }
+  register_table_tests<CudaTest>("OpTableCuda", run_entry_cuda, "GradCuda", run_grad_cuda);
   return RUN_ALL_TESTS();
 }
