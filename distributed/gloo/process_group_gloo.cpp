@@ -307,7 +307,7 @@ class ProcessGroupGloo : public ProcessGroup {
     std::shared_ptr<Work> work;
     {
       std::lock_guard<std::mutex> lock(seq_mu_);
-      work = std::make_shared<Work>(describe(op, ++seq_));
+      work = std::make_shared<Work>(describe(op, ++p2p_seq_));
       buf = context_->createUnboundBuffer(tensor.data_ptr(), tensor.nbytes());
       if (is_send) {
         buf->send(peer, static_cast<uint64_t>(tag));
@@ -324,7 +324,10 @@ class ProcessGroupGloo : public ProcessGroup {
 
   std::shared_ptr<gloo::Context> context_;
   std::mutex seq_mu_;
+  // Collectives' tags: every rank must count the same, so point-to-point ops (which ranks post
+  // in different numbers) count apart.
   uint64_t seq_ = 0;
+  uint64_t p2p_seq_ = 0;
   std::unique_ptr<TaskQueue> collectives_ = std::make_unique<TaskQueue>();
   std::unique_ptr<TaskQueue> p2p_ = std::make_unique<TaskQueue>();
 };
