@@ -43,15 +43,14 @@ void BatchNormImplBase::reset_parameters() {
   if (bias.defined()) init::zeros_(bias);
 }
 
-Tensor BatchNormImplBase::batch_norm_forward(const Tensor& input) {
+void BatchNormImplBase::check_input(const Tensor& input) const {
   const char* layer = name().c_str();
   detail::check_input_size(layer, input, 1, options.num_features(), "channels");
   if (const Tensor& p = weight.defined() ? weight : running_mean; p.defined())
     detail::check_like_param(layer, input, p);
-  if (is_training()) {
-    EMBER_CHECK(input.numel() / input.size(1) > 1, layer,
-                ": expected more than 1 value per channel when training, got input ", input.sizes());
-  }
+}
+
+double BatchNormImplBase::count_batch() {
   double momentum = options.momentum().value_or(0.0);
   if (is_training() && options.track_running_stats()) {
     NoGradGuard no_grad;
@@ -59,6 +58,16 @@ Tensor BatchNormImplBase::batch_norm_forward(const Tensor& input) {
     // The cumulative average needs the count on the host, as in PyTorch.
     if (!options.momentum()) momentum = 1.0 / num_batches_tracked.item<double>();
   }
+  return momentum;
+}
+
+Tensor BatchNormImplBase::batch_norm_forward(const Tensor& input) {
+  check_input(input);
+  if (is_training()) {
+    EMBER_CHECK(input.numel() / input.size(1) > 1, name(),
+                ": expected more than 1 value per channel when training, got input ", input.sizes());
+  }
+  double momentum = count_batch();
   // Batch statistics in training, and in eval when none are tracked.
   bool use_batch_stats = is_training() || !options.track_running_stats();
   return batch_norm(input, running_mean, running_var, weight, bias, use_batch_stats, momentum, options.eps());

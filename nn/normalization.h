@@ -40,6 +40,10 @@ class BatchNormImplBase : public Module {
  protected:
   BatchNormImplBase(std::string name, const BatchNormOptions& options);
   Tensor batch_norm_forward(const Tensor& input);
+  // Checks input [N, C, *] against the layer: C channels, the parameters' dtype and device.
+  void check_input(const Tensor& input) const;
+  // Training with tracked stats: counts the batch and returns the momentum for the running stats.
+  double count_batch();
 };
 
 // Input [N, C] or [N, C, L].

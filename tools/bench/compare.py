@@ -1,13 +1,15 @@
 """Prints ember's and PyTorch's benchmark lines side by side:
     python3 compare.py ember.jsonl torch.jsonl
-ratio = PyTorch ms / ember ms (above 1: ember is faster)."""
-import json, sys
+ratio = PyTorch ms / ember ms (above 1: ember is faster). Works for cuda_ops_bench /
+torch_ops_bench.py and allreduce_bench / torch_allreduce_bench.py (which report bus bandwidth);
+emberrun's and torchrun's "[rank 0]: " line prefixes are skipped."""
+import json, re, sys
 
 
 def load(path):
     rows = {}
     for line in open(path):
-        line = line.strip()
+        line = re.sub(r"^\[(rank )?\d+\]:\s*", "", line.strip())
         if line.startswith("{"):
             r = json.loads(line)
             rows[r["case"]] = r
@@ -15,7 +17,7 @@ def load(path):
 
 
 def rate(r):
-    for unit, label in (("tflops", "TFLOP/s"), ("tbps", "TB/s")):
+    for unit, label in (("tflops", "TFLOP/s"), ("tbps", "TB/s"), ("busbw_gbps", "GB/s bus")):
         if unit in r:
             return f"{r[unit]:.2f} {label}"
     return r.get("error", "")[:40]
