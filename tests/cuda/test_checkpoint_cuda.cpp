@@ -28,8 +28,8 @@ TEST_F(CheckpointCuda, TransformerStackMatchesPlainWithALowerPeak) {
                             .batch_first(true));
     layers.back()->to(Device(kCUDA));
   }
-  Tensor x0 = randn({8, 128, 256}).to(kCUDA);
-  Tensor w = randn({8, 128, 256}).to(kCUDA);
+  Tensor x0 = randn({8, 128, 256}).to(Device(kCUDA));
+  Tensor w = randn({8, 128, 256}).to(Device(kCUDA));
 
   auto run = [&](bool ckpt) {
     manual_seed(1);
