@@ -1,6 +1,7 @@
 """Prints ember's and PyTorch's benchmark lines side by side:
     python3 compare.py ember.jsonl torch.jsonl
-ratio = PyTorch ms / ember ms (above 1: ember is faster)."""
+ratio = PyTorch ms / ember ms (above 1: ember is faster). The last columns show each side's
+throughput, or for training steps (transformer_bench) its peak memory."""
 import json, sys
 
 
@@ -15,9 +16,9 @@ def load(path):
 
 
 def rate(r):
-    for unit, label in (("tflops", "TFLOP/s"), ("tbps", "TB/s")):
+    for unit, label, digits in (("tflops", "TFLOP/s", 2), ("tbps", "TB/s", 2), ("peak_mib", "MiB peak", 0)):
         if unit in r:
-            return f"{r[unit]:.2f} {label}"
+            return f"{r[unit]:.{digits}f} {label}"
     return r.get("error", "")[:40]
 
 
