@@ -113,7 +113,7 @@ void Frame::recompute() {
     SavedTensorHooks hooks([&](const Tensor& t) -> UnpackHook {
       size_t i = count++;
       EMBER_CHECK(i < holders_.size(),
-                  "checkpoint: the recomputation saved more tensors for backward than the ", "forward did (",
+                  "checkpoint: the recomputation saved more tensors for backward than the forward did (",
                   holders_.size(), "); the function must run the same ops when run again");
       if (std::shared_ptr<Holder> h = holders_[i].lock()) {
         TensorMeta now{DimVector(t.sizes()), t.dtype(), t.device()};
