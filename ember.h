@@ -2,6 +2,7 @@
 
 // The one header users include: all of ember's public API.
 
+#include "ember/autograd/checkpoint.h"
 #include "ember/autograd/engine.h"
 #include "ember/autograd/gradcheck.h"
 #include "ember/core/autograd_meta.h"
@@ -39,6 +40,7 @@
 #include "ember/data/sampler.h"
 #include "ember/nn/activation.h"
 #include "ember/nn/attention.h"
+#include "ember/nn/checkpoint.h"
 #include "ember/nn/clip_grad.h"
 #include "ember/nn/container.h"
 #include "ember/nn/conv.h"

@@ -63,6 +63,23 @@ AutogradMeta& meta_of(const Tensor& t) {
   return *impl.autograd_meta();
 }
 
+// A fresh alias of `data` whose gradient flows along `edge`: into its node, or into the
+// accumulator of the leaf it stands for.
+Tensor with_history(const Tensor& data, const Edge& edge, bool leaf) {
+  Tensor t = data.detach();
+  AutogradMeta& m = meta_of(t);
+  m.requires_grad = true;
+  if (leaf) {
+    m.grad_accumulator = edge.node;
+  } else {
+    m.grad_fn = edge.node;
+    m.output_nr = edge.input_nr;
+  }
+  return t;
+}
+
+thread_local const PackHook* current_pack_hook = nullptr;
+
 }  // namespace
 
 Node::Node(std::string name, std::vector<Edge> next_edges)
@@ -80,34 +97,64 @@ uint32_t Node::add_output(const Tensor& t) {
   return static_cast<uint32_t>(outputs_.size() - 1);
 }
 
+SavedTensorHooks::SavedTensorHooks(PackHook pack) : pack_(std::move(pack)), prev_(current_pack_hook) {
+  EMBER_CHECK(pack_, "SavedTensorHooks: the pack hook is empty");
+  current_pack_hook = &pack_;
+}
+
+SavedTensorHooks::~SavedTensorHooks() { current_pack_hook = prev_; }
+
 SavedTensor::SavedTensor(const Tensor& t, bool is_output, uint32_t output_nr)
     : is_output_(is_output), output_nr_(output_nr) {
   if (!t.defined()) return;
   version_ = t._version();
   // An output is saved before record() marks it, and only when the op is recorded.
   requires_grad_ = is_output ? t.is_floating_point() : t.requires_grad();
-  if (is_output) {
-    data_ = t.detach();
-  } else {
-    data_ = t;
+  if (const PackHook* pack = current_pack_hook) {
+    auto hooked = std::make_shared<Hooked>();
+    if (!is_output && requires_grad_) {
+      hooked->edge = gradient_edge(t);
+      hooked->leaf = t.is_leaf();
+    }
+    struct Restore {
+      const PackHook* hook;
+      ~Restore() { current_pack_hook = hook; }
+    } restore{pack};
+    current_pack_hook = nullptr;
+    hooked->unpack = (*pack)(t);
+    EMBER_CHECK(hooked->unpack, "SavedTensorHooks: the pack hook returned an empty unpack function");
+    hooked_ = std::move(hooked);
+    return;
   }
+  data_ = is_output ? t.detach() : t;
 }
 
-Tensor SavedTensor::unpack(Node& owner) const {
+Tensor SavedTensor::unpack(Node& owner) const { return unpack(owner.name(), &owner); }
+
+Tensor SavedTensor::unpack_input(const std::string& who) const {
+  EMBER_CHECK(!is_output_, who, ": unpack_input is for saved inputs, not saved outputs");
+  return unpack(who, nullptr);
+}
+
+Tensor SavedTensor::unpack(const std::string& who, Node* owner) const {
+  // Saved outputs and hooked inputs get their place in the graph back, so create_graph can go
+  // through them.
+  if (hooked_) {
+    Tensor t = hooked_->unpack();
+    EMBER_CHECK(t.defined(), who, ": a saved-tensor unpack hook returned an undefined tensor");
+    if (is_output_)
+      return requires_grad_ ? with_history(t, {owner->shared_from_this(), output_nr_}, false) : t;
+    return hooked_->edge.valid() ? with_history(t, hooked_->edge, hooked_->leaf) : t;
+  }
   if (!data_.defined()) return data_;
   EMBER_CHECK(
       data_._version() == version_,
       "one of the variables needed for gradient computation has been modified by an inplace operation: [",
-      data_.dtype(), " ", data_.sizes(), "], which is output 0 of ", owner.name(), ", is at version ",
+      data_.dtype(), " ", data_.sizes(), "], which is ", is_output_ ? "output " : "saved by ",
+      is_output_ ? std::to_string(output_nr_) + " of " : std::string(), who, ", is at version ",
       data_._version(), "; expected version ", version_, " instead");
   if (!is_output_ || !requires_grad_) return data_;
-  // Re-attach the saved output to the node that produced it, so create_graph can go through it.
-  Tensor t = data_.detach();
-  AutogradMeta& m = meta_of(t);
-  m.requires_grad = true;
-  m.grad_fn = owner.shared_from_this();
-  m.output_nr = output_nr_;
-  return t;
+  return with_history(data_, {owner->shared_from_this(), output_nr_}, false);
 }
 
 bool needs_grad(ArrayRef<Tensor> inputs) {

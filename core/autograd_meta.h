@@ -83,19 +83,50 @@ struct AutogradMeta {
   std::vector<std::function<void(const Tensor&)>> post_accumulate_hooks;
 };
 
+// Saved-tensor hooks, as torch.autograd.graph.saved_tensors_hooks in C++ form: while a guard is
+// alive on this thread, each tensor an op saves for backward goes to `pack`, and the SavedTensor
+// keeps only what pack returns, the function backward calls to get the tensor back. The innermost
+// guard wins; pack itself runs without hooks. Checkpointing (autograd/checkpoint.h) is built on it.
+using UnpackHook = std::function<Tensor()>;
+using PackHook = std::function<UnpackHook(const Tensor&)>;
+
+class SavedTensorHooks {
+ public:
+  explicit SavedTensorHooks(PackHook pack);
+  ~SavedTensorHooks();
+  SavedTensorHooks(const SavedTensorHooks&) = delete;
+  SavedTensorHooks& operator=(const SavedTensorHooks&) = delete;
+
+ private:
+  PackHook pack_;
+  const PackHook* prev_;
+};
+
 // A tensor saved for backward. Checks on unpack that no in-place op changed it since. A saved
 // output keeps no reference to its own grad_fn (that would be a cycle): the node restores it.
+// Under saved-tensor hooks it keeps the unpack hook and the tensor's place in the graph instead
+// of the tensor (no version check then: the hook owns the data).
 class SavedTensor {
  public:
   SavedTensor() = default;
   // A saved output must say which output of its node it is (output_nr).
   SavedTensor(const Tensor& t, bool is_output, uint32_t output_nr = 0);
-  // `owner` is the node unpacking (needed for saved outputs); `name` the op, for the error.
+  // `owner` is the node unpacking (needed for saved outputs; its name is the op in errors).
   Tensor unpack(Node& owner) const;
-  bool defined() const { return data_.defined(); }
+  // A saved input kept outside any node (checkpoint's inputs); `who` names the holder in errors.
+  Tensor unpack_input(const std::string& who) const;
+  bool defined() const { return data_.defined() || hooked_ != nullptr; }
 
  private:
+  struct Hooked {
+    UnpackHook unpack;
+    Edge edge;  // where the gradient of a saved input went (valid only when it required grad)
+    bool leaf = false;
+  };
+  Tensor unpack(const std::string& who, Node* owner) const;
+
   Tensor data_;  // for outputs: an alias without autograd state
+  std::shared_ptr<const Hooked> hooked_;
   uint32_t version_ = 0;
   bool is_output_ = false;
   bool requires_grad_ = false;

@@ -17,9 +17,13 @@ void ModuleSequence::append(std::string name, std::shared_ptr<Module> module) {
 
 }  // namespace detail
 
-Tensor SequentialImpl::forward(const Tensor& input) {
+Tensor SequentialImpl::forward(const Tensor& input) { return forward_range(input, 0, size()); }
+
+Tensor SequentialImpl::forward_range(const Tensor& input, size_t begin, size_t end) {
+  EMBER_CHECK(begin <= end && end <= size(), "Sequential: range [", begin, ", ", end,
+              ") is out of bounds for ", size(), " modules");
   Tensor x = input;
-  for (const auto& f : forwards_) x = f(x);
+  for (size_t i = begin; i < end; ++i) x = forwards_[i](x);
   return x;
 }
 

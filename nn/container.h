@@ -87,6 +87,8 @@ class SequentialImpl : public detail::ModuleSequence {
   }
 
   Tensor forward(const Tensor& input);
+  // Runs only modules [begin, end) (checkpoint_sequential runs a Sequential in segments).
+  Tensor forward_range(const Tensor& input, size_t begin, size_t end);
 
  private:
   std::vector<std::function<Tensor(const Tensor&)>> forwards_;

@@ -1,8 +1,9 @@
 """Prints ember's and PyTorch's benchmark lines side by side:
     python3 compare.py ember.jsonl torch.jsonl
-ratio = PyTorch ms / ember ms (above 1: ember is faster). Works for cuda_ops_bench /
-torch_ops_bench.py and allreduce_bench / torch_allreduce_bench.py (which report bus bandwidth);
-emberrun's and torchrun's "[rank 0]: " line prefixes are skipped."""
+ratio = PyTorch ms / ember ms (above 1: ember is faster). The last columns show each side's
+throughput (TFLOP/s, TB/s, or bus bandwidth for allreduce_bench / torch_allreduce_bench.py), or
+for training steps (transformer_bench) its peak memory. emberrun's and torchrun's "[rank 0]: "
+line prefixes are skipped."""
 import json, re, sys
 
 
@@ -17,9 +18,10 @@ def load(path):
 
 
 def rate(r):
-    for unit, label in (("tflops", "TFLOP/s"), ("tbps", "TB/s"), ("busbw_gbps", "GB/s bus")):
+    for unit, label, digits in (("tflops", "TFLOP/s", 2), ("tbps", "TB/s", 2), ("busbw_gbps", "GB/s bus", 2),
+                                ("peak_mib", "MiB peak", 0)):
         if unit in r:
-            return f"{r[unit]:.2f} {label}"
+            return f"{r[unit]:.{digits}f} {label}"
     return r.get("error", "")[:40]
 
 

@@ -1,0 +1,180 @@
+// ember's side of the transformer training benchmark (issue 6): a BERT-base encoder (12 post-LN
+// layers, d_model 768, 12 heads, FFN 3072, GELU, dropout 0.1) under a token + position embedding
+// with LayerNorm and dropout, and an MLM-style head (a linear layer over a 30522-word vocabulary,
+// cross-entropy at every position), trained with AdamW (lr 1e-4, weight decay 0.01) on random
+// tokens. tools/bench/torch_transformer_bench.py is the same model in PyTorch with the same
+// arguments and output; compare.py prints the two side by side.
+//
+// Modes: f32, bf16 (autocast) and f16 (autocast + GradScaler), each also with "-ckpt": every
+// encoder layer checkpointed. Each mode prints one JSON line: the median step time in ms over
+// --iters steps after --warmup (synchronized on CUDA), tokens/s, and on CUDA the peak of
+// cuda::max_memory_allocated over the timed steps (reset between modes).
+//   transformer_bench [--layers 12] [--batch 32] [--seq 512] [--d-model 768] [--heads 12]
+//                     [--ffn 3072] [--vocab 30522] [--warmup 3] [--iters 10] [--device cuda]
+//                     [--modes f32,f32-ckpt,bf16,bf16-ckpt,f16,f16-ckpt]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <ember/cuda/caching_allocator.h>
+#include <ember/ember.h>
+
+using namespace ember;
+
+namespace {
+
+struct Config {
+  int64_t layers = 12, batch = 32, seq = 512, d_model = 768, heads = 12, ffn = 3072, vocab = 30522;
+  int warmup = 3, iters = 10;
+  std::string device = "cuda";
+  std::string modes = "f32,f32-ckpt,bf16,bf16-ckpt,f16,f16-ckpt";
+};
+
+Config parse(int argc, char** argv) {
+  Config c;
+  std::map<std::string, int64_t*> ints{{"--layers", &c.layers},   {"--batch", &c.batch}, {"--seq", &c.seq},
+                                       {"--d-model", &c.d_model}, {"--heads", &c.heads}, {"--ffn", &c.ffn},
+                                       {"--vocab", &c.vocab}};
+  for (int i = 1; i < argc; ++i) {
+    std::string key = argv[i];
+    EMBER_CHECK(i + 1 < argc, "transformer_bench: ", key, " needs a value");
+    std::string value = argv[++i];
+    if (auto it = ints.find(key); it != ints.end())
+      *it->second = std::stoll(value);
+    else if (key == "--warmup")
+      c.warmup = std::stoi(value);
+    else if (key == "--iters")
+      c.iters = std::stoi(value);
+    else if (key == "--device")
+      c.device = value;
+    else if (key == "--modes")
+      c.modes = value;
+    else
+      throw Error("transformer_bench: unknown argument " + key);
+  }
+  EMBER_CHECK(c.iters > 0, "transformer_bench: --iters must be positive");
+  return c;
+}
+
+class BertLikeImpl : public nn::Module {
+ public:
+  explicit BertLikeImpl(const Config& c) : Module("BertLike"), vocab_(c.vocab) {
+    tok = register_module("tok", nn::Embedding(c.vocab, c.d_model));
+    pos = register_module("pos", nn::Embedding(c.seq, c.d_model));
+    norm = register_module("norm", nn::LayerNorm(nn::LayerNormOptions({c.d_model}).eps(1e-12)));
+    drop = register_module("drop", nn::Dropout(0.1));
+    layers = register_module("layers", nn::ModuleList());
+    auto options = nn::TransformerEncoderLayerOptions(c.d_model, c.heads)
+                       .dim_feedforward(c.ffn)
+                       .dropout(0.1)
+                       .activation("gelu")
+                       .batch_first(true)
+                       .norm_first(false);
+    for (int64_t i = 0; i < c.layers; ++i) layers->push_back(nn::TransformerEncoderLayer(options));
+    head = register_module("head", nn::Linear(c.d_model, c.vocab));
+  }
+
+  // ids and labels [batch, seq] int64, positions [seq].
+  Tensor loss(const Tensor& ids, const Tensor& positions, const Tensor& labels, bool ckpt) {
+    Tensor x = drop(norm(tok(ids) + pos(positions)));
+    for (size_t i = 0; i < layers->size(); ++i) {
+      // The recomputation runs in backward: the closure keeps the layer alive.
+      auto layer = layers->ptr<nn::TransformerEncoderLayerImpl>(static_cast<int64_t>(i));
+      x = ckpt ? autograd::checkpoint([layer](const Tensor& t) { return layer->forward(t); }, x)
+               : layer->forward(x);
+    }
+    return cross_entropy(head(x).view({-1, vocab_}), labels.view({-1}));
+  }
+
+  nn::Embedding tok{nullptr}, pos{nullptr};
+  nn::LayerNorm norm{nullptr};
+  nn::Dropout drop{nullptr};
+  nn::ModuleList layers{nullptr};
+  nn::Linear head{nullptr};
+
+ private:
+  int64_t vocab_;
+};
+EMBER_MODULE(BertLike);
+
+// One training step in a precision: "f32" plain; "bf16" and "f16" run the forward under autocast,
+// and f16 scales the loss with a GradScaler (one per mode, made beside the optimizer). Those come
+// with core/autocast_mode.h and optim/grad_scaler.h; until then the mixed modes report an error.
+void train_step(const std::string& precision, optim::Optimizer& opt, const std::function<Tensor()>& loss) {
+  EMBER_CHECK(precision == "f32", "transformer_bench: mode ", precision,
+              " needs autocast, which this build does not have yet");
+  opt.zero_grad();
+  loss().backward();
+  opt.step();
+}
+
+void synchronize(const Device& device) {
+  if (device.is_cuda()) cuda::synchronize();
+}
+
+// Median step time in ms and the peak allocated MiB (CUDA only, else -1).
+std::pair<double, double> time_steps(const Config& c, const Device& device,
+                                     const std::function<void()>& step) {
+  for (int i = 0; i < c.warmup; ++i) step();
+  synchronize(device);
+  if (device.is_cuda()) cuda::reset_peak_memory_stats();
+  std::vector<double> ms;
+  for (int i = 0; i < c.iters; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    step();
+    synchronize(device);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  double peak = device.is_cuda() ? static_cast<double>(cuda::max_memory_allocated()) / (1 << 20) : -1;
+  return {ms[ms.size() / 2], peak};
+}
+
+void run_mode(const Config& c, const Device& device, const std::string& mode) {
+  bool ckpt = mode.size() > 5 && mode.substr(mode.size() - 5) == "-ckpt";
+  std::string precision = ckpt ? mode.substr(0, mode.size() - 5) : mode;
+  std::ostringstream name;
+  name << "transformer L" << c.layers << " b" << c.batch << " s" << c.seq << " " << precision
+       << (ckpt ? " ckpt" : "");
+  try {
+    manual_seed(0);
+    BertLike model(c);
+    model->to(device);
+    model->train();
+    optim::AdamW opt(model->parameters(), optim::AdamWOptions(1e-4).weight_decay(0.01));
+    Tensor ids = randint(0, c.vocab, {c.batch, c.seq}, TensorOptions(kInt64).device(device));
+    Tensor labels = randint(0, c.vocab, {c.batch, c.seq}, TensorOptions(kInt64).device(device));
+    Tensor positions = arange(c.seq, TensorOptions(kInt64).device(device));
+    auto [ms, peak] = time_steps(c, device, [&] {
+      train_step(precision, opt, [&] { return model->loss(ids, positions, labels, ckpt); });
+    });
+    std::printf("{\"case\": \"%s\", \"ms\": %.3f, \"tokens_per_s\": %.1f", name.str().c_str(), ms,
+                static_cast<double>(c.batch * c.seq) / ms * 1000);
+    if (peak >= 0) std::printf(", \"peak_mib\": %.0f", peak);
+    std::printf("}\n");
+  } catch (const Error& e) {
+    std::printf("{\"case\": \"%s\", \"error\": \"%s\"}\n", name.str().c_str(), e.what());
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    Config c = parse(argc, argv);
+    Device device(c.device);
+    std::stringstream modes(c.modes);
+    for (std::string mode; std::getline(modes, mode, ',');) run_mode(c, device, mode);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
