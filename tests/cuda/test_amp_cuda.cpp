@@ -72,7 +72,9 @@ TEST_F(AmpCuda, FusedStepMatchesCpuAndSkipsOnInf) {
     }
     EXPECT_EQ(gpu.scaler.get_scale(), cpu.scaler.get_scale());
     EXPECT_TRUE(assert_close(gpu.w.detach().cpu(), cpu.w.detach(), cuda_tolerance(kFloat32)));
-    if (inf) EXPECT_TRUE(assert_close(gpu.w.detach().cpu(), before, Tolerance{0, 0}));
+    if (inf) {
+      EXPECT_TRUE(assert_close(gpu.w.detach().cpu(), before, Tolerance{0, 0}));
+    }
   }
   // growth_interval 2: 1024, 2048, 1024 (inf), 1024, 512 (inf), 512, 1024.
   EXPECT_EQ(gpu.scaler.get_scale(), 1024.0);

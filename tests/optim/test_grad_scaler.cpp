@@ -278,7 +278,10 @@ TEST(AmpOps, Errors) {
                      "floating point", "int64");
   EXPECT_EMBER_ERROR(_amp_foreach_non_finite_check_and_unscale_({g, Tensor()}, f, inv), u, "tensors[1]",
                      "undefined");
-  EXPECT_EMBER_ERROR(_amp_foreach_non_finite_check_and_unscale_({ones({2}).expand({3, 2})}, f, inv), u);
+  EXPECT_EMBER_ERROR(_amp_foreach_non_finite_check_and_unscale_({ones({2}).expand({3, 2})}, f, inv), u,
+                     "memory location");
+  EXPECT_EMBER_ERROR(_amp_foreach_non_finite_check_and_unscale_({ones({2}).requires_grad_()}, f, inv), u,
+                     "require");
   const char* s = "_amp_update_scale_";
   Tensor scale = ones({}), tracker = zeros({}, kInt32);
   EXPECT_EMBER_ERROR(_amp_update_scale_(scale, zeros({}), f, 2, 0.5, 10), s, "growth_tracker", "int32",
