@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ember/core/autocast_mode.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
 #include "ember/core/ops/reduce.h"
@@ -84,6 +85,8 @@ std::vector<Tensor> run(const std::vector<Edge>& roots, const std::vector<Tensor
   std::unordered_set<Node*> queued;
 
   GradMode::set_enabled(create_graph);
+  // Backward formulas run in the dtypes their forward chose, even inside an autocast region.
+  amp::detail::ExcludeAutocastGuard no_autocast;
   while (!ready.empty()) {
     Node* n = ready.top();
     ready.pop();

@@ -1,47 +1,33 @@
-// CUDA kernels of the fused optimizer steps, multi_tensor_apply style (as PyTorch's
-// aten/src/ATen/native/cuda/MultiTensorApply.cuh): the tensors' addresses and sizes travel in the
-// kernel arguments, in batches of at most TensorListMeta::kMaxTensors tensors and kMaxBlocks
-// chunks of kChunkSize elements. Each block updates one chunk, with 16-byte loads and stores
-// where all of the chunk's lists are aligned. The math is fused_optim_functors.h's.
+// CUDA kernels of the fused optimizer steps, through multi_tensor_apply (cuda/multi_tensor_apply.cuh).
+// The math is fused_optim_functors.h's.
 #include <cstdint>
 #include <vector>
 
 #include "ember/core/ops/fused_optim.h"
 #include "ember/core/ops/fused_optim_functors.h"
 #include "ember/cuda/launch.cuh"
+#include "ember/cuda/multi_tensor_apply.cuh"
 
 namespace ember::cuda {
 namespace {
 
-constexpr int kBlockSize = 512;
-constexpr int64_t kChunkSize = 65536;
-constexpr int kMaxBlocks = 320;
+using mta::multi_tensor_apply;
 
-// Kernel arguments stay under the classic 4 KB limit: Adam (5 lists) fits 36 tensors, SGD 48.
-template <int D>
-struct TensorListMeta {
-  static constexpr int kMaxTensors = D >= 5 ? 36 : 48;
-  void* addresses[D][kMaxTensors];  // null for an absent list (max_exp_avg_sqs without amsgrad)
-  int64_t numel[kMaxTensors];
-  const float* steps[kMaxTensors];  // Adam's step counts
-  unsigned char block_to_tensor[kMaxBlocks];
-  int block_to_chunk[kMaxBlocks];
-};
-static_assert(sizeof(TensorListMeta<5>) + 128 <= 4096 && sizeof(TensorListMeta<3>) + 128 <= 4096);
-
-template <class S, int N>
-struct alignas(sizeof(S) * N) Pack {
-  S v[N];
+// What both steps share: a launch with found_inf set does nothing, and the gradients (list 1)
+// are stored back only when grad_scale unscales them.
+struct GradScaling {
+  const float* grad_scale;
+  const float* found_inf;
+  __device__ bool skip() const { return found_inf && *found_inf != 0; }
+  __device__ bool stores(int d) const { return d != 1 || grad_scale; }
 };
 
-// List 0 is the params, list 1 the grads (stored back only when unscaled), then the state.
+// List 0 is the params, list 1 the grads, then the state.
 template <class S>
-struct AdamOp {
+struct AdamOp : GradScaling {
   static constexpr int kDepth = 5;
   using T = ops::OptimMath<S>;
   FusedAdamArgs args;
-  const float* grad_scale;
-  const float* found_inf;
 
   struct PerTensor {
     ops::AdamUpdate<T> update;
@@ -62,12 +48,10 @@ struct AdamOp {
 };
 
 template <class S>
-struct SgdOp {
+struct SgdOp : GradScaling {
   static constexpr int kDepth = 3;
   using T = ops::OptimMath<S>;
   FusedSgdArgs args;
-  const float* grad_scale;
-  const float* found_inf;
 
   struct PerTensor {
     ops::SgdUpdate<T> update;
@@ -84,91 +68,6 @@ struct SgdOp {
     e[2] = static_cast<S>(buf);
   }
 };
-
-// Updates elements [i, i + N) of one chunk: N per thread, loaded and stored as one Pack per list.
-template <int N, class S, int D, class Op>
-__device__ __forceinline__ void update_pack(S* const (&ptr)[D], int64_t i, const Op& op,
-                                            const typename Op::PerTensor& c) {
-  Pack<S, N> r[D];
-#pragma unroll
-  for (int d = 0; d < D; ++d)
-    if (ptr[d]) r[d] = *reinterpret_cast<const Pack<S, N>*>(ptr[d] + i);
-#pragma unroll
-  for (int j = 0; j < N; ++j) {
-    S e[D];
-#pragma unroll
-    for (int d = 0; d < D; ++d) e[d] = r[d].v[j];
-    op(c, e);
-#pragma unroll
-    for (int d = 0; d < D; ++d) r[d].v[j] = e[d];
-  }
-#pragma unroll
-  for (int d = 0; d < D; ++d)
-    if (ptr[d] && (d != 1 || op.grad_scale)) *reinterpret_cast<Pack<S, N>*>(ptr[d] + i) = r[d];
-}
-
-template <class S, class Op>
-__global__ void __launch_bounds__(kBlockSize) multi_tensor_kernel(TensorListMeta<Op::kDepth> meta, Op op) {
-  constexpr int D = Op::kDepth;
-  if (op.found_inf && *op.found_inf != 0) return;
-  const int t = meta.block_to_tensor[blockIdx.x];
-  const int64_t start = static_cast<int64_t>(meta.block_to_chunk[blockIdx.x]) * kChunkSize;
-  const int64_t n = min(kChunkSize, meta.numel[t] - start);
-  S* ptr[D];
-  bool aligned = true;
-#pragma unroll
-  for (int d = 0; d < D; ++d) {
-    ptr[d] = meta.addresses[d][t] ? static_cast<S*>(meta.addresses[d][t]) + start : nullptr;
-    aligned = aligned && reinterpret_cast<uintptr_t>(ptr[d]) % 16 == 0;
-  }
-  const typename Op::PerTensor c = op.per_tensor(meta.steps[t]);
-  constexpr int kVec = 16 / sizeof(S);
-  if (aligned && n % kVec == 0) {
-    for (int64_t i = threadIdx.x * kVec; i < n; i += blockDim.x * kVec) update_pack<kVec>(ptr, i, op, c);
-  } else {
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) update_pack<1>(ptr, i, op, c);
-  }
-}
-
-// Launches Op over the lists (lists[0]: the params; an empty list passes null addresses).
-template <class S, class Op>
-void multi_tensor_apply(const std::vector<ArrayRef<Tensor>>& lists, ArrayRef<Tensor> steps, const Op& op,
-                        cudaStream_t stream) {
-  constexpr int D = Op::kDepth;
-  using Meta = TensorListMeta<D>;
-  Meta meta{};
-  ArrayRef<Tensor> params = lists[0];
-  auto set_slot = [&](int slot, size_t t) {
-    for (int d = 0; d < D; ++d) meta.addresses[d][slot] = lists[d].empty() ? nullptr : lists[d][t].data_ptr();
-    meta.numel[slot] = params[t].numel();
-    meta.steps[slot] = steps.empty() ? nullptr : steps[t].data_ptr<float>();
-  };
-  auto launch = [&](int blocks) {
-    multi_tensor_kernel<S, Op><<<blocks, kBlockSize, 0, stream>>>(meta, op);
-    EMBER_CUDA_LAUNCH_CHECK();
-  };
-  int slot = 0, blocks = 0;
-  for (size_t t = 0; t < params.size(); ++t) {
-    const int64_t chunks = ceil_div(params[t].numel(), kChunkSize);
-    if (chunks == 0) continue;
-    set_slot(slot, t);
-    for (int64_t c = 0; c < chunks; ++c) {
-      meta.block_to_tensor[blocks] = static_cast<unsigned char>(slot);
-      meta.block_to_chunk[blocks] = static_cast<int>(c);
-      ++blocks;
-      const bool last_chunk = c == chunks - 1;
-      if (blocks == kMaxBlocks || (last_chunk && slot + 1 == Meta::kMaxTensors)) {
-        launch(blocks);
-        blocks = 0;
-        // A tensor with chunks left continues as slot 0 of the next batch.
-        if (!last_chunk) set_slot(0, t);
-        slot = last_chunk ? -1 : 0;
-      }
-    }
-    ++slot;
-  }
-  if (blocks > 0) launch(blocks);
-}
 
 // Adam's step counts += 1 unless found_inf is set, before the update reads them.
 constexpr int kMaxSteps = 448;
@@ -200,7 +99,7 @@ void fused_adam_cuda(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<T
   increment_steps(state_steps, optional_ptr(found_inf), stream);
   ops::visit_optim_dtype(params[0].dtype(), [&](auto tag) {
     using S = decltype(tag);
-    AdamOp<S> op{args, optional_ptr(grad_scale), optional_ptr(found_inf)};
+    AdamOp<S> op{{optional_ptr(grad_scale), optional_ptr(found_inf)}, args};
     multi_tensor_apply<S>({params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs}, state_steps, op, stream);
   });
 }
@@ -210,7 +109,7 @@ void fused_sgd_cuda(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Te
   cudaStream_t stream = current_stream(params[0].device().index);
   ops::visit_optim_dtype(params[0].dtype(), [&](auto tag) {
     using S = decltype(tag);
-    SgdOp<S> op{args, optional_ptr(grad_scale), optional_ptr(found_inf)};
+    SgdOp<S> op{{optional_ptr(grad_scale), optional_ptr(found_inf)}, args};
     multi_tensor_apply<S>({params, grads, momentum_buffers}, {}, op, stream);
   });
 }

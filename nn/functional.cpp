@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "ember/core/autocast_mode.h"
 #include "ember/core/ops/linalg.h"
 #include "ember/core/ops/reduce.h"
 
@@ -30,6 +31,10 @@ void check_loss_inputs(const char* op, const Tensor& input, const Tensor& target
 }  // namespace
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  // Autocast casts the weight itself (a leaf, so its cast is cached), with addmm's policy.
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "addmm", [](const auto&... t) { return linear(t...); }, input, weight, bias);
   EMBER_CHECK(weight.dim() == 2, "linear: expected a 2D weight [out_features, in_features], got ",
               weight.sizes());
   EMBER_CHECK(input.dim() >= 1 && input.size(-1) == weight.size(1), "linear: input has ",

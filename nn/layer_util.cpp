@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "ember/core/autocast_mode.h"
 #include "ember/nn/init.h"
 
 namespace ember::nn::detail {
@@ -20,8 +21,10 @@ void check_input_size(const char* layer, const Tensor& input, int64_t dim, int64
 }
 
 void check_like_param(const char* layer, const Tensor& input, const Tensor& param) {
-  EMBER_CHECK(input.dtype() == param.dtype(), layer, ": input has dtype ", input.dtype(),
-              " but the layer's parameters have ", param.dtype(), " (convert one with to())");
+  // Under autocast the ops cast their inputs: a bfloat16 activation meets float32 parameters.
+  EMBER_CHECK(input.dtype() == param.dtype() || amp::is_autocast_enabled(input.device().type), layer,
+              ": input has dtype ", input.dtype(), " but the layer's parameters have ", param.dtype(),
+              " (convert one with to())");
   EMBER_CHECK(input.device() == param.device(), layer, ": input is on ", input.device(),
               " but the layer's parameters are on ", param.device());
 }

@@ -18,7 +18,8 @@ void check_input_dim(const char* layer, const Tensor& input, std::initializer_li
 void check_input_size(const char* layer, const Tensor& input, int64_t dim, int64_t n, const char* what);
 // Throws "LayerNorm: expected input with trailing dims [4], got input [2, 5]".
 void check_trailing_dims(const char* layer, const Tensor& input, IntArrayRef shape);
-// Throws unless input has the parameter's dtype and device (the layer's weight).
+// Throws unless input has the parameter's dtype (unless autocast is on for its device) and device
+// (the layer's weight).
 void check_like_param(const char* layer, const Tensor& input, const Tensor& param);
 // Linear's and Conv's default: kaiming_uniform_(a = sqrt(5)) for the weight and
 // U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for the bias (if defined).

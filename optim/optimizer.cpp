@@ -176,6 +176,7 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> Optimizer::params_with_grads
 
 bool Optimizer::use_fused(const OptimizerParamGroup& group, const std::vector<Tensor>& params,
                           const std::vector<Tensor>& grads) const {
+  if (params.empty()) return true;
   if (std::optional<bool> fused = group.options().get_fused()) return *fused;
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor &p = params[i], &g = grads[i];
@@ -183,7 +184,15 @@ bool Optimizer::use_fused(const OptimizerParamGroup& group, const std::vector<Te
         g.device() != p.device())
       return false;
   }
-  return !params.empty();
+  return true;
+}
+
+bool Optimizer::step_supports_amp_scaling() const {
+  for (const OptimizerParamGroup& g : groups_) {
+    const auto [params, grads] = params_with_grads(g);
+    if (!use_fused(g, params, grads)) return false;
+  }
+  return true;
 }
 
 OptimizerParamState& Optimizer::init_state(const Tensor& param, bool fused) {

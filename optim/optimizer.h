@@ -143,6 +143,9 @@ class Optimizer {
   // kernels divide the gradients by grad_scale and skip the step where found_inf is nonzero,
   // without a host sync. Undefined tensors clear them; the per-tensor step refuses them.
   void set_grad_scaling(const Tensor& grad_scale, const Tensor& found_inf);
+  // Whether step() runs every group that has gradients fused, so it takes set_grad_scaling()
+  // (PyTorch's optimizer._step_supports_amp_scaling).
+  bool step_supports_amp_scaling() const;
 
  protected:
   Optimizer(std::vector<OptimizerParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults);
@@ -158,7 +161,8 @@ class Optimizer {
   static std::pair<std::vector<Tensor>, std::vector<Tensor>> params_with_grads(
       const OptimizerParamGroup& group);
   // Whether the group's update runs fused: as its options say, else when all its parameters
-  // are CUDA tensors that the fused kernels take (contiguous, gradients of their dtype).
+  // are CUDA tensors that the fused kernels take (contiguous, gradients of their dtype). A group
+  // without gradients has nothing to update and counts as fused.
   bool use_fused(const OptimizerParamGroup& group, const std::vector<Tensor>& params,
                  const std::vector<Tensor>& grads) const;
   // The parameter's state, created at its first use with a zero step (when counts_steps());

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
@@ -85,6 +86,10 @@ void record_attention(const Tensor& out, const Tensor& query, const Tensor& key,
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        kOp, [&](const auto&... t) { return scaled_dot_product_attention(t...); }, query, key, value,
+        attn_mask, dropout_p, is_causal, scale);
   const Tensor* qkv[] = {&query, &key, &value};
   const char* names[] = {"query", "key", "value"};
   for (int i = 0; i < 3; ++i) {

@@ -1,5 +1,6 @@
 // Frontends of the binary elementwise ops, where and masked_fill: broadcasting, type
 // promotion and in-place rules, then the device's kernel.
+#include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/copy.h"
 #include "ember/core/factories.h"
@@ -16,28 +17,30 @@ constinit DispatchStub<WhereFn> where_stub("where");
 namespace {
 
 using ops::BinaryOp;
-constexpr auto PROMOTE = AutocastPolicy::Promote;
 constexpr auto NONE = AutocastPolicy::None;
 
+// The elementwise binary ops already compute in the widest dtype of their inputs (type
+// promotion), so autocast leaves them alone, as PyTorch: a 0-dim float32 tensor times a bfloat16
+// one stays bfloat16.
 const OpRegistrar registrar({
-    {"add", PROMOTE, true},
-    {"sub", PROMOTE, true},
-    {"mul", PROMOTE, true},
-    {"div", PROMOTE, true},
+    {"add", NONE, true},
+    {"sub", NONE, true},
+    {"mul", NONE, true},
+    {"div", NONE, true},
     {"pow", AutocastPolicy::Float32, true},
-    {"maximum", PROMOTE, true},
-    {"minimum", PROMOTE, true},
-    {"eq", PROMOTE, false},
-    {"ne", PROMOTE, false},
-    {"lt", PROMOTE, false},
-    {"le", PROMOTE, false},
-    {"gt", PROMOTE, false},
-    {"ge", PROMOTE, false},
+    {"maximum", NONE, true},
+    {"minimum", NONE, true},
+    {"eq", NONE, false},
+    {"ne", NONE, false},
+    {"lt", NONE, false},
+    {"le", NONE, false},
+    {"gt", NONE, false},
+    {"ge", NONE, false},
     {"logical_and", NONE, false},
     {"logical_or", NONE, false},
     {"logical_xor", NONE, false},
     {"logical_not", NONE, false},
-    {"where", PROMOTE, true},
+    {"where", NONE, true},
     {"masked_fill", NONE, true},
 });
 
@@ -215,13 +218,24 @@ Tensor mul(const Tensor& a, const Tensor& b) { return run("mul", BinaryOp::Mul, 
 Tensor mul(const Tensor& a, const Scalar& b) { return run("mul", BinaryOp::Mul, a, b); }
 Tensor div(const Tensor& a, const Tensor& b) { return run("div", BinaryOp::Div, a, b, result_type(a, b)); }
 Tensor div(const Tensor& a, const Scalar& b) { return run("div", BinaryOp::Div, a, b); }
-Tensor pow(const Tensor& a, const Tensor& e) { return run("pow", BinaryOp::Pow, a, e, result_type(a, e)); }
+Tensor pow(const Tensor& a, const Tensor& e) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "pow", [&](const auto&... t) { return pow(t...); }, a, e);
+  return run("pow", BinaryOp::Pow, a, e, result_type(a, e));
+}
 Tensor pow(const Tensor& a, const Scalar& e) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "pow", [&](const auto&... t) { return pow(t...); }, a, e);
   EMBER_CHECK(is_floating_point(result_type(a, e)) || e.to_long() >= 0,
               "pow: integers to negative integer powers are not allowed");
   return run("pow", BinaryOp::Pow, a, e);
 }
 Tensor pow(const Scalar& base, const Tensor& e) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "pow", [&](const auto&... t) { return pow(t...); }, base, e);
   return run("pow", BinaryOp::Pow, wrap(base), e, result_type(e, base));
 }
 Tensor maximum(const Tensor& a, const Tensor& b) {

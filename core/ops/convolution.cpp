@@ -5,6 +5,7 @@
 
 #include <sstream>
 
+#include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
@@ -243,6 +244,13 @@ Tensor run_conv(bool transposed, const Tensor& x, const Tensor& w, const Tensor&
 
 Tensor convolution(const char* op, int64_t dims, bool transposed, const Tensor& input,
                    const Tensor& weight, const Tensor& bias, const ConvArgs& a) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        op,
+        [&](const Tensor& xc, const Tensor& wc, const Tensor& bc) {
+          return convolution(op, dims, transposed, xc, wc, bc, a);
+        },
+        input, weight, bias);
   check_tensors(op, dims, input, weight, bias);
   check_args(op, transposed, a);
   const bool batched = input.dim() == dims + 2;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
@@ -201,6 +202,9 @@ Term contract(Term a, Term b, const Labels& after, size_t num_labels) {
 }  // namespace
 
 Tensor einsum(std::string_view equation, ArrayRef<Tensor> operands) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "einsum", [&](const auto&... t) { return einsum(t...); }, equation, operands);
   EMBER_CHECK(!operands.empty(), "einsum: must provide at least one operand");
   Equation eq = parse(equation);
   EMBER_CHECK(eq.inputs.size() == operands.size(), "einsum: the equation has ", eq.inputs.size(),

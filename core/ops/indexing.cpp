@@ -5,6 +5,7 @@
 // differentiated again.
 #include "ember/core/ops/indexing.h"
 
+#include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/copy.h"
 #include "ember/core/factories.h"
@@ -277,6 +278,9 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Scalar& 
   return out;
 }
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "scatter_add", [&](const auto&... t) { return scatter_add(t...); }, x, dim, index, src);
   Tensor out = on_copy(x, [&](const Tensor& self) {
     return scatter_checked("scatter_add", ScatterOp::Add, self, dim, index, src);
   });
@@ -285,6 +289,9 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 }
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
                  const Scalar& alpha) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "index_add", [&](const auto&... t) { return index_add(t...); }, x, dim, index, source, alpha);
   Tensor out = on_copy(
       x, [&](const Tensor& self) { return index_add_checked("index_add", self, dim, index, source, alpha); });
   if (needs_grad({x, source})) {

@@ -2,6 +2,7 @@
 // checks, then bmm_stub, the one batched GEMM every product goes through.
 #include "ember/core/ops/linalg.h"
 
+#include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
@@ -24,8 +25,8 @@ const OpRegistrar registrar({
     {"bmm", LOWER, true},
     {"addmm", LOWER, true},
     {"baddbmm", LOWER, true},
-    {"outer", LOWER, true},
-    {"dot", LOWER, true},
+    {"outer", AutocastPolicy::None, true},   // a mul, which promotes its inputs
+    {"dot", AutocastPolicy::Promote, true},  // as PyTorch
 });
 
 // The checks every product makes of its two operands.
@@ -113,8 +114,8 @@ Tensor add_product(const char* op, const Tensor& input, IntArrayRef sizes, const
   EMBER_CHECK(expands, op, ": input of shape ", from, " cannot be broadcast to the product's shape ", sizes);
   const bool bias_row = from.size() >= 1 && from.size() <= 2 && from.back() == sizes.back() &&
                         (from.size() == 1 || from[0] == 1);
-  if (!batched && bias_row && beta.to_double() == 1 && alpha.to_double() == 1 && is_floating_point(a.dtype()) &&
-      addmm_bias_stub.has(a.device().type))
+  if (!batched && bias_row && beta.to_double() == 1 && alpha.to_double() == 1 &&
+      is_floating_point(a.dtype()) && addmm_bias_stub.has(a.device().type))
     return addmm_bias(input, a, b);
   if (needs_grad({input, a, b})) {  // differentiable through its parts
     Tensor p = batched ? bmm_unchecked(a, b) : mm_unchecked(a, b);
@@ -133,6 +134,9 @@ Tensor add_product(const char* op, const Tensor& input, IntArrayRef sizes, const
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "matmul", [&](const auto&... t) { return matmul(t...); }, a, b);
   const char* op = "matmul";
   check_operands(op, a, b);
   EMBER_CHECK(a.dim() >= 1 && b.dim() >= 1, op, ": both arguments need to be at least 1D, but they are ",
@@ -167,6 +171,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "mm", [&](const auto&... t) { return mm(t...); }, a, b);
   check_operands("mm", a, b);
   check_dims("mm", a, b, 2);
   check_inner("mm", a, b, a.size(1), b.size(0));
@@ -174,6 +181,9 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "bmm", [&](const auto&... t) { return bmm(t...); }, a, b);
   check_operands("bmm", a, b);
   check_dims("bmm", a, b, 3);
   EMBER_CHECK(a.size(0) == b.size(0), "bmm: batch sizes differ, batch1 is ", a.sizes(), ", batch2 is ",
@@ -183,6 +193,9 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scalar& beta, const Scalar& alpha) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "addmm", [&](const auto&... t) { return addmm(t...); }, input, a, b, beta, alpha);
   check_operands("addmm", a, b);
   check_dims("addmm", a, b, 2);
   check_inner("addmm", a, b, a.size(1), b.size(0));
@@ -192,6 +205,9 @@ Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scalar
 
 Tensor baddbmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scalar& beta,
                const Scalar& alpha) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "baddbmm", [&](const auto&... t) { return baddbmm(t...); }, input, a, b, beta, alpha);
   check_operands("baddbmm", a, b);
   check_dims("baddbmm", a, b, 3);
   EMBER_CHECK(a.size(0) == b.size(0), "baddbmm: batch sizes differ, batch1 is ", a.sizes(), ", batch2 is ",
@@ -208,6 +224,9 @@ Tensor outer(const Tensor& a, const Tensor& b) {
 }
 
 Tensor dot(const Tensor& a, const Tensor& b) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "dot", [&](const auto&... t) { return dot(t...); }, a, b);
   EMBER_CHECK(a.dim() == 1 && b.dim() == 1, "dot: expected 1D tensors, but got ", a.dim(), "D and ", b.dim(),
               "D");
   check_operands("dot", a, b);

@@ -2,6 +2,7 @@
 // Losses are computed in float32 (float64 for float64 inputs) and cast to the input's dtype.
 #include "ember/core/ops/loss.h"
 
+#include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
@@ -215,6 +216,9 @@ Reduction parse_reduction(const char* op, std::string_view reduction) {
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
                      int64_t ignore_index, std::string_view reduction, double label_smoothing) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call("cross_entropy", [&](const auto&... t) { return cross_entropy(t...); },
+                              input, target, weight, ignore_index, reduction, label_smoothing);
   const char* op = "cross_entropy";
   check_floating(op, input, "input");
   Reduction r = parse_reduction(op, reduction);
@@ -273,6 +277,9 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight,
                 int64_t ignore_index, std::string_view reduction) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call("nll_loss", [&](const auto&... t) { return nll_loss(t...); },
+                              log_probs, target, weight, ignore_index, reduction);
   const char* op = "nll_loss";
   check_floating(op, log_probs, "input");
   Reduction r = parse_reduction(op, reduction);
@@ -284,6 +291,9 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view reduction) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call("mse_loss", [&](const auto&... t) { return mse_loss(t...); },
+                              input, target, reduction);
   const char* op = "mse_loss";
   Reduction r = parse_reduction(op, reduction);
   check_same_device(op, input, target, "target");
@@ -315,6 +325,11 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view redu
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         const Tensor& weight, std::string_view reduction,
                                         const Tensor& pos_weight) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "binary_cross_entropy_with_logits",
+        [&](const auto&... t) { return binary_cross_entropy_with_logits(t...); }, input, target, weight,
+        reduction, pos_weight);
   const char* op = "binary_cross_entropy_with_logits";
   Reduction r = parse_reduction(op, reduction);
   check_floating(op, input, "input");

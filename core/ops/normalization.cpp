@@ -5,6 +5,7 @@
 
 #include <array>
 
+#include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
@@ -134,6 +135,9 @@ void record_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, IntArrayRef normalized_shape,
                                                      const Tensor& weight, const Tensor& bias,
                                                      double eps) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call("layer_norm", [&](const auto&... t) { return native_layer_norm(t...); },
+                              x, normalized_shape, weight, bias, eps);
   const char* op = "layer_norm";
   check_floating(op, x, "input");
   auto nd = static_cast<int64_t>(normalized_shape.size());
@@ -193,6 +197,14 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& x, const Tens
                                                      const Tensor& running_var,
                                                      const Tensor& weight, const Tensor& bias,
                                                      bool training, double momentum, double eps) {
+  // The running statistics are updated in place: never cast (a copy would lose the update).
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "batch_norm",
+        [&](const Tensor& xc, const Tensor& wc, const Tensor& bc) {
+          return native_batch_norm(xc, running_mean, running_var, wc, bc, training, momentum, eps);
+        },
+        x, weight, bias);
   const char* op = "batch_norm";
   check_nc_input(op, x);
   EMBER_CHECK(running_mean.defined() == running_var.defined(), op,
@@ -254,6 +266,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
 std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& x, int64_t num_groups,
                                                      const Tensor& weight, const Tensor& bias,
                                                      double eps) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call("group_norm", [&](const auto&... t) { return native_group_norm(t...); },
+                              x, num_groups, weight, bias, eps);
   const char* op = "group_norm";
   check_nc_input(op, x);
   int64_t N = x.size(0), C = x.size(1), G = num_groups;

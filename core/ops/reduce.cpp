@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 
+#include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/op_registry.h"
@@ -269,22 +270,37 @@ Tensor logical(const char* name, ReduceOp op, const Tensor& x, std::optional<int
 
 Tensor sum(const Tensor& x, std::optional<ScalarType> dtype) { return sum(x, {}, false, dtype); }
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
+  if (amp::detail::autocast_pending && !dtype)
+    return amp::autocast_call(
+        "sum", [&](const auto&... t) { return sum(t...); }, x, dims, keepdim, dtype);
   uint64_t mask = dim_mask("sum", dims, x.dim());
   Tensor out = reduce(ReduceOp::Sum, x, mask, keepdim, sum_dtype(x, dtype)).values;
   return record_reduction("sum", x, out, mask, keepdim, 1.0);
 }
 
 Tensor prod(const Tensor& x, std::optional<ScalarType> dtype) {
+  if (amp::detail::autocast_pending && !dtype)
+    return amp::autocast_call(
+        "prod", [&](const auto&... t) { return prod(t...); }, x, dtype);
   return prod_impl(x, dim_mask("prod", {}, x.dim()), false, dtype);
 }
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<ScalarType> dtype) {
+  if (amp::detail::autocast_pending && !dtype)
+    return amp::autocast_call(
+        "prod", [&](const auto&... t) { return prod(t...); }, x, dim, keepdim, dtype);
   return prod_impl(x, dim_mask("prod", dim, x.dim()), keepdim, dtype);
 }
 
 Tensor mean(const Tensor& x, std::optional<ScalarType> dtype) {
+  if (amp::detail::autocast_pending && !dtype)
+    return amp::autocast_call(
+        "mean", [&](const auto&... t) { return mean(t...); }, x, dtype);
   return mean_impl(x, dim_mask("mean", {}, x.dim()), false, dtype);
 }
 Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
+  if (amp::detail::autocast_pending && !dtype)
+    return amp::autocast_call(
+        "mean", [&](const auto&... t) { return mean(t...); }, x, dims, keepdim, dtype);
   return mean_impl(x, dim_mask("mean", dims, x.dim()), keepdim, dtype);
 }
 
@@ -310,13 +326,22 @@ Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
 }
 
 Tensor var(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "var", [&](const auto&... t) { return var(t...); }, x, dims, correction, keepdim);
   return var_impl("var", ReduceOp::Var, x, dims, correction, keepdim);
 }
 Tensor std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "std", [&](const auto&... t) { return std(t...); }, x, dims, correction, keepdim);
   return var_impl("std", ReduceOp::Std, x, dims, correction, keepdim);
 }
 
 Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "norm", [&](const auto&... t) { return norm(t...); }, x, p, dims, keepdim);
   check_floating("norm", x);
   double order = p.to_double();
   EMBER_CHECK(order == order, "norm: the order p must not be NaN");
@@ -333,6 +358,9 @@ Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
 }
 
 Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "logsumexp", [&](const auto&... t) { return logsumexp(t...); }, x, dims, keepdim);
   uint64_t mask = dim_mask("logsumexp", dims, x.dim());
   Tensor out = reduce(ReduceOp::LogSumExp, x, mask, keepdim, to_float_dtype(x.dtype())).values;
   // The gradient is softmax(x) times the output gradient.

@@ -1,6 +1,7 @@
 // Frontend of cumsum: output dtype, then the device's kernel.
 #include "ember/core/ops/scan.h"
 
+#include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
@@ -14,11 +15,14 @@ constinit DispatchStub<CumsumFn> cumsum_stub("cumsum");
 
 namespace {
 
-const OpRegistrar registrar({{"cumsum", AutocastPolicy::None, true}});
+const OpRegistrar registrar({{"cumsum", AutocastPolicy::Float32, true}});
 
 }  // namespace
 
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
+  if (amp::detail::autocast_pending && !dtype)
+    return amp::autocast_call(
+        "cumsum", [&](const auto&... t) { return cumsum(t...); }, x, dim, dtype);
   dim = wrap_dim("cumsum", dim, x.dim());
   ScalarType out_dtype = dtype.value_or(is_integral(x.dtype(), true) ? kInt64 : x.dtype());
   EMBER_CHECK(out_dtype != kBool, "cumsum: bool is not a supported output dtype");

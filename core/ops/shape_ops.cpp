@@ -4,6 +4,7 @@
 // be differentiated again.
 #include "ember/core/ops/shape_ops.h"
 
+#include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
@@ -128,6 +129,9 @@ Tensor pad_accumulate(Tensor grad, const std::vector<std::pair<int64_t, std::vec
 Tensor atleast_1d(const Tensor& x) { return x.dim() == 0 ? x.as_strided({1}, {1}) : x; }
 
 Tensor cat(ArrayRef<Tensor> tensors, int64_t dim) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "cat", [&](const auto&... t) { return cat(t...); }, tensors, dim);
   EMBER_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
   const Tensor& first = tensors[0];
   const Tensor* ref = nullptr;  // the first tensor that is not skipped: it fixes the shape
@@ -184,6 +188,9 @@ Tensor cat(ArrayRef<Tensor> tensors, int64_t dim) {
 }
 
 Tensor stack(ArrayRef<Tensor> tensors, int64_t dim) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        "stack", [&](const auto&... t) { return stack(t...); }, tensors, dim);
   EMBER_CHECK(!tensors.empty(), "stack: expected a non-empty list of tensors");
   dim = wrap_dim("stack", dim, tensors[0].dim() + 1);
   std::vector<Tensor> parts;

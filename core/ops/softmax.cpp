@@ -2,6 +2,7 @@
 // device's fused kernel.
 #include "ember/core/ops/softmax.h"
 
+#include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/op_registry.h"
@@ -59,6 +60,8 @@ Tensor backward_data(const char* op, const Tensor& grad_output, const Tensor& ou
 
 Tensor run(const char* op, const Tensor& x, int64_t dim, std::optional<ScalarType> dtype,
            bool log) {
+  if (amp::detail::autocast_pending && !dtype)
+    return amp::autocast_call(op, [&](const Tensor& t) { return run(op, t, dim, dtype, log); }, x);
   int64_t d = wrap_dim(op, dim, x.dim());
   Tensor in = dtype ? x.to(*dtype) : x;
   EMBER_CHECK(in.is_floating_point(), op,

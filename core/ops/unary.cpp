@@ -1,4 +1,5 @@
 // Frontends of the unary elementwise ops: output dtype and shape, then the device's kernel.
+#include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/copy.h"
 #include "ember/core/factories.h"
@@ -22,7 +23,7 @@ const OpRegistrar registrar({
     {"log1p", F32, true},      {"expm1", F32, true},  {"sqrt", NONE, true},    {"rsqrt", F32, true},
     {"sin", NONE, true},       {"cos", NONE, true},   {"tanh", NONE, true},    {"sigmoid", NONE, true},
     {"gelu", NONE, true},      {"silu", NONE, true},  {"softplus", F32, true}, {"leaky_relu", NONE, true},
-    {"reciprocal", F32, true}, {"erf", F32, true},
+    {"reciprocal", F32, true}, {"erf", NONE, true},
 });
 
 ScalarType result_dtype(const char* name, UnaryOp op, ScalarType in) {
@@ -38,6 +39,9 @@ enum Saves : int { kNone = 0, kInput = 1, kOutput = 2 };
 
 Tensor unary(const char* name, UnaryOp op, const Tensor& x, Formula formula, int saves,
              ops::ElementwiseParams p = {}, std::optional<ScalarType> dtype = std::nullopt) {
+  if (amp::detail::autocast_pending)
+    return amp::autocast_call(
+        name, [&](const Tensor& t) { return unary(name, op, t, formula, saves, p, dtype); }, x);
   Tensor out =
       empty(x.sizes(), TensorOptions(dtype.value_or(result_dtype(name, op, x.dtype()))).device(x.device()));
   if (out.numel() > 0) unary_stub(x.device())(op, out, x, p);

@@ -1,0 +1,149 @@
+#include "ember/core/autocast_mode.h"
+
+#include <unordered_map>
+
+#include "ember/core/error.h"
+#include "ember/core/type_promotion.h"
+
+namespace ember::amp {
+namespace detail {
+
+thread_local constinit bool autocast_pending = false;
+
+}  // namespace detail
+
+namespace {
+
+int index_of(DeviceType d) { return static_cast<int>(d); }
+
+struct CacheKey {
+  const TensorImpl* source;
+  ScalarType dtype;
+  bool operator==(const CacheKey&) const = default;
+};
+struct CacheKeyHash {
+  size_t operator()(const CacheKey& k) const {
+    return std::hash<const void*>()(k.source) ^ static_cast<size_t>(k.dtype);
+  }
+};
+struct CacheEntry {
+  Tensor source;  // held so its address is not reused by another tensor while the entry lives
+  Tensor cast;
+};
+
+struct State {
+  bool enabled[kNumDeviceTypes] = {false, false};
+  ScalarType dtype[kNumDeviceTypes] = {kBFloat16, kFloat16};  // CPU, CUDA: PyTorch's defaults
+  bool cache_enabled = true;
+  int nesting = 0;
+  std::unordered_map<CacheKey, CacheEntry, CacheKeyHash> cache;
+};
+
+State& state() {
+  thread_local State s;
+  return s;
+}
+
+// Whether ops should look at autocast: recomputed whenever a device's switch changes. Inside an
+// autocast op (ExcludeAutocastGuard) the guard restores the flag it saw.
+void refresh_pending() {
+  const State& s = state();
+  detail::autocast_pending = s.enabled[0] || s.enabled[1];
+}
+
+}  // namespace
+
+bool is_autocast_enabled(DeviceType device_type) { return state().enabled[index_of(device_type)]; }
+
+void set_autocast_enabled(DeviceType device_type, bool enabled) {
+  state().enabled[index_of(device_type)] = enabled;
+  refresh_pending();
+}
+
+ScalarType get_autocast_dtype(DeviceType device_type) { return state().dtype[index_of(device_type)]; }
+
+void set_autocast_dtype(DeviceType device_type, ScalarType dtype) {
+  EMBER_CHECK(is_reduced_float(dtype), "autocast: expected dtype float16 or bfloat16 for device type ",
+              Device(device_type), ", got ", dtype);
+  state().dtype[index_of(device_type)] = dtype;
+}
+
+bool is_autocast_cache_enabled() { return state().cache_enabled; }
+void set_autocast_cache_enabled(bool enabled) { state().cache_enabled = enabled; }
+size_t autocast_cache_size() { return state().cache.size(); }
+void clear_autocast_cache() { state().cache.clear(); }
+
+AutocastGuard::AutocastGuard(DeviceType device_type, std::optional<ScalarType> dtype, bool enabled,
+                             bool cache_enabled)
+    : device_type_(device_type),
+      prev_enabled_(is_autocast_enabled(device_type)),
+      prev_dtype_(get_autocast_dtype(device_type)),
+      prev_cache_enabled_(is_autocast_cache_enabled()) {
+  if (dtype) set_autocast_dtype(device_type, *dtype);  // checks before anything changes
+  ++state().nesting;
+  set_autocast_enabled(device_type, enabled);
+  set_autocast_cache_enabled(cache_enabled);
+}
+
+AutocastGuard::~AutocastGuard() {
+  State& s = state();
+  if (--s.nesting == 0) s.cache.clear();
+  s.dtype[index_of(device_type_)] = prev_dtype_;
+  s.cache_enabled = prev_cache_enabled_;
+  set_autocast_enabled(device_type_, prev_enabled_);
+}
+
+namespace detail {
+
+AutocastPolicy policy_of(std::string_view op) {
+  // Built at first use, when every op family has registered its table.
+  static const std::unordered_map<std::string_view, AutocastPolicy> policies = [] {
+    std::unordered_map<std::string_view, AutocastPolicy> m;
+    for (const OpSchema& s : registered_ops()) m.emplace(s.name, s.autocast);
+    return m;
+  }();
+  auto it = policies.find(op);
+  EMBER_CHECK(it != policies.end(), "autocast: op '", op, "' is not in the op registry");
+  return it->second;
+}
+
+// Eligible inputs, as PyTorch's is_eligible: floating, and not float64 (kept as asked for).
+bool eligible(ScalarType t) { return is_floating_point(t) && t != kFloat64; }
+
+std::optional<ScalarType> target_dtype(AutocastPolicy policy, DeviceType device_type,
+                                       const std::vector<ScalarType>& dtypes) {
+  const State& s = state();
+  if (!s.enabled[index_of(device_type)]) return std::nullopt;
+  switch (policy) {
+    case AutocastPolicy::LowerPrecision:
+      return s.dtype[index_of(device_type)];
+    case AutocastPolicy::Float32:
+      return kFloat32;
+    case AutocastPolicy::Promote: {
+      std::optional<ScalarType> widest;
+      for (ScalarType t : dtypes)
+        if (eligible(t)) widest = widest ? promote_types(*widest, t) : t;
+      return widest;
+    }
+    case AutocastPolicy::None:
+      break;
+  }
+  return std::nullopt;
+}
+
+Tensor cast(const Tensor& t, DeviceType device_type, ScalarType dtype) {
+  if (!t.defined() || t.device().type != device_type || !eligible(t.dtype()) || t.dtype() == dtype) return t;
+  State& s = state();
+  // PyTorch's cached_cast: only lower-precision casts of float32 leaves that require grad.
+  const bool cacheable = s.cache_enabled && t.dtype() == kFloat32 &&
+                         dtype == s.dtype[index_of(device_type)] && t.requires_grad() && t.is_leaf();
+  if (!cacheable) return t.to(dtype);
+  CacheKey key{t.unsafe_impl(), dtype};
+  if (auto it = s.cache.find(key); it != s.cache.end()) return it->second.cast;
+  Tensor out = t.to(dtype);
+  s.cache.emplace(key, CacheEntry{t, out});
+  return out;
+}
+
+}  // namespace detail
+}  // namespace ember::amp
