@@ -46,7 +46,8 @@ TEST_F(KernelRanges, EachKernelCallIsBracketedByItsStubName) {
 TEST_F(KernelRanges, AThrowingKernelStillClosesItsRange) {
   Tensor logits = zeros({2, 3}), target = tensor({0, 7}, kInt64);
   detail::g_kernel_range_hooks.store(&kRecording);
-  EXPECT_EMBER_ERROR(cross_entropy(logits, target), "cross_entropy", "target 7", "out of bounds for 3 classes");
+  EXPECT_EMBER_ERROR(cross_entropy(logits, target), "cross_entropy", "target 7",
+                     "out of bounds for 3 classes");
   detail::g_kernel_range_hooks.store(nullptr);
   ASSERT_EQ(g_events.size(), 2u);
   EXPECT_EQ(g_events[0], "push cross_entropy_forward");

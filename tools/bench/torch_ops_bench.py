@@ -74,10 +74,10 @@ def conv_cases():
                               (256, 14, 256, 3, 1), (512, 7, 512, 3, 1), (256, 56, 512, 1, 2)):
             n, pad = 128, r // 2
             ho = (h + 2 * pad - r) // s + 1
-            cl = torch.channels_last
-            x = torch.randn(n, c, h, h, device=dev, dtype=torch.bfloat16).to(memory_format=cl).requires_grad_()
-            w = torch.randn(k, c, r, r, device=dev, dtype=torch.bfloat16).to(memory_format=cl).requires_grad_()
-            dy = torch.randn(n, k, ho, ho, device=dev, dtype=torch.bfloat16).to(memory_format=cl)
+            cl, bf16 = torch.channels_last, torch.bfloat16
+            x = torch.randn(n, c, h, h, device=dev, dtype=bf16).to(memory_format=cl).requires_grad_()
+            w = torch.randn(k, c, r, r, device=dev, dtype=bf16).to(memory_format=cl).requires_grad_()
+            dy = torch.randn(n, k, ho, ho, device=dev, dtype=bf16).to(memory_format=cl)
             flops = 3 * 2.0 * n * k * ho * ho * c * r * r
             run(f"conv2d fwd+bwd bf16 NHWC n128 c{c} {h}x{h} k{k} {r}x{r} s{s} benchmark={int(bench)}", flops,
                 "tflops", lambda: torch.autograd.grad(F.conv2d(x, w, None, s, pad), (x, w), dy))
