@@ -1,9 +1,47 @@
 #pragma once
 
+#include <atomic>
+#include <utility>
+
 #include "ember/core/device.h"
 #include "ember/core/error.h"
 
 namespace ember {
+
+namespace detail {
+// Ranges around each kernel call, named after its stub (cuda::nvtx::set_emit_nvtx installs NVTX
+// ones, as torch.autograd.profiler.emit_nvtx). Null when off: a call then costs one load.
+struct KernelRangeHooks {
+  void (*push)(const char* name);
+  void (*pop)();
+};
+extern std::atomic<const KernelRangeHooks*> g_kernel_range_hooks;
+}  // namespace detail
+
+// A stub's kernel for one device, called like the kernel itself.
+template <class Fn>
+class BoundKernel;
+template <class R, class... Args>
+class BoundKernel<R (*)(Args...)> {
+ public:
+  using Fn = R (*)(Args...);
+  BoundKernel(Fn fn, const char* name) : fn_(fn), name_(name) {}
+  R operator()(Args... args) const {
+    const detail::KernelRangeHooks* hooks = detail::g_kernel_range_hooks.load(std::memory_order_acquire);
+    if (!hooks) return fn_(std::forward<Args>(args)...);
+    hooks->push(name_);
+    struct Pop {
+      const detail::KernelRangeHooks* h;
+      ~Pop() { h->pop(); }
+    } pop{hooks};
+    return fn_(std::forward<Args>(args)...);
+  }
+  operator Fn() const { return fn_; }
+
+ private:
+  Fn fn_;
+  const char* name_;
+};
 
 // One slot per device type for a kernel of signature Fn. The CPU kernels fill theirs from
 // core/cpu, the CUDA ones from cuda/, both at load time through KernelRegistrar; the op's
@@ -15,11 +53,11 @@ class DispatchStub {
  public:
   explicit constexpr DispatchStub(const char* name) : name_(name) {}
 
-  Fn operator()(Device d) const {
+  BoundKernel<Fn> operator()(Device d) const {
     Fn f = fns_[static_cast<int>(d.type)];
     EMBER_CHECK(f, name_, ": no kernel for device ", d,
                 d.is_cuda() ? " (ember was built without CUDA support)" : "");
-    return f;
+    return {f, name_};
   }
   void set(DeviceType d, Fn fn) { fns_[static_cast<int>(d)] = fn; }
   bool has(DeviceType d) const { return fns_[static_cast<int>(d)] != nullptr; }

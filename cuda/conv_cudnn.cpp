@@ -5,13 +5,18 @@
 // ("same" padding, output_padding, a backward whose rows do not divide evenly) runs on x and y
 // grown at the end: with zeros where they are inputs, with extra rows dropped afterwards where
 // they are outputs. Tensors packed NHWC (channels-last) run in that format; float64 and anything
-// cuDNN has no NHWC algorithm for run NCHW. Algorithms come from cuDNN's heuristic, tried in
-// order until one runs, and are cached per problem.
+// cuDNN has no NHWC algorithm for run NCHW.
+// Algorithms are chosen once per problem and cached, as PyTorch chooses them: by default the
+// first of cuDNN's heuristic list (cudnnGet*Algorithm_v7; tensor-op math first) whose workspace
+// the caching allocator can give, however large; with cudnn::set_benchmark(true) the fastest
+// that cudnnFind*AlgorithmEx measures. Forward, data and weight gradients choose alike.
 #include "ember/cuda/conv_cudnn.h"
 
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -26,10 +31,12 @@ namespace ember::cuda {
 
 namespace cudnn {
 namespace {
-std::atomic<bool> g_allow_tf32{false};
+std::atomic<bool> g_allow_tf32{false}, g_benchmark{false};
 }  // namespace
 void set_allow_tf32(bool allow) { g_allow_tf32.store(allow, std::memory_order_relaxed); }
 bool allow_tf32() { return g_allow_tf32.load(std::memory_order_relaxed); }
+void set_benchmark(bool enabled) { g_benchmark.store(enabled, std::memory_order_relaxed); }
+bool benchmark() { return g_benchmark.load(std::memory_order_relaxed); }
 }  // namespace cudnn
 
 namespace {
@@ -120,13 +127,16 @@ Tensor stand_in(const Tensor& t, int64_t h, int64_t w, bool nhwc, bool input) {
   return s;
 }
 
+// An algorithm with its math type and workspace size (kUnknownWorkspace until asked).
+constexpr size_t kUnknownWorkspace = SIZE_MAX;
 struct Choice {
   int algo;
   cudnnMathType_t math;
+  size_t workspace = kUnknownWorkspace;
 };
 
 // Algorithms by everything the choice depends on (run_call's key).
-using ConvPlans = detail::PlanCache<21, Choice>;
+using ConvPlans = detail::PlanCache<22, Choice>;
 
 ConvPlans& choice_cache() {
   static auto* cache = new ConvPlans;  // leaked: used until the process ends
@@ -175,43 +185,53 @@ void describe(Descs& d, const Call& c) {
   EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), default_math(st)));
 }
 
-// The heuristic's algorithms in its order of preference; float32 without TF32 keeps the FMA ones.
-template <class Perf>
-void keep(const Perf* perf, int n, bool fma_only, std::vector<Choice>& out) {
-  for (int i = 0; i < n; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && (!fma_only || perf[i].mathType == CUDNN_FMA_MATH))
-      out.push_back({static_cast<int>(perf[i].algo), perf[i].mathType});
+// Whether the dtype's convolutions run on tensor cores: half and bfloat16, float32 with TF32.
+bool wants_tensor_ops(ScalarType t) {
+  return t == kFloat16 || t == kBFloat16 || (t == kFloat32 && cudnn::allow_tf32());
 }
 
-std::vector<Choice> candidates(cudnnHandle_t h, const Descs& d, const Call& c) {
-  const bool fma_only = c.x.dtype() == kFloat32 && !cudnn::allow_tf32();
+// The algorithms of a heuristic list or of a measurement (fastest first), in that order with the
+// tensor-op ones first in a heuristic list when the dtype wants them; float32 without TF32 keeps
+// the FMA ones only. A measurement also gives the workspace each used.
+template <class Perf>
+std::vector<Choice> keep(const Perf* perf, int n, ScalarType dt, bool measured) {
+  const bool fma_only = dt == kFloat32 && !cudnn::allow_tf32();
   std::vector<Choice> out;
+  for (int i = 0; i < n; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && (!fma_only || perf[i].mathType == CUDNN_FMA_MATH))
+      out.push_back(
+          {static_cast<int>(perf[i].algo), perf[i].mathType, measured ? perf[i].memory : kUnknownWorkspace});
+  if (!measured && wants_tensor_ops(dt))
+    std::stable_partition(out.begin(), out.end(),
+                          [](const Choice& c) { return c.math == CUDNN_TENSOR_OP_MATH; });
+  return out;
+}
+
+// cuDNN's heuristic list for the call.
+std::vector<Choice> heuristic_choices(cudnnHandle_t h, const Descs& d, const Call& c) {
+  const ScalarType dt = c.x.dtype();
   int n = 0;
   switch (c.kind) {
     case Kind::Forward: {
       cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       EMBER_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
           h, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
-      keep(perf, n, fma_only, out);
-      break;
+      return keep(perf, n, dt, false);
     }
     case Kind::BackwardData: {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
           h, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf));
-      keep(perf, n, fma_only, out);
-      break;
+      return keep(perf, n, dt, false);
     }
-    case Kind::BackwardFilter: {
+    default: {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       EMBER_CUDNN_CHECK(
           cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x.get(), d.y.get(), d.conv.get(), d.w.get(),
                                                         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf));
-      keep(perf, n, fma_only, out);
-      break;
+      return keep(perf, n, dt, false);
     }
   }
-  return out;
 }
 
 cudnnStatus_t workspace_size(cudnnHandle_t h, const Descs& d, Kind kind, int algo, size_t* bytes) {
@@ -230,21 +250,31 @@ cudnnStatus_t workspace_size(cudnnHandle_t h, const Descs& d, Kind kind, int alg
   }
 }
 
-// Runs the call with one algorithm: its status (not thrown, so that the next one can be tried).
-cudnnStatus_t launch(cudnnHandle_t h, const Descs& d, const Call& c, Choice choice) {
+// A workspace of `bytes` from the caching allocator into `ws`; false when it cannot be had.
+bool allocate_workspace(size_t bytes, Device device, Tensor& ws) {
+  if (bytes == 0) return true;
+  try {
+    ws = empty({static_cast<int64_t>(bytes)}, TensorOptions(kUInt8).device(device));
+    return true;
+  } catch (const Error&) {
+    return false;  // out of memory: an algorithm needing less may still run
+  }
+}
+
+// Runs the call with one algorithm, filling in its workspace size: its status (not thrown, so
+// that the next one can be tried).
+cudnnStatus_t launch(cudnnHandle_t h, const Descs& d, const Call& c, Choice& choice) {
   cudnnStatus_t st = cudnnSetConvolutionMathType(d.conv.get(), choice.math);
   if (st != CUDNN_STATUS_SUCCESS) return st;
-  size_t bytes = 0;
-  st = workspace_size(h, d, c.kind, choice.algo, &bytes);
-  if (st != CUDNN_STATUS_SUCCESS) return st;
-  Tensor ws;
-  if (bytes > 0) {
-    try {
-      ws = empty({static_cast<int64_t>(bytes)}, TensorOptions(kUInt8).device(c.x.device()));
-    } catch (const Error&) {
-      return CUDNN_STATUS_ALLOC_FAILED;  // out of memory: an algorithm needing less may still run
-    }
+  if (choice.workspace == kUnknownWorkspace) {
+    size_t bytes = 0;
+    st = workspace_size(h, d, c.kind, choice.algo, &bytes);
+    if (st != CUDNN_STATUS_SUCCESS) return st;
+    choice.workspace = bytes;
   }
+  Tensor ws;
+  if (!allocate_workspace(choice.workspace, c.x.device(), ws)) return CUDNN_STATUS_ALLOC_FAILED;
+  const size_t bytes = choice.workspace;
   void* wsp = bytes > 0 ? ws.data_ptr() : nullptr;
   // Scaling factors are double for double data, else float.
   const double one_d = 1, beta_d = c.accumulate ? 1 : 0;
@@ -270,13 +300,75 @@ cudnnStatus_t launch(cudnnHandle_t h, const Descs& d, const Call& c, Choice choi
   }
 }
 
-// Runs one call with the cached algorithm, else with the heuristic's in order; false when none
-// runs.
+// cudnn.benchmark: the algorithms cudnnFind*AlgorithmEx runs, fastest first, with a workspace as
+// large as the hungriest candidate wants and the allocator can give (PyTorch's rule). The output
+// goes to a scratch buffer when it holds partial sums (a later batch chunk of a weight gradient).
+// Empty when the measurement fails.
+std::vector<Choice> measured_choices(cudnnHandle_t h, const Descs& d, const Call& c,
+                                     const std::vector<Choice>& heuristic) {
+  std::vector<size_t> sizes{0};
+  for (const Choice& choice : heuristic) {
+    size_t bytes = 0;
+    if (cudnnSetConvolutionMathType(d.conv.get(), choice.math) == CUDNN_STATUS_SUCCESS &&
+        workspace_size(h, d, c.kind, choice.algo, &bytes) == CUDNN_STATUS_SUCCESS)
+      sizes.push_back(bytes);
+  }
+  cudaGetLastError();
+  std::sort(sizes.begin(), sizes.end(), std::greater<>());
+  Tensor ws;
+  size_t bytes = 0;
+  for (size_t want : sizes)
+    if (allocate_workspace(want, c.x.device(), ws)) {
+      bytes = want;
+      break;
+    }
+  void* wsp = bytes > 0 ? ws.data_ptr() : nullptr;
+  EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), default_math(c.x.dtype())));
+  Tensor scratch;
+  if (c.accumulate) scratch = empty({c.w.numel()}, c.w.options());
+  void* out_w = c.accumulate ? scratch.data_ptr() : c.w.data_ptr();
+  int n = 0;
+  cudnnStatus_t st;
+  std::vector<Choice> out;
+  switch (c.kind) {
+    case Kind::Forward: {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      st = cudnnFindConvolutionForwardAlgorithmEx(h, d.x.get(), c.x.data_ptr(), d.w.get(), c.w.data_ptr(),
+                                                  d.conv.get(), d.y.get(), c.y.data_ptr(),
+                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, wsp, bytes);
+      if (st == CUDNN_STATUS_SUCCESS) out = keep(perf, n, c.x.dtype(), true);
+      break;
+    }
+    case Kind::BackwardData: {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      st = cudnnFindConvolutionBackwardDataAlgorithmEx(
+          h, d.w.get(), c.w.data_ptr(), d.y.get(), c.y.data_ptr(), d.conv.get(), d.x.get(), c.x.data_ptr(),
+          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, wsp, bytes);
+      if (st == CUDNN_STATUS_SUCCESS) out = keep(perf, n, c.x.dtype(), true);
+      break;
+    }
+    default: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      st = cudnnFindConvolutionBackwardFilterAlgorithmEx(
+          h, d.x.get(), c.x.data_ptr(), d.y.get(), c.y.data_ptr(), d.conv.get(), d.w.get(), out_w,
+          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, wsp, bytes);
+      if (st == CUDNN_STATUS_SUCCESS) out = keep(perf, n, c.x.dtype(), true);
+      break;
+    }
+  }
+  cudaGetLastError();  // a failed measurement leaves nothing that should fail the next call
+  return out;
+}
+
+// Runs one call with the cached algorithm, else chooses one (measured with cudnn.benchmark, else
+// the heuristic's; the heuristic's list backs a measurement up), caches the first that runs; false
+// when none runs.
 bool run_call(const Call& c) {
   Descs d;
   describe(d, c);
   cudnnHandle_t h = cudnn_handle();
   const Conv2dParams& p = c.p;
+  const bool measure = cudnn::benchmark();
   const ConvPlans::Key key{{static_cast<int64_t>(c.kind),
                             detail::current_device(),
                             static_cast<int64_t>(c.x.dtype()),
@@ -297,11 +389,17 @@ bool run_call(const Call& c) {
                             p.dilation[0],
                             p.dilation[1],
                             p.groups,
-                            default_math(c.x.dtype())}};
-  // The cached algorithm, unless it fails now (its workspace no longer fits): then search again.
+                            default_math(c.x.dtype()),
+                            measure}};
+  // The cached algorithm, unless it fails now (its workspace no longer fits): then choose again.
   if (std::optional<Choice> cached = choice_cache().find(key))
     if (launch(h, d, c, *cached) == CUDNN_STATUS_SUCCESS) return true;
-  for (const Choice& choice : candidates(h, d, c)) {
+  std::vector<Choice> choices = heuristic_choices(h, d, c);
+  if (measure) {
+    std::vector<Choice> measured = measured_choices(h, d, c, choices);
+    choices.insert(choices.begin(), measured.begin(), measured.end());
+  }
+  for (Choice& choice : choices) {
     if (launch(h, d, c, choice) == CUDNN_STATUS_SUCCESS) {
       choice_cache().insert(key, choice);
       return true;

@@ -10,4 +10,12 @@ namespace ember::cuda::cudnn {
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 
+// Whether a convolution problem seen for the first time measures cuDNN's algorithms
+// (cudnnFind*AlgorithmEx) and keeps the fastest, as torch.backends.cudnn.benchmark; off (the
+// default, as in PyTorch), it takes the first of cuDNN's heuristic list whose workspace can be
+// allocated. Either way the choice is cached per problem (shapes, strides, dtype, format, and
+// this setting).
+void set_benchmark(bool enabled);
+bool benchmark();
+
 }  // namespace ember::cuda::cudnn

@@ -1,8 +1,9 @@
 // CUDA kernels of the loss family: a deterministic sum (fixed blocks summed in double, then the
 // block sums in order by one block), nll with class weights, ignore_index and the label-smoothing
-// term, cross entropy against class probabilities, BCE with logits over strided inputs, and the
-// fused gradient of cross entropy with class targets.
-// nll's targets are range-checked on the host side of a min/max reduction before the kernel.
+// term, cross entropy against class probabilities, BCE with logits over strided inputs, and cross
+// entropy with class targets fused: a forward that reads the logits once in their dtype and keeps
+// each row's logsumexp, and a backward that writes the gradient in one pass.
+// Class targets are range-checked on the host side of a min/max reduction before the kernels.
 #include <algorithm>
 
 #include "ember/core/factories.h"
@@ -87,12 +88,18 @@ __global__ void nll_kernel(C* loss, C* total, C* smooth, const C* logp, const in
 
 unsigned blocks_for(int64_t positions, int g) { return grid_for(positions * g, kThreads); }
 
-void nll_loss_cuda(const Tensor& loss, const Tensor& total_weight, const Tensor& smooth, const Tensor& logp,
-                   const Tensor& target, const Tensor& weight, int64_t ignore_index, const char* op) {
-  const int64_t nc = logp.size(1), D = logp.size(2), n = target.numel();
+// Throws naming `op` when a target other than ignore_index is outside [0, nc).
+void check_targets(const char* op, const Tensor& target, int64_t nc, int64_t ignore_index) {
+  if (target.numel() == 0) return;
   IndexRange r = index_range(target, ignore_index);
   EMBER_CHECK(r.min >= 0 && r.max < nc, op, ": target ", r.min < 0 ? r.min : r.max, " is out of bounds for ",
               nc, " classes");
+}
+
+void nll_loss_cuda(const Tensor& loss, const Tensor& total_weight, const Tensor& smooth, const Tensor& logp,
+                   const Tensor& target, const Tensor& weight, int64_t ignore_index, const char* op) {
+  const int64_t nc = logp.size(1), D = logp.size(2), n = target.numel();
+  check_targets(op, target, nc, ignore_index);
   cudaStream_t stream = current_stream();
   visit_compute_dtype(op, logp.dtype(), [&](auto tag) {
     using C = decltype(tag);
@@ -166,47 +173,205 @@ void bce_with_logits_cuda(const Tensor& out, const Tensor& x, const Tensor& t, c
   });
 }
 
-// One thread per element of gx [N, C, D] (see CrossEntropyBackwardFn); 32-bit index arithmetic
-// when the element count allows.
+// --- cross_entropy with class targets (see CrossEntropyForwardFn and CrossEntropyBackwardFn) ---
+
+// The terms of one position from its logsumexp l, written by one thread: x_t is the target's logit,
+// s = sum_c w[c] * (x_c - l) when smoothing.
+template <class A>
+__device__ __forceinline__ void write_position(A* loss, A* total, A* smooth, A* lse, int64_t p, A l, A x_t,
+                                               A s, const A* weight, int64_t t, bool ignored) {
+  lse[p] = l;
+  const A w = ignored ? A(0) : weight ? weight[t] : A(1);
+  loss[p] = ignored ? A(0) : -w * (x_t - l);
+  total[p] = w;
+  if (smooth) smooth[p] = ignored ? A(0) : -s;
+}
+
+// D == 1: rows of C contiguous logits, a group of threads per row (as softmax_rows_kernel): one
+// pass for the max and sum of exp, a second over the (cached) row for the smoothing term.
+template <class T, int VEC, bool kWarpPerRow>
+__global__ void cross_entropy_rows_kernel(Acc<T>* loss, Acc<T>* total, Acc<T>* smooth, Acc<T>* lse,
+                                          const T* in, const int64_t* target, const Acc<T>* weight,
+                                          int64_t rows, int64_t nc, int64_t ignore_index) {
+  using A = Acc<T>;
+  __shared__ MaxSum<A> shared[kWarpSize];
+  __shared__ A shared_sum[kWarpSize];
+  const int g = kWarpPerRow ? kWarpSize : blockDim.x;
+  const int t = kWarpPerRow ? threadIdx.x % kWarpSize : threadIdx.x;
+  const int64_t per_block = kWarpPerRow ? blockDim.x / kWarpSize : 1;
+  // Every thread of a group runs the same iterations: the reductions below need all of them.
+  for (int64_t row = blockIdx.x * per_block + (kWarpPerRow ? threadIdx.x / kWarpSize : 0); row < rows;
+       row += gridDim.x * per_block) {
+    const T* x = in + row * nc;
+    MaxSum<A> st = MaxSum<A>::identity();
+    for_each_in_row<T, VEC>(x, nc, t, g, [&](int64_t, A v) { st.add(v); });
+    st = kWarpPerRow ? warp_allreduce(st, MaxSumCombine{}) : block_allreduce(st, MaxSumCombine{}, shared);
+    const A l = st.m + log_(st.s);
+    const int64_t tg = target[row];
+    const bool ignored = tg == ignore_index;
+    A s = A(0);
+    if (smooth) {
+      if (!ignored)
+        for_each_in_row<T, VEC>(x, nc, t, g,
+                                [&](int64_t c, A v) { s += (weight ? weight[c] : A(1)) * (v - l); });
+      s = kWarpPerRow ? warp_reduce(s, SumOp{}) : block_reduce(s, SumOp{}, A(0), shared_sum);
+    }
+    if (t == 0)
+      write_position(loss, total, smooth, lse, row, l, ignored ? A(0) : to_acc(x[tg]), s, weight, tg,
+                     ignored);
+  }
+}
+
+// D > 1: a thread per position, walking its C logits D apart (neighbouring threads read
+// neighbouring positions).
 template <class T>
-__global__ void cross_entropy_backward_kernel(T* gx, const Acc<T>* ge, bool ge_scalar, const Acc<T>* logp,
-                                              const int64_t* target, const Acc<T>* w, const Acc<T>* wsum,
-                                              int64_t n, int64_t nc, int64_t D, int64_t ignore_index,
-                                              Acc<T> keep, Acc<T> u) {
+__global__ void cross_entropy_columns_kernel(Acc<T>* loss, Acc<T>* total, Acc<T>* smooth, Acc<T>* lse,
+                                             const T* in, const int64_t* target, const Acc<T>* weight,
+                                             int64_t n, int64_t nc, int64_t D, int64_t ignore_index) {
+  using A = Acc<T>;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const T* x = in + (i / D) * nc * D + i % D;
+    MaxSum<A> st = MaxSum<A>::identity();
+    for (int64_t c = 0; c < nc; ++c) st.add(to_acc(x[c * D]));
+    const A l = st.m + log_(st.s);
+    const int64_t tg = target[i];
+    const bool ignored = tg == ignore_index;
+    A s = A(0);
+    if (smooth && !ignored)
+      for (int64_t c = 0; c < nc; ++c) s += (weight ? weight[c] : A(1)) * (to_acc(x[c * D]) - l);
+    write_position(loss, total, smooth, lse, i, l, ignored ? A(0) : to_acc(x[tg * D]), s, weight, tg,
+                   ignored);
+  }
+}
+
+void cross_entropy_forward_cuda(const Tensor& loss, const Tensor& total_weight, const Tensor& smooth,
+                                const Tensor& lse, const Tensor& input, const Tensor& target,
+                                const Tensor& weight, int64_t ignore_index, const char* op) {
+  const int64_t N = input.size(0), nc = input.size(1), D = input.size(2);
+  check_targets(op, target, nc, ignore_index);
+  cudaStream_t stream = current_stream();
+  visit_float_dtype(op, input.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using A = Acc<T>;
+    auto* pl = static_cast<A*>(loss.data_ptr());
+    auto* pt = static_cast<A*>(total_weight.data_ptr());
+    auto* ps = smooth.defined() ? static_cast<A*>(smooth.data_ptr()) : nullptr;
+    auto* plse = static_cast<A*>(lse.data_ptr());
+    const auto* px = static_cast<const T*>(input.data_ptr());
+    const auto* ptg = static_cast<const int64_t*>(target.data_ptr());
+    const auto* pw = weight.defined() ? static_cast<const A*>(weight.data_ptr()) : nullptr;
+    if (D > 1) {
+      cross_entropy_columns_kernel<T><<<grid_for(N * D, kThreads), kThreads, 0, stream>>>(
+          pl, pt, ps, plse, px, ptg, pw, N * D, nc, D, ignore_index);
+      EMBER_CUDA_LAUNCH_CHECK();
+      return;
+    }
+    with_vector_width<T>(nc, {px}, [&](auto vec) {
+      constexpr int VEC = decltype(vec)::value;
+      launch_rows<VEC>(N, nc, [&](auto warp_per_row, unsigned grid, int threads) {
+        cross_entropy_rows_kernel<T, VEC, decltype(warp_per_row)::value>
+            <<<grid, threads, 0, stream>>>(pl, pt, ps, plse, px, ptg, pw, N, nc, ignore_index);
+      });
+    });
+  });
+}
+
+// The factors of one position's gradient row: gx[c] = p[c] * scale - uniform * w[c] - (c == t) * at_target.
+template <class A>
+struct GradRow {
+  A scale, uniform, at_target;
+};
+
+template <class A>
+__device__ __forceinline__ GradRow<A> grad_row(A ge, const A* w, const A* wsum, int64_t nc, int64_t t, A keep,
+                                               A u) {
+  const A wt = w ? w[t] : A(1);
+  return {ge * (keep * wt + u * (wsum ? *wsum : static_cast<A>(nc))), ge * u, ge * keep * wt};
+}
+
+// D == 1: a group of threads per row (no reduction: the group only shapes the 16-byte accesses).
+template <class T, int VEC, bool kWarpPerRow>
+__global__ void cross_entropy_backward_rows_kernel(T* gx, const Acc<T>* ge, bool ge_scalar, const T* in,
+                                                   const Acc<T>* lse, const int64_t* target, const Acc<T>* w,
+                                                   const Acc<T>* wsum, int64_t rows, int64_t nc,
+                                                   int64_t ignore_index, Acc<T> keep, Acc<T> u) {
+  using A = Acc<T>;
+  const int g = kWarpPerRow ? kWarpSize : blockDim.x;
+  const int t = kWarpPerRow ? threadIdx.x % kWarpSize : threadIdx.x;
+  const int64_t per_block = kWarpPerRow ? blockDim.x / kWarpSize : 1;
+  for (int64_t row = blockIdx.x * per_block + (kWarpPerRow ? threadIdx.x / kWarpSize : 0); row < rows;
+       row += gridDim.x * per_block) {
+    const int64_t tg = target[row];
+    const bool ignored = tg == ignore_index;
+    const GradRow<A> f = ignored ? GradRow<A>{} : grad_row(ge[ge_scalar ? 0 : row], w, wsum, nc, tg, keep, u);
+    const A l = lse[row];
+    map_row<T, VEC>(in + row * nc, gx + row * nc, nc, t, g, [&](int64_t c, A v) {
+      if (ignored) return A(0);
+      A r = exp_(v - l) * f.scale - f.uniform * (w ? w[c] : A(1));
+      return c == tg ? r - f.at_target : r;
+    });
+  }
+}
+
+// D > 1: one thread per element of gx [N, C, D]; 32-bit index arithmetic when the element count
+// allows.
+template <class T>
+__global__ void cross_entropy_backward_kernel(T* gx, const Acc<T>* ge, bool ge_scalar, const T* in,
+                                              const Acc<T>* lse, const int64_t* target, const Acc<T>* w,
+                                              const Acc<T>* wsum, int64_t n, int64_t nc, int64_t D,
+                                              int64_t ignore_index, Acc<T> keep, Acc<T> u) {
   using A = Acc<T>;
   const bool narrow = n <= static_cast<int64_t>(UINT32_MAX);
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t q = D == 1 ? i : narrow ? static_cast<uint32_t>(i) / static_cast<uint32_t>(D) : i / D;
+    const int64_t q = narrow ? static_cast<uint32_t>(i) / static_cast<uint32_t>(D) : i / D;
     const int64_t row = narrow ? static_cast<uint32_t>(q) / static_cast<uint32_t>(nc) : q / nc;
     const int64_t c = q - row * nc, p = row * D + (i - q * D);
     const int64_t t = target[p];
     A v = A(0);
     if (t != ignore_index) {
-      const A wt = w ? w[t] : A(1);
-      v = exp_(logp[i]) * (keep * wt + u * (wsum ? *wsum : static_cast<A>(nc))) - u * (w ? w[c] : A(1));
-      if (c == t) v -= keep * wt;
-      v *= ge[ge_scalar ? 0 : p];
+      const GradRow<A> f = grad_row(ge[ge_scalar ? 0 : p], w, wsum, nc, t, keep, u);
+      v = exp_(to_acc(in[i]) - lse[p]) * f.scale - f.uniform * (w ? w[c] : A(1));
+      if (c == t) v -= f.at_target;
     }
     gx[i] = from_acc<T>(v);
   }
 }
 
-void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& grad, const Tensor& logp,
+void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& grad, const Tensor& input, const Tensor& lse,
                                  const Tensor& target, const Tensor& weight, const Tensor& weight_sum,
                                  int64_t ignore_index, double label_smoothing) {
-  const int64_t nc = logp.size(1), D = logp.size(2), n = gx.numel();
+  const int64_t N = input.size(0), nc = input.size(1), D = input.size(2);
   cudaStream_t stream = current_stream();
   visit_float_dtype("cross_entropy", gx.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using A = Acc<T>;
-    cross_entropy_backward_kernel<T><<<grid_for(n, kThreads), kThreads, 0, stream>>>(
-        static_cast<T*>(gx.data_ptr()), static_cast<const A*>(grad.data_ptr()), grad.numel() == 1,
-        static_cast<const A*>(logp.data_ptr()), static_cast<const int64_t*>(target.data_ptr()),
-        weight.defined() ? static_cast<const A*>(weight.data_ptr()) : nullptr,
-        weight_sum.defined() ? static_cast<const A*>(weight_sum.data_ptr()) : nullptr, n, nc, D, ignore_index,
-        static_cast<A>(1 - label_smoothing), static_cast<A>(label_smoothing / static_cast<double>(nc)));
-    EMBER_CUDA_LAUNCH_CHECK();
+    auto* pgx = static_cast<T*>(gx.data_ptr());
+    const auto* pge = static_cast<const A*>(grad.data_ptr());
+    const bool ge_scalar = grad.numel() == 1;
+    const auto* px = static_cast<const T*>(input.data_ptr());
+    const auto* plse = static_cast<const A*>(lse.data_ptr());
+    const auto* ptg = static_cast<const int64_t*>(target.data_ptr());
+    const auto* pw = weight.defined() ? static_cast<const A*>(weight.data_ptr()) : nullptr;
+    const auto* pws = weight_sum.defined() ? static_cast<const A*>(weight_sum.data_ptr()) : nullptr;
+    const A keep = static_cast<A>(1 - label_smoothing),
+            u = static_cast<A>(label_smoothing / static_cast<double>(nc));
+    if (D > 1) {
+      const int64_t n = gx.numel();
+      cross_entropy_backward_kernel<T><<<grid_for(n, kThreads), kThreads, 0, stream>>>(
+          pgx, pge, ge_scalar, px, plse, ptg, pw, pws, n, nc, D, ignore_index, keep, u);
+      EMBER_CUDA_LAUNCH_CHECK();
+      return;
+    }
+    with_vector_width<T>(nc, {pgx, px}, [&](auto vec) {
+      constexpr int VEC = decltype(vec)::value;
+      launch_rows<VEC>(N, nc, [&](auto warp_per_row, unsigned grid, int threads) {
+        cross_entropy_backward_rows_kernel<T, VEC, decltype(warp_per_row)::value>
+            <<<grid, threads, 0, stream>>>(pgx, pge, ge_scalar, px, plse, ptg, pw, pws, N, nc, ignore_index,
+                                           keep, u);
+      });
+    });
   });
 }
 
@@ -214,6 +379,8 @@ KernelRegistrar<LossSumFn> reg_sum(loss_sum_stub, kCUDA, &loss_sum_cuda);
 KernelRegistrar<NllLossFn> reg_nll(nll_loss_stub, kCUDA, &nll_loss_cuda);
 KernelRegistrar<SoftCrossEntropyFn> reg_soft(soft_cross_entropy_stub, kCUDA, &soft_cross_entropy_cuda);
 KernelRegistrar<BceWithLogitsFn> reg_bce(bce_with_logits_stub, kCUDA, &bce_with_logits_cuda);
+KernelRegistrar<CrossEntropyForwardFn> reg_ce_forward(cross_entropy_forward_stub, kCUDA,
+                                                      &cross_entropy_forward_cuda);
 KernelRegistrar<CrossEntropyBackwardFn> reg_ce_backward(cross_entropy_backward_stub, kCUDA,
                                                         &cross_entropy_backward_cuda);
 

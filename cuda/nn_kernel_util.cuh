@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cuda/std/limits>
 #include <type_traits>
 
@@ -262,5 +263,65 @@ struct WelfordCombine {
     return {a.mean + d * wb, a.m2 + b.m2 + d * d * a.n * wb, n};
   }
 };
+
+// --- Rows: max and sum of exp, and the launch shape of a kernel with a group of threads per row. ---
+
+// exp(x - m), with exp(-inf - m) = 0 even for m = -inf: a masked element adds nothing, while a
+// row of only -inf still ends up 0 / 0 = NaN (as on the CPU and in PyTorch).
+template <class A>
+__device__ __forceinline__ A exp_minus(A x, A m) {
+  return x == -infinity<A>() ? A(0) : exp_(x - m);
+}
+
+// Running max m and sum s of exp(x - m), merged by rescaling to the larger max.
+template <class A>
+struct MaxSum {
+  A m, s;
+
+  __device__ static MaxSum identity() { return {-infinity<A>(), A(0)}; }
+  __device__ void add(A x) {
+    if (x > m) {
+      s = s * exp_minus(m, x) + exp_minus(x, x);  // exp_minus(x, x) is NaN for x = inf, as on the CPU
+      m = x;
+    } else {
+      s += exp_minus(x, m);  // NaN inputs land here and make the row NaN
+    }
+  }
+  __device__ MaxSum shfl_xor(int offset) const {
+    return {cuda::shfl_xor(m, offset), cuda::shfl_xor(s, offset)};
+  }
+};
+
+struct MaxSumCombine {
+  template <class A>
+  __device__ MaxSum<A> operator()(const MaxSum<A>& a, const MaxSum<A>& b) const {
+    A m = a.m > b.m ? a.m : b.m;
+    return {m, a.s * exp_minus(a.m, m) + b.s * exp_minus(b.m, m)};
+  }
+};
+
+constexpr int64_t kWarpRowMax = 1024;  // longest row a warp handles alone
+constexpr int kWarpsPerBlock = 4;
+
+inline int pow2_ceil(int64_t v, int cap) {
+  int p = 1;
+  while (p < v && p < cap) p *= 2;
+  return p;
+}
+
+// Rows of K elements: `launch(warp_per_row, grid, threads)` with a warp per row up to kWarpRowMax
+// elements, else a block per row of about 8 vectors per thread (whole warps, at most 1024).
+template <int VEC, class F>
+void launch_rows(int64_t rows, int64_t K, F&& launch) {
+  if (K <= kWarpRowMax) {
+    launch(std::true_type{}, grid_for(rows, kWarpsPerBlock), kWarpsPerBlock * kWarpSize);
+  } else {
+    const int64_t want = ceil_div<int64_t>(ceil_div<int64_t>(K, VEC), 8);
+    const int threads =
+        static_cast<int>(std::min<int64_t>(1024, ceil_div<int64_t>(want, kWarpSize) * kWarpSize));
+    launch(std::false_type{}, grid_for(rows, 1), threads);
+  }
+  EMBER_CUDA_LAUNCH_CHECK();
+}
 
 }  // namespace ember::cuda

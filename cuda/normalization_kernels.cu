@@ -13,8 +13,6 @@
 namespace ember::cuda {
 namespace {
 
-constexpr int64_t kWarpRowMax = 1024;
-constexpr int kWarpsPerBlock = 4;
 constexpr int kMomentThreads = 256;
 
 template <class A>

@@ -5,6 +5,8 @@
 #   scripts/device_check.sh                 everything
 #   BENCH=0 scripts/device_check.sh         tests only
 #   BENCH_FILTER=matmul TESTS=0 scripts/device_check.sh
+#   SANITIZER=1 scripts/device_check.sh     also compute-sanitizer memcheck over the CUDA tests
+#   SANITIZER=1 SANITIZER_TOOLS="memcheck racecheck synccheck" SANITIZER_FILTER='-*Large*' ...
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/ember-device}
@@ -24,6 +26,29 @@ if [ "${TESTS:-1}" = 1 ]; then
   ctest --test-dir "$BUILD_DIR" -L cpu --output-on-failure > "$OUT/ctest_cpu.log" 2>&1; cpu_rc=$?
   ctest --test-dir "$BUILD_DIR" -L cuda --output-on-failure --timeout 300 > "$OUT/ctest_cuda.log" 2>&1; cuda_rc=$?
 fi
+# compute-sanitizer over ember_cuda_tests, one tool at a time; the big-tensor and multi-GPU tests
+# are left out by default (10-100x slower under the sanitizer); each tool stops after
+# SANITIZER_TIMEOUT seconds (450: inside one 10-minute device call with TESTS=0 BENCH=0 and a warm
+# build). The caching allocator pools memory, so memcheck sees overruns only past a pooled block.
+# One summary line per tool.
+sanitizer_lines=()
+if [ "${SANITIZER:-0}" = 1 ] && [ -x "$BUILD_DIR/tests/ember_cuda_tests" ]; then
+  filter=${SANITIZER_FILTER:--*Large*:*Huge*:*LossSumIsDeterministic*:*Nccl*:*ProcessGroup*}
+  for tool in ${SANITIZER_TOOLS:-memcheck}; do
+    log="$OUT/sanitizer_$tool.log"
+    timeout "${SANITIZER_TIMEOUT:-450}" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+      "$BUILD_DIR/tests/ember_cuda_tests" --gtest_filter="$filter" > "$log" 2>&1
+    rc=$?
+    errors=$(grep -oE 'ERROR SUMMARY: [0-9]+ error' "$log" | tail -1 | grep -oE '[0-9]+')
+    if [ $rc -eq 124 ]; then
+      errors=$(grep -cE '^========= (Invalid|Program hit|Race|Barrier|.*[Ee]rror)' "$log")
+      line="timed out after ${SANITIZER_TIMEOUT:-450}s ($errors errors so far)"
+    elif [ -n "$errors" ]; then line="$errors errors (rc=$rc)"
+    else line="no summary (rc=$rc, see $log)"; fi
+    sanitizer_lines+=("$tool: $line")
+    echo "$tool: $line"
+  done
+fi
 if [ "${BENCH:-1}" = 1 ] && [ -x "$BUILD_DIR/tools/bench/cuda_ops_bench" ]; then
   "$BUILD_DIR/tools/bench/cuda_ops_bench" "${BENCH_FILTER:-}" > "$OUT/bench_ember.jsonl" 2> "$OUT/bench_ember.err"
   python3 tools/bench/torch_ops_bench.py "${BENCH_FILTER:-}" > "$OUT/bench_torch.jsonl" 2> "$OUT/bench_torch.err"
@@ -37,5 +62,8 @@ echo "---- summary"
 printf '%-10s %s\n' configure "rc=$configure_rc" build "rc=$build_rc (warnings: $(grep -c 'warning:' "$OUT/build.log"))" \
   cpu-tests "rc=$cpu_rc $(grep -E 'tests passed' "$OUT/ctest_cpu.log" 2>/dev/null)" \
   cuda-tests "rc=$cuda_rc $(grep -E 'tests passed' "$OUT/ctest_cuda.log" 2>/dev/null)"
+for l in ${sanitizer_lines[@]+"${sanitizer_lines[@]}"}; do printf '%-10s %s\n' sanitizer "$l"; done
 [ -s "$OUT/bench_ember.jsonl" ] && python3 tools/bench/compare.py "$OUT/bench_ember.jsonl" "$OUT/bench_torch.jsonl"
-[ $build_rc -eq 0 ] && [[ "$cpu_rc" =~ ^(0|-)$ ]] && [[ "$cuda_rc" =~ ^(0|-)$ ]]
+sanitizer_ok=1
+for l in ${sanitizer_lines[@]+"${sanitizer_lines[@]}"}; do [[ "$l" == *": 0 errors (rc=0)" ]] || sanitizer_ok=0; done
+[ $build_rc -eq 0 ] && [[ "$cpu_rc" =~ ^(0|-)$ ]] && [[ "$cuda_rc" =~ ^(0|-)$ ]] && [ $sanitizer_ok = 1 ]

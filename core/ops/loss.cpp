@@ -19,6 +19,7 @@ constinit DispatchStub<LossSumFn> loss_sum_stub("loss_sum");
 constinit DispatchStub<NllLossFn> nll_loss_stub("nll_loss");
 constinit DispatchStub<SoftCrossEntropyFn> soft_cross_entropy_stub("soft_cross_entropy");
 constinit DispatchStub<BceWithLogitsFn> bce_with_logits_stub("binary_cross_entropy_with_logits");
+constinit DispatchStub<CrossEntropyForwardFn> cross_entropy_forward_stub("cross_entropy_forward");
 constinit DispatchStub<CrossEntropyBackwardFn> cross_entropy_backward_stub("cross_entropy_backward");
 
 namespace {
@@ -81,48 +82,48 @@ Tensor per_class(const Tensor& ge, Reduction r, const ClassShape& cs) {
 }
 
 // `or_probabilities`: the op also takes class probabilities (cross_entropy), for the message.
-void check_class_target(const char* op, const Tensor& input, const Tensor& target,
-                        const ClassShape& cs, bool or_probabilities) {
+void check_class_target(const char* op, const Tensor& input, const Tensor& target, const ClassShape& cs,
+                        bool or_probabilities) {
   check_same_device(op, input, target, "target");
   EMBER_CHECK(target.dtype() == kInt64, op, ": expected target of dtype int64 (class indices)",
               or_probabilities ? " or of the input's shape (class probabilities)" : "", ", got ",
-              target.dtype(), " target of shape ", target.sizes(), " for input of shape ",
-              input.sizes());
+              target.dtype(), " target of shape ", target.sizes(), " for input of shape ", input.sizes());
   EMBER_CHECK(target.sizes().equals(cs.target_shape), op, ": expected target of shape ",
-              IntArrayRef(cs.target_shape), " for input of shape ", input.sizes(), ", got ",
-              target.sizes());
+              IntArrayRef(cs.target_shape), " for input of shape ", input.sizes(), ", got ", target.sizes());
 }
 
-// nll over log-probabilities `logp` (compute dtype), mixed with the smoothing term when
-// label_smoothing > 0: ((1 - ls) * nll + ls / C * smooth), a mean dividing both by the summed
-// target weights (PyTorch's cross_entropy_loss_label_smoothing). Also returns, for the backward,
-// the target weight of each position (0 where ignored) and, for a mean, their sum.
+// The op's output and, for the backward, the target weight of each position (0 where ignored)
+// and, for a mean, their sum.
 struct NllForward {
   Tensor out, total, total_sum;
 };
 
-NllForward nll_forward(const char* op, const Tensor& logp, const Tensor& target, const Tensor& weight,
-                       int64_t ignore_index, Reduction r, double ls, const ClassShape& cs,
-                       ScalarType dt) {
+// Per-position buffers [N, D] in the compute dtype for an NllLossFn or CrossEntropyForwardFn.
+struct NllTerms {
+  Tensor loss, total, smooth;
+};
+
+NllTerms nll_terms(const ClassShape& cs, double ls, TensorOptions o) {
+  return {empty({cs.N, cs.D}, o), empty({cs.N, cs.D}, o), ls > 0 ? empty({cs.N, cs.D}, o) : Tensor()};
+}
+
+// The kernels' per-position terms reduced to the op's output in dtype `dt`, mixed with the
+// smoothing term when label_smoothing > 0: ((1 - ls) * nll + ls / C * smooth), a mean dividing
+// both by the summed target weights (PyTorch's cross_entropy_loss_label_smoothing).
+NllForward nll_reduce(const NllTerms& k, Reduction r, double ls, const ClassShape& cs, ScalarType dt) {
   NoGradGuard no_grad;  // the callers record the op
-  TensorOptions o = logp.options();
-  Tensor loss = empty({cs.N, cs.D}, o), total = empty({cs.N, cs.D}, o);
-  Tensor smooth = ls > 0 ? empty({cs.N, cs.D}, o) : Tensor();
+  const double smooth_scale = cs.C > 0 ? ls / static_cast<double>(cs.C) : 0;
   Tensor out, total_sum;
-  if (cs.N * cs.D > 0)
-    nll_loss_stub(logp.device())(loss, total, smooth, logp.contiguous().view({cs.N, cs.C, cs.D}),
-                                 target.contiguous().view({cs.N, cs.D}), weight, ignore_index, op);
-  double smooth_scale = cs.C > 0 ? ls / static_cast<double>(cs.C) : 0;
   if (r == Reduction::None) {
-    out = smooth.defined() ? loss * (1 - ls) + smooth * smooth_scale : loss;
+    out = k.smooth.defined() ? k.loss * (1 - ls) + k.smooth * smooth_scale : k.loss;
     out = out.view(cs.target_shape).to(dt);
   } else {
-    out = loss_sum(loss);
-    if (smooth.defined()) out = out * (1 - ls) + loss_sum(smooth) * smooth_scale;
-    if (r == Reduction::Mean) out = out / (total_sum = loss_sum(total));
+    out = loss_sum(k.loss);
+    if (k.smooth.defined()) out = out * (1 - ls) + loss_sum(k.smooth) * smooth_scale;
+    if (r == Reduction::Mean) out = out / (total_sum = loss_sum(k.total));
     out = out.to(dt);
   }
-  return {out, total, total_sum};
+  return {out, k.total, total_sum};
 }
 
 // The gradient reaching each position's loss from the gradient g of the op's output: [N, 1, D]
@@ -152,7 +153,13 @@ Tensor nll_backward(const Tensor& ge, const Tensor& target, const Tensor& total,
 // nll_loss on log-probabilities, recorded as `op` on logp.
 Tensor nll(const char* op, const Tensor& logp, const Tensor& target, const Tensor& weight,
            int64_t ignore_index, Reduction r, const ClassShape& cs, ScalarType dt) {
-  NllForward f = nll_forward(op, logp, target, weight, ignore_index, r, 0, cs, dt);
+  NllTerms k = nll_terms(cs, 0, logp.options());
+  if (cs.N * cs.D > 0) {
+    NoGradGuard no_grad;  // recorded below as one op
+    nll_loss_stub(logp.device())(k.loss, k.total, k.smooth, logp.contiguous().view({cs.N, cs.C, cs.D}),
+                                 target.contiguous().view({cs.N, cs.D}), weight, ignore_index, op);
+  }
+  NllForward f = nll_reduce(k, r, 0, cs, dt);
   if (needs_grad({logp})) {
     SavedTensor st(target, false);
     DimVector sizes(logp.sizes());
@@ -165,25 +172,30 @@ Tensor nll(const char* op, const Tensor& logp, const Tensor& target, const Tenso
   return f.out;
 }
 
-// cross_entropy with class targets: log_softmax over `class_dim`, then nll, recorded as one op
-// whose first-order backward is one fused kernel.
+// cross_entropy with class targets, recorded as one op: one fused kernel reads the logits in
+// their dtype and keeps only each position's logsumexp for the backward, another writes the
+// first-order gradient.
 Tensor class_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
                            int64_t ignore_index, Reduction r, double ls, const ClassShape& cs,
                            int64_t class_dim) {
   const char* op = "cross_entropy";
   ScalarType cd = compute_dtype(input.dtype());
-  Tensor logp;
-  {
-    NoGradGuard no_grad;
-    logp = log_softmax(input, class_dim, cd);
+  const TensorOptions o = TensorOptions(cd).device(input.device());
+  NllTerms k = nll_terms(cs, ls, o);
+  Tensor lse = empty({cs.N, cs.D}, o);
+  if (cs.N * cs.D > 0) {
+    NoGradGuard no_grad;  // recorded below as one op
+    cross_entropy_forward_stub(input.device())(
+        k.loss, k.total, k.smooth, lse, input.contiguous().view({cs.N, cs.C, cs.D}),
+        target.contiguous().view({cs.N, cs.D}), weight, ignore_index, op);
   }
-  NllForward f = nll_forward(op, logp, target, weight, ignore_index, r, ls, cs, input.dtype());
+  NllForward f = nll_reduce(k, r, ls, cs, input.dtype());
   if (needs_grad({input})) {
     Tensor weight_sum;
     if (weight.defined() && ls > 0) weight_sum = weight.sum();
     SavedTensor sx(input, false), st(target, false);
     record(op, {input}, {f.out},
-           [sx, st, logp, f, weight, weight_sum, ignore_index, r, ls, cs, class_dim,
+           [sx, st, lse, f, weight, weight_sum, ignore_index, r, ls, cs, class_dim,
             cd](const GradContext& g) -> std::vector<Tensor> {
              Tensor x = g(sx), t = g(st);
              Tensor ge = position_grad(g.grad(), r, f.total_sum, cs);
@@ -195,9 +207,10 @@ Tensor class_cross_entropy(const Tensor& input, const Tensor& target, const Tens
              }
              Tensor gx = empty(x.sizes(), x.options());
              if (gx.numel() > 0)
-               cross_entropy_backward_stub(x.device())(
-                   gx.view({cs.N, cs.C, cs.D}), ge.to(cd).contiguous(), logp.view({cs.N, cs.C, cs.D}),
-                   t.contiguous().view({cs.N, cs.D}), weight, weight_sum, ignore_index, ls);
+               cross_entropy_backward_stub(x.device())(gx.view({cs.N, cs.C, cs.D}), ge.to(cd).contiguous(),
+                                                       x.contiguous().view({cs.N, cs.C, cs.D}), lse,
+                                                       t.contiguous().view({cs.N, cs.D}), weight, weight_sum,
+                                                       ignore_index, ls);
              return {gx};
            });
   }
@@ -209,8 +222,7 @@ Tensor class_cross_entropy(const Tensor& input, const Tensor& target, const Tens
 Reduction parse_reduction(const char* op, std::string_view reduction) {
   if (reduction == "mean") return Reduction::Mean;
   if (reduction == "sum") return Reduction::Sum;
-  EMBER_CHECK(reduction == "none", op, ": reduction must be 'none', 'mean' or 'sum', got '",
-              reduction, "'");
+  EMBER_CHECK(reduction == "none", op, ": reduction must be 'none', 'mean' or 'sum', got '", reduction, "'");
   return Reduction::None;
 }
 
@@ -236,10 +248,10 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
   // Same shape as the input: class probabilities.
   check_same_device(op, input, target, "target");
   EMBER_CHECK(target.is_floating_point(), op,
-              ": expected a floating point target of class probabilities (the input's shape ",
-              input.sizes(), "), got ", target.dtype());
-  EMBER_CHECK(ignore_index < 0, op,
-              ": ignore_index is not supported for class-probability targets, got ", ignore_index);
+              ": expected a floating point target of class probabilities (the input's shape ", input.sizes(),
+              "), got ", target.dtype());
+  EMBER_CHECK(ignore_index < 0, op, ": ignore_index is not supported for class-probability targets, got ",
+              ignore_index);
   Tensor logp = log_softmax(input, class_dim, cd);
   Tensor probs = target.to(cd);
   Tensor out;
@@ -259,18 +271,17 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
     SavedTensor sl(logp, false), sp(probs, false);
     DimVector sizes(input.sizes());
     double ls = label_smoothing;
-    record(op, {logp, probs}, {out},
-           [sl, sp, w, r, ls, cs, sizes](const GradContext& g) -> std::vector<Tensor> {
-             DimVector ncd{cs.N, cs.C, cs.D};
-             Tensor ge = per_class(element_grad(g.grad(), r, cs.N * cs.D), r, cs);
-             if (w.defined()) ge = ge * w.view({1, cs.C, 1});
-             Tensor glogp, gprobs;
-             if (g.needs(0))
-               glogp = (-ge * (g(sp).reshape(ncd) * (1 - ls) + ls / static_cast<double>(cs.C)))
-                           .reshape(sizes);
-             if (g.needs(1)) gprobs = (ge * g(sl).reshape(ncd) * (ls - 1)).reshape(sizes);
-             return {glogp, gprobs};
-           });
+    record(
+        op, {logp, probs}, {out}, [sl, sp, w, r, ls, cs, sizes](const GradContext& g) -> std::vector<Tensor> {
+          DimVector ncd{cs.N, cs.C, cs.D};
+          Tensor ge = per_class(element_grad(g.grad(), r, cs.N * cs.D), r, cs);
+          if (w.defined()) ge = ge * w.view({1, cs.C, 1});
+          Tensor glogp, gprobs;
+          if (g.needs(0))
+            glogp = (-ge * (g(sp).reshape(ncd) * (1 - ls) + ls / static_cast<double>(cs.C))).reshape(sizes);
+          if (g.needs(1)) gprobs = (ge * g(sl).reshape(ncd) * (ls - 1)).reshape(sizes);
+          return {glogp, gprobs};
+        });
   }
   return out;
 }
@@ -298,8 +309,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view redu
   Reduction r = parse_reduction(op, reduction);
   check_same_device(op, input, target, "target");
   ScalarType dt = result_type(input, target);
-  EMBER_CHECK(is_floating_point(dt), op, ": expected floating point inputs, got ", input.dtype(),
-              " and ", target.dtype());
+  EMBER_CHECK(is_floating_point(dt), op, ": expected floating point inputs, got ", input.dtype(), " and ",
+              target.dtype());
   broadcast_shapes(op, input.sizes(), target.sizes());
   ScalarType cd = compute_dtype(dt);
   Tensor out;
@@ -311,13 +322,11 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view redu
   if (needs_grad({input, target})) {
     SavedTensor si(input, false), st(target, false);
     int64_t n = numel_of(broadcast_shapes(op, input.sizes(), target.sizes()));
-    record(op, {input, target}, {out},
-           [si, st, r, n, cd](const GradContext& g) -> std::vector<Tensor> {
-             Tensor x = g(si), t = g(st);
-             Tensor d = (x.to(cd) - t.to(cd)) * element_grad(g.grad(), r, n) * 2;
-             return {g.needs(0) ? sum_to(d, x.sizes()) : Tensor(),
-                     g.needs(1) ? sum_to(-d, t.sizes()) : Tensor()};
-           });
+    record(op, {input, target}, {out}, [si, st, r, n, cd](const GradContext& g) -> std::vector<Tensor> {
+      Tensor x = g(si), t = g(st);
+      Tensor d = (x.to(cd) - t.to(cd)) * element_grad(g.grad(), r, n) * 2;
+      return {g.needs(0) ? sum_to(d, x.sizes()) : Tensor(), g.needs(1) ? sum_to(-d, t.sizes()) : Tensor()};
+    });
   }
   return out;
 }
@@ -341,8 +350,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   auto broadcast_param = [&](const Tensor& p, const char* what) {
     check_same_device(op, input, p, what);
     check_floating(op, p, what);
-    EMBER_CHECK(nn_detail::broadcasts_to(p.sizes(), input.sizes()), op, ": ", what, " of shape ",
-                p.sizes(), " does not broadcast to the input's shape ", input.sizes());
+    EMBER_CHECK(nn_detail::broadcasts_to(p.sizes(), input.sizes()), op, ": ", what, " of shape ", p.sizes(),
+                " does not broadcast to the input's shape ", input.sizes());
     return constant(p).to(cd);
   };
   Tensor pw = pos_weight.defined() ? broadcast_param(pos_weight, "pos_weight") : Tensor();
@@ -360,17 +369,15 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
     // With lw = 1 + (pw - 1) t, loss = (1 - t) x + lw softplus(-x), so
     // d/dx = lw sigmoid(x) - pw t and d/dt = (1 - pw) log_sigmoid(x) - x (PyTorch's formulas).
     SavedTensor si(input, false), st(target, false);
-    record(op, {input, target}, {out},
-           [si, st, w, pw, r, cd](const GradContext& g) -> std::vector<Tensor> {
-             Tensor x = g(si).to(cd), t = g(st).to(cd);
-             Tensor ge = element_grad(g.grad(), r, x.numel());
-             if (w.defined()) ge = ge * w;
-             Tensor gx, gt;
-             if (g.needs(0))
-               gx = ge * (pw.defined() ? ((pw - 1) * t + 1) * sigmoid(x) - pw * t : sigmoid(x) - t);
-             if (g.needs(1)) gt = ge * (pw.defined() ? (pw - 1) * softplus(-x) - x : -x);
-             return {gx, gt};
-           });
+    record(op, {input, target}, {out}, [si, st, w, pw, r, cd](const GradContext& g) -> std::vector<Tensor> {
+      Tensor x = g(si).to(cd), t = g(st).to(cd);
+      Tensor ge = element_grad(g.grad(), r, x.numel());
+      if (w.defined()) ge = ge * w;
+      Tensor gx, gt;
+      if (g.needs(0)) gx = ge * (pw.defined() ? ((pw - 1) * t + 1) * sigmoid(x) - pw * t : sigmoid(x) - t);
+      if (g.needs(1)) gt = ge * (pw.defined() ? (pw - 1) * softplus(-x) - x : -x);
+      return {gx, gt};
+    });
   }
   return out;
 }

@@ -27,10 +27,8 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
 Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view reduction = "mean");
 // target has input's shape; weight and pos_weight broadcast to it (pos_weight along the classes
 // of the last dim).
-Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
-                                        const Tensor& weight = {},
-                                        std::string_view reduction = "mean",
-                                        const Tensor& pos_weight = {});
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                                        std::string_view reduction = "mean", const Tensor& pos_weight = {});
 
 // Kernel families. Every tensor is contiguous and, unless said, in the compute dtype (float64
 // for float64 inputs, else float32).
@@ -49,20 +47,27 @@ using SoftCrossEntropyFn = void (*)(const Tensor& loss, const Tensor& logp, cons
 // broadcast to out's shape.
 using BceWithLogitsFn = void (*)(const Tensor& out, const Tensor& x, const Tensor& t,
                                  const Tensor& pos_weight);
-// cross_entropy's input gradient for class targets, with logp = log_softmax(input) over the
-// classes, [N, C, D]: gx = ge * (exp(logp) * s - (1 - ls) * w[t] * [c == t] - ls / C * w[c]) with
-// s = (1 - ls) * w[t] + ls / C * weight_sum, t = target[n, d] and ge = grad[n, d] (grad[0] when
-// grad has one element); 0 where t == ignore_index. Without weight, w = 1 and weight_sum = C;
+// cross_entropy with class targets in one pass over the logits: for input [N, C, D] in its own
+// floating dtype, lse[n, d] = logsumexp_c input[n, c, d], and loss, total_weight and smooth as
+// NllLossFn gives them for logp = input - lse. Everything but input in the compute dtype.
+using CrossEntropyForwardFn = void (*)(const Tensor& loss, const Tensor& total_weight, const Tensor& smooth,
+                                       const Tensor& lse, const Tensor& input, const Tensor& target,
+                                       const Tensor& weight, int64_t ignore_index, const char* op);
+// cross_entropy's input gradient for class targets, with p = exp(x - lse[n, d]) the softmax of
+// x = input [N, C, D] over the classes: gx = ge * (p * s - (1 - ls) * w[t] * [c == t] - ls / C * w[c])
+// with s = (1 - ls) * w[t] + ls / C * weight_sum, t = target[n, d] and ge = grad[n, d] (grad[0]
+// when grad has one element); 0 where t == ignore_index. Without weight, w = 1 and weight_sum = C;
 // weight_sum (0-dim) is needed with weight and ls > 0. gx is contiguous in the input's dtype;
-// grad, logp, weight and weight_sum in the compute dtype.
-using CrossEntropyBackwardFn = void (*)(const Tensor& gx, const Tensor& grad, const Tensor& logp,
-                                        const Tensor& target, const Tensor& weight,
+// grad, lse [N, D], weight and weight_sum in the compute dtype.
+using CrossEntropyBackwardFn = void (*)(const Tensor& gx, const Tensor& grad, const Tensor& input,
+                                        const Tensor& lse, const Tensor& target, const Tensor& weight,
                                         const Tensor& weight_sum, int64_t ignore_index,
                                         double label_smoothing);
 extern DispatchStub<LossSumFn> loss_sum_stub;
 extern DispatchStub<NllLossFn> nll_loss_stub;
 extern DispatchStub<SoftCrossEntropyFn> soft_cross_entropy_stub;
 extern DispatchStub<BceWithLogitsFn> bce_with_logits_stub;
+extern DispatchStub<CrossEntropyForwardFn> cross_entropy_forward_stub;
 extern DispatchStub<CrossEntropyBackwardFn> cross_entropy_backward_stub;
 
 }  // namespace ember

@@ -8,7 +8,7 @@
 
 namespace ember::cuda {
 namespace {
-std::atomic<bool> g_matmul_tf32{false}, g_cudnn_tf32{false}, g_flash{true};
+std::atomic<bool> g_matmul_tf32{false}, g_cudnn_tf32{false}, g_cudnn_benchmark{false}, g_flash{true};
 }  // namespace
 
 namespace matmul {
@@ -19,6 +19,8 @@ bool allow_tf32() { return g_matmul_tf32; }
 namespace cudnn {
 void set_allow_tf32(bool allow) { g_cudnn_tf32 = allow; }
 bool allow_tf32() { return g_cudnn_tf32; }
+void set_benchmark(bool enabled) { g_cudnn_benchmark = enabled; }
+bool benchmark() { return g_cudnn_benchmark; }
 }  // namespace cudnn
 
 void enable_flash_sdp(bool enabled) { g_flash = enabled; }

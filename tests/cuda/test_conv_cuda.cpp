@@ -149,5 +149,34 @@ TEST_F(ConvCuda, AllowTf32Switch) {
                            Tolerance{1e-4, 1e-3}));
 }
 
+// cudnn.benchmark (off by default): measured algorithms give the CPU's results in every dtype and
+// layout, forward and both gradients, and a problem keeps its algorithm (the same bits on a
+// repeat call). The heuristic choice also repeats its bits.
+TEST_F(ConvCuda, BenchmarkSwitchAndCachedChoices) {
+  EXPECT_FALSE(cuda::cudnn::benchmark());
+  struct Restore {
+    ~Restore() { cuda::cudnn::set_benchmark(false); }
+  } restore;
+  const ConvCase resnet{"resnet 3x3", {8, 64, 14, 14}, {64, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1};
+  const ConvCase downsample{
+      "resnet 1x1 stride 2", {4, 64, 14, 14}, {128, 64, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1};
+  for (bool bench : {true, false}) {
+    cuda::cudnn::set_benchmark(bench);
+    EXPECT_EQ(cuda::cudnn::benchmark(), bench);
+    for (const ConvCase* c : {&kConvCases[1], &kConvCases[4], &kConvCases[9], &resnet, &downsample})
+      for (ScalarType dt : kFloatTypes)
+        for (Layout layout : {Layout::Contiguous, Layout::ChannelsLast}) {
+          SCOPED_TRACE(std::string(c->desc) + " " + std::string(to_string(dt)) + " " + to_string(layout) +
+                       (bench ? " benchmark" : " heuristic"));
+          check_case(*c, false, dt, layout);
+          manual_seed(3);
+          Tensor x = on_gpu(random_tensor(c->x, dt, -1, 1), layout),
+                 w = on_gpu(random_tensor(c->w, dt, -1, 1), layout);
+          Tensor first = run(*c, false, x, w, {}), second = run(*c, false, x, w, {});
+          EXPECT_TRUE(assert_close(second.cpu(), first.cpu(), Tolerance{0, 0}));
+        }
+  }
+}
+
 }  // namespace
 }  // namespace ember::testing

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <ember/cuda/conv_cudnn.h>
 #include <ember/ember.h>
 
 using namespace ember;
@@ -63,7 +64,8 @@ const char* dtype_name(ScalarType t) { return t == kBFloat16 ? "bf16" : t == kFl
 void matmul_cases() {
   for (ScalarType dt : {kBFloat16, kFloat32})
     for (int64_t n : {4096, 8192}) {
-      Tensor a = randn({n, n}, TensorOptions(dt).device(kCUDA)), b = randn({n, n}, TensorOptions(dt).device(kCUDA));
+      Tensor a = randn({n, n}, TensorOptions(dt).device(kCUDA)),
+             b = randn({n, n}, TensorOptions(dt).device(kCUDA));
       run(std::string("matmul ") + dtype_name(dt) + " " + std::to_string(n) + "^3", 2.0 * n * n * n, "tflops",
           [&] { matmul(a, b); });
     }
@@ -93,40 +95,47 @@ void rowwise_cases() {
     double bytes = 5.0 * x.numel() * element_size(dt);
     run(std::string("softmax fwd+bwd [32768,1024] ") + dtype_name(dt), bytes, "tbps",
         [&] { autograd::grad({softmax(x, -1)}, {x}, {dy}); });
-    run(std::string("layer_norm fwd+bwd [32768,1024] ") + dtype_name(dt), bytes, "tbps",
-        [&] { autograd::grad({layer_norm(x, {1024}, w, bias)}, {x, w, bias}, {dy}); });
+    run(std::string("layer_norm fwd+bwd [32768,1024] ") + dtype_name(dt), bytes, "tbps", [&] {
+      autograd::grad({layer_norm(x, {1024}, w, bias)}, {x, w, bias}, {dy});
+    });
   }
   // cross_entropy over a 32768-word vocabulary: at least 3 passes (the forward reads the logits,
   // the backward reads them or their log_softmax and writes the gradient).
   for (ScalarType dt : {kFloat32, kBFloat16}) {
     Tensor x = randn({4096, 32768}, TensorOptions(dt).device(kCUDA)).requires_grad_();
     Tensor target = randint(0, 32768, {4096}, TensorOptions(kInt64).device(kCUDA));
-    run(std::string("cross_entropy fwd+bwd [4096,32768] ") + dtype_name(dt), 3.0 * x.numel() * element_size(dt),
-        "tbps", [&] { autograd::grad({cross_entropy(x, target)}, {x}); });
+    run(std::string("cross_entropy fwd+bwd [4096,32768] ") + dtype_name(dt),
+        3.0 * x.numel() * element_size(dt), "tbps", [&] { autograd::grad({cross_entropy(x, target)}, {x}); });
   }
 }
 
-// ResNet-50 convolutions (batch 128, bf16, channels-last), forward + backward (data and weight).
+// ResNet-50 convolutions (batch 128, bf16, every tensor channels-last), forward + backward (data
+// and weight), with cudnn.benchmark off (heuristics) and on (measured algorithms), as
+// torch_ops_bench.py sets torch.backends.cudnn.benchmark.
 void conv_cases() {
   struct Shape {
     int64_t c, h, k, r, stride;
   };
-  for (Shape s : {Shape{64, 56, 64, 3, 1}, Shape{64, 56, 256, 1, 1}, Shape{128, 28, 128, 3, 1},
-                  Shape{256, 14, 256, 3, 1}, Shape{512, 7, 512, 3, 1}, Shape{256, 56, 512, 1, 2}}) {
-    TensorOptions o = TensorOptions(kBFloat16).device(kCUDA);
-    const int64_t n = 128, pad = s.r / 2, ho = (s.h + 2 * pad - s.r) / s.stride + 1;
-    Tensor x = randn({n, s.h, s.h, s.c}, o).permute({0, 3, 1, 2});  // NCHW sizes, NHWC memory
-    Tensor w = randn({s.k, s.r, s.r, s.c}, o).permute({0, 3, 1, 2});
-    Tensor dy = randn({n, ho, ho, s.k}, o).permute({0, 3, 1, 2});
-    x.requires_grad_();
-    w.requires_grad_();
-    double flops = 3 * 2.0 * n * s.k * ho * ho * s.c * s.r * s.r;
-    char name[128];
-    std::snprintf(name, sizeof name, "conv2d fwd+bwd bf16 NHWC n128 c%lld %lldx%lld k%lld %lldx%lld s%lld",
-                  (long long)s.c, (long long)s.h, (long long)s.h, (long long)s.k, (long long)s.r,
-                  (long long)s.r, (long long)s.stride);
-    run(name, flops, "tflops", [&] { autograd::grad({conv2d(x, w, {}, s.stride, pad)}, {x, w}, {dy}); });
-  }
+  for (bool bench : {false, true})
+    for (Shape s : {Shape{64, 56, 64, 3, 1}, Shape{64, 56, 256, 1, 1}, Shape{128, 28, 128, 3, 1},
+                    Shape{256, 14, 256, 3, 1}, Shape{512, 7, 512, 3, 1}, Shape{256, 56, 512, 1, 2}}) {
+      cuda::cudnn::set_benchmark(bench);
+      TensorOptions o = TensorOptions(kBFloat16).device(kCUDA);
+      const int64_t n = 128, pad = s.r / 2, ho = (s.h + 2 * pad - s.r) / s.stride + 1;
+      Tensor x = randn({n, s.h, s.h, s.c}, o).permute({0, 3, 1, 2});  // NCHW sizes, NHWC memory
+      Tensor w = randn({s.k, s.r, s.r, s.c}, o).permute({0, 3, 1, 2});
+      Tensor dy = randn({n, ho, ho, s.k}, o).permute({0, 3, 1, 2});
+      x.requires_grad_();
+      w.requires_grad_();
+      double flops = 3 * 2.0 * n * s.k * ho * ho * s.c * s.r * s.r;
+      char name[128];
+      std::snprintf(name, sizeof name,
+                    "conv2d fwd+bwd bf16 NHWC n128 c%lld %lldx%lld k%lld %lldx%lld s%lld benchmark=%d",
+                    (long long)s.c, (long long)s.h, (long long)s.h, (long long)s.k, (long long)s.r,
+                    (long long)s.r, (long long)s.stride, bench ? 1 : 0);
+      run(name, flops, "tflops", [&] { autograd::grad({conv2d(x, w, {}, s.stride, pad)}, {x, w}, {dy}); });
+    }
+  cuda::cudnn::set_benchmark(false);
 }
 
 // BERT-base's parameter shapes (embeddings, 12 encoder layers, pooler, 2-way classifier).

@@ -6,7 +6,7 @@ import torch, torch.nn.functional as F
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
-torch.backends.cudnn.benchmark = True
+torch.backends.cudnn.benchmark = False  # conv_cases sets it per case
 dev = "cuda"
 flt = sys.argv[1] if len(sys.argv) > 1 else ""
 names = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
@@ -66,17 +66,22 @@ def rowwise_cases():
 
 
 def conv_cases():
-    for c, h, k, r, s in ((64, 56, 64, 3, 1), (64, 56, 256, 1, 1), (128, 28, 128, 3, 1),
-                          (256, 14, 256, 3, 1), (512, 7, 512, 3, 1), (256, 56, 512, 1, 2)):
-        n, pad = 128, r // 2
-        ho = (h + 2 * pad - r) // s + 1
-        cl = torch.channels_last
-        x = torch.randn(n, c, h, h, device=dev, dtype=torch.bfloat16).to(memory_format=cl).requires_grad_()
-        w = torch.randn(k, c, r, r, device=dev, dtype=torch.bfloat16).to(memory_format=cl).requires_grad_()
-        dy = torch.randn(n, k, ho, ho, device=dev, dtype=torch.bfloat16).to(memory_format=cl)
-        flops = 3 * 2.0 * n * k * ho * ho * c * r * r
-        run(f"conv2d fwd+bwd bf16 NHWC n128 c{c} {h}x{h} k{k} {r}x{r} s{s}", flops, "tflops",
-            lambda: torch.autograd.grad(F.conv2d(x, w, None, s, pad), (x, w), dy))
+    # Every tensor channels-last on both sides; each shape with cudnn.benchmark off (PyTorch's
+    # default: heuristics) and on (measured algorithms), ember's cuda::cudnn::set_benchmark alike.
+    for bench in (False, True):
+        torch.backends.cudnn.benchmark = bench
+        for c, h, k, r, s in ((64, 56, 64, 3, 1), (64, 56, 256, 1, 1), (128, 28, 128, 3, 1),
+                              (256, 14, 256, 3, 1), (512, 7, 512, 3, 1), (256, 56, 512, 1, 2)):
+            n, pad = 128, r // 2
+            ho = (h + 2 * pad - r) // s + 1
+            cl, bf16 = torch.channels_last, torch.bfloat16
+            x = torch.randn(n, c, h, h, device=dev, dtype=bf16).to(memory_format=cl).requires_grad_()
+            w = torch.randn(k, c, r, r, device=dev, dtype=bf16).to(memory_format=cl).requires_grad_()
+            dy = torch.randn(n, k, ho, ho, device=dev, dtype=bf16).to(memory_format=cl)
+            flops = 3 * 2.0 * n * k * ho * ho * c * r * r
+            run(f"conv2d fwd+bwd bf16 NHWC n128 c{c} {h}x{h} k{k} {r}x{r} s{s} benchmark={int(bench)}", flops,
+                "tflops", lambda: torch.autograd.grad(F.conv2d(x, w, None, s, pad), (x, w), dy))
+    torch.backends.cudnn.benchmark = False
 
 
 def bert_base_shapes():
