@@ -5,9 +5,11 @@
 // captures get theirs as usual; the engine knows nothing of checkpoints (STYLE.md #11).
 #include "ember/autograd/checkpoint.h"
 
+#include <array>
 #include <memory>
 #include <optional>
 
+#include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/generator.h"
 #include "ember/core/grad_mode.h"
@@ -15,8 +17,8 @@
 namespace ember::autograd {
 namespace {
 
-// What the recomputation must see as the forward did: the default generators' states (one per
-// device type). Autocast's state belongs here too once core/autocast_mode.h exists.
+// The default generators' states (one per device type): what the recomputation draws from, so
+// dropout masks match the forward's.
 struct ForwardState {
   PhiloxState rng[kNumDeviceTypes];
 
@@ -43,6 +45,36 @@ class ReplayState {
   ForwardState saved_;
 };
 
+// Each device type's autocast switch and dtype at the forward: the recomputation runs in them,
+// though backward itself runs with autocast off.
+struct AutocastState {
+  bool enabled[kNumDeviceTypes];
+  ScalarType dtype[kNumDeviceTypes];
+
+  static AutocastState current() {
+    AutocastState s;
+    for (int i = 0; i < kNumDeviceTypes; ++i) {
+      s.enabled[i] = amp::is_autocast_enabled(static_cast<DeviceType>(i));
+      s.dtype[i] = amp::get_autocast_dtype(static_cast<DeviceType>(i));
+    }
+    return s;
+  }
+};
+
+// Enters `forward`'s autocast regions for its scope; on exit the enclosing (backward's) state,
+// autocast off included, comes back.
+class AutocastReplay {
+ public:
+  explicit AutocastReplay(const AutocastState& forward) {
+    for (int i = 0; i < kNumDeviceTypes; ++i)
+      guards_[i].emplace(static_cast<DeviceType>(i), forward.dtype[i], forward.enabled[i]);
+  }
+
+ private:
+  amp::detail::ExcludeAutocastGuard restore_pending_;  // declared first: destroyed after the guards
+  std::array<std::optional<amp::AutocastGuard>, kNumDeviceTypes> guards_;
+};
+
 // One tensor the forward saved: its metadata, and its value once recomputed.
 struct Holder {
   TensorMeta meta;
@@ -56,7 +88,10 @@ std::string describe(const TensorMeta& m) {
 class Frame : public std::enable_shared_from_this<Frame> {
  public:
   Frame(CheckpointFunction fn, const std::vector<Tensor>& inputs, const CheckpointOptions& options)
-      : fn_(std::move(fn)), preserve_rng_(options.preserve_rng_state), state_(ForwardState::current()) {
+      : fn_(std::move(fn)),
+        preserve_rng_(options.preserve_rng_state),
+        state_(ForwardState::current()),
+        autocast_(AutocastState::current()) {
     // Saved under the hooks around this call: a nesting checkpoint recomputes them too.
     for (const Tensor& t : inputs) inputs_.emplace_back(t, /*is_output=*/false);
   }
@@ -87,6 +122,7 @@ class Frame : public std::enable_shared_from_this<Frame> {
   std::vector<SavedTensor> inputs_;
   bool preserve_rng_;
   ForwardState state_;
+  AutocastState autocast_;
   // Owned by the saved tensors of the recorded nodes: a node freed by backward needs nothing.
   std::vector<std::weak_ptr<Holder>> holders_;
   bool forward_done_ = false;
@@ -109,6 +145,7 @@ void Frame::recompute() {
   {
     std::optional<ReplayState> replay;
     if (preserve_rng_) replay.emplace(state_);
+    AutocastReplay autocast(autocast_);
     EnableGradGuard grad;
     SavedTensorHooks hooks([&](const Tensor& t) -> UnpackHook {
       size_t i = count++;

@@ -79,6 +79,27 @@ TEST(Checkpoint, MlpWithDropoutMatchesPlainBitwise) {
   expect_identical(ckpt, plain);
 }
 
+// The recomputation runs in the forward's autocast state although backward runs with autocast
+// off: otherwise it would save float32 where the forward saved bfloat16 and fail.
+TEST(Checkpoint, RecomputesUnderTheForwardsAutocastState) {
+  nn::Sequential m = mlp(0.4);
+  Tensor x = randn({6, 8});
+  auto under_autocast = [](const Fn& fn) {
+    return [fn](const Tensor& t) {
+      amp::AutocastGuard autocast(kCPU, kBFloat16);
+      return fn(t);
+    };
+  };
+  Outcome plain = run_model(*m, under_autocast([&](const Tensor& t) { return m(t); }), x);
+  EXPECT_EQ(plain.out.dtype(), kBFloat16);
+  Outcome ckpt = run_model(*m, under_autocast([&](const Tensor& t) {
+    return autograd::checkpoint([&](const Tensor& u) { return m(u); }, t);
+  }),
+                           x);
+  expect_identical(ckpt, plain);
+  EXPECT_FALSE(amp::is_autocast_enabled(kCPU));
+}
+
 TEST(Checkpoint, WithoutPreservingRngTheDropoutMasksDiffer) {
   nn::Sequential m = mlp(0.5);
   Tensor x = randn({6, 8});
