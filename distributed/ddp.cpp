@@ -21,7 +21,8 @@ Tensor int64_tensor(std::vector<int64_t> values, Device device) {
 void broadcast_coalesced(ProcessGroup& group, const std::vector<Tensor>& tensors) {
   if (group.size() == 1 || tensors.empty()) return;
   NoGradGuard no_grad;
-  std::vector<std::vector<size_t>> buckets = compute_bucket_assignment_by_size(tensors, {kBroadcastBucketBytes});
+  std::vector<std::vector<size_t>> buckets =
+      compute_bucket_assignment_by_size(tensors, {kBroadcastBucketBytes});
   std::vector<Tensor> flats;
   std::vector<std::shared_ptr<Work>> works;
   for (const auto& bucket : buckets) {
@@ -83,31 +84,35 @@ void verify_param_shapes(ProcessGroup& group, const OrderedDict<Tensor>& params,
   Tensor length = int64_tensor({static_cast<int64_t>(encoded.size())}, device);
   group.broadcast(length, 0)->wait();
   int64_t n0 = length.cpu().data_ptr<int64_t>()[0];
-  Tensor theirs = group.rank() == 0 ? int64_tensor(encoded, device) : zeros({n0}, TensorOptions(kInt64).device(device));
+  Tensor theirs =
+      group.rank() == 0 ? int64_tensor(encoded, device) : zeros({n0}, TensorOptions(kInt64).device(device));
   group.broadcast(theirs, 0)->wait();
   std::vector<ParamMeta> rank0 = decode(theirs.cpu().data_ptr<int64_t>());
 
   std::string problem;
   if (rank0.size() != mine.size()) {
-    problem = ember::detail::str_cat("the module has ", mine.size(), " parameters on rank ", group.rank(), " but ",
-                              rank0.size(), " on rank 0");
+    problem = ember::detail::str_cat("the module has ", mine.size(), " parameters on rank ", group.rank(),
+                                     " but ", rank0.size(), " on rank 0");
   }
   for (size_t i = 0; problem.empty() && i < mine.size(); ++i) {
     if (mine[i].dtype == rank0[i].dtype && mine[i].sizes == rank0[i].sizes) continue;
-    problem = ember::detail::str_cat("parameter ", i, " ('", params.items()[i].first, "') has ", describe(mine[i]),
-                              " on rank ", group.rank(), " but ", describe(rank0[i]), " on rank 0");
+    problem =
+        ember::detail::str_cat("parameter ", i, " ('", params.items()[i].first, "') has ", describe(mine[i]),
+                               " on rank ", group.rank(), " but ", describe(rank0[i]), " on rank 0");
   }
   Tensor flag = int64_tensor({problem.empty() ? 0 : group.rank() + 1}, device);
   group.all_reduce(flag, ReduceOp::MAX)->wait();
   int64_t bad = flag.cpu().data_ptr<int64_t>()[0];
-  EMBER_CHECK(problem.empty(), "DistributedDataParallel: ", problem, " (every rank must build the same model)");
+  EMBER_CHECK(problem.empty(), "DistributedDataParallel: ", problem,
+              " (every rank must build the same model)");
   EMBER_CHECK(bad == 0, "DistributedDataParallel: the parameters of rank ", bad - 1,
               " do not match rank 0's (its error says how)");
 }
 
 }  // namespace
 
-NoSyncGuard::NoSyncGuard(DistributedDataParallelBase& ddp) : ddp_(ddp), prev_(ddp.require_backward_grad_sync_) {
+NoSyncGuard::NoSyncGuard(DistributedDataParallelBase& ddp)
+    : ddp_(ddp), prev_(ddp.require_backward_grad_sync_) {
   ddp_.require_backward_grad_sync_ = false;
 }
 NoSyncGuard::~NoSyncGuard() { ddp_.require_backward_grad_sync_ = prev_; }
@@ -121,8 +126,8 @@ DistributedDataParallelBase::DistributedDataParallelBase(std::shared_ptr<nn::Mod
       options_(options) {
   EMBER_CHECK(wrapped_, "DistributedDataParallel: the module is null");
   EMBER_CHECK(options_.bucket_cap_mb() > 0 && options_.first_bucket_cap_mb() > 0,
-              "DistributedDataParallel: bucket sizes must be positive, got bucket_cap_mb ", options_.bucket_cap_mb(),
-              " and first_bucket_cap_mb ", options_.first_bucket_cap_mb());
+              "DistributedDataParallel: bucket sizes must be positive, got bucket_cap_mb ",
+              options_.bucket_cap_mb(), " and first_bucket_cap_mb ", options_.first_bucket_cap_mb());
   register_module("module", wrapped_);
 
   OrderedDict<Tensor> named = wrapped_->named_parameters();
@@ -131,13 +136,14 @@ DistributedDataParallelBase::DistributedDataParallelBase(std::shared_ptr<nn::Mod
   for (const auto& [name, p] : named) {
     if (!p.requires_grad()) continue;
     EMBER_CHECK(params.empty() || p.device() == params[0].device(),
-                "DistributedDataParallel: the module's parameters must be on one device, got '", names[0], "' on ",
-                params[0].device(), " and '", name, "' on ", p.device());
+                "DistributedDataParallel: the module's parameters must be on one device, got '", names[0],
+                "' on ", params[0].device(), " and '", name, "' on ", p.device());
     params.push_back(p);
     names.push_back(name);
   }
-  EMBER_CHECK(!params.empty(), "DistributedDataParallel: the module has no parameter that requires grad, so "
-                               "there is nothing to reduce (DistributedDataParallel is not needed)");
+  EMBER_CHECK(!params.empty(),
+              "DistributedDataParallel: the module has no parameter that requires grad, so "
+              "there is nothing to reduce (DistributedDataParallel is not needed)");
 
   verify_param_shapes(*group_, named, params[0].device());
   std::vector<Tensor> states = named.values();
@@ -165,9 +171,10 @@ void DistributedDataParallelBase::pre_forward() {
 
 void DistributedDataParallelBase::post_forward(const std::vector<Tensor>& outputs) {
   bool sync = will_sync();
-  EMBER_CHECK(!sync || !options_.find_unused_parameters() || !outputs.empty(),
-              "DistributedDataParallel: find_unused_parameters searches the graph from the forward's outputs: "
-              "forward must return a Tensor, a vector of them, or a pair or tuple of those");
+  EMBER_CHECK(
+      !sync || !options_.find_unused_parameters() || !outputs.empty(),
+      "DistributedDataParallel: find_unused_parameters searches the graph from the forward's outputs: "
+      "forward must return a Tensor, a vector of them, or a pair or tuple of those");
   reducer_->prepare_for_backward(sync, outputs);
 }
 

@@ -113,7 +113,8 @@ void collect_tensors(const T&, std::vector<Tensor>&) {}  // holds no tensor we c
 template <class M>
 class DistributedDataParallelImpl : public DistributedDataParallelBase {
  public:
-  explicit DistributedDataParallelImpl(std::shared_ptr<M> module, std::shared_ptr<ProcessGroup> group = nullptr,
+  explicit DistributedDataParallelImpl(std::shared_ptr<M> module,
+                                       std::shared_ptr<ProcessGroup> group = nullptr,
                                        DistributedDataParallelOptions options = {})
       : DistributedDataParallelBase(module, std::move(group), options), module_(std::move(module)) {}
 

@@ -41,8 +41,8 @@ CommWork bf16_compress_hook(ProcessGroup& group, GradBucket& bucket) {
 }
 }  // namespace default_hooks
 
-std::vector<std::vector<size_t>> compute_bucket_assignment_by_size(const std::vector<Tensor>& tensors,
-                                                                   const std::vector<int64_t>& bucket_size_limits) {
+std::vector<std::vector<size_t>> compute_bucket_assignment_by_size(
+    const std::vector<Tensor>& tensors, const std::vector<int64_t>& bucket_size_limits) {
   EMBER_CHECK(!bucket_size_limits.empty(), "compute_bucket_assignment_by_size: no bucket size limits");
   struct Open {
     ScalarType dtype;
@@ -69,7 +69,8 @@ std::vector<std::vector<size_t>> compute_bucket_assignment_by_size(const std::ve
   }
   for (Open& o : open)
     if (!o.tensors.empty()) buckets.push_back(std::move(o.tensors));
-  std::sort(buckets.begin(), buckets.end(), [](const auto& a, const auto& b) { return a.front() < b.front(); });
+  std::sort(buckets.begin(), buckets.end(),
+            [](const auto& a, const auto& b) { return a.front() < b.front(); });
   return buckets;
 }
 
@@ -118,7 +119,8 @@ Reducer::~Reducer() = default;
 
 void Reducer::register_comm_hook(CommHook hook) {
   EMBER_CHECK(hook, "DistributedDataParallel: register_comm_hook: the hook is empty");
-  EMBER_CHECK(!in_backward_, "DistributedDataParallel: register_comm_hook: a backward pass is reducing gradients");
+  EMBER_CHECK(!in_backward_,
+              "DistributedDataParallel: register_comm_hook: a backward pass is reducing gradients");
   hook_ = std::move(hook);
 }
 
@@ -146,7 +148,8 @@ void Reducer::prepare_for_backward(bool sync, const std::vector<Tensor>& outputs
   std::vector<const Node*> stack;
   for (const Tensor& t : outputs) {
     if (!t.defined() || !t.requires_grad()) continue;
-    if (Edge e = gradient_edge(t); e.valid() && seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+    if (Edge e = gradient_edge(t); e.valid() && seen.insert(e.node.get()).second)
+      stack.push_back(e.node.get());
   }
   while (!stack.empty()) {
     const Node* n = stack.back();

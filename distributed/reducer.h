@@ -47,15 +47,16 @@ CommWork bf16_compress_hook(ProcessGroup& group, GradBucket& bucket);
 // bucket closes once it holds at least its limit in bytes; each dtype and device uses
 // `bucket_size_limits` in turn and its last entry from then on. Returns indices into `tensors`,
 // buckets ordered by their first tensor (PyTorch's compute_bucket_assignment_by_size).
-std::vector<std::vector<size_t>> compute_bucket_assignment_by_size(const std::vector<Tensor>& tensors,
-                                                                   const std::vector<int64_t>& bucket_size_limits);
+std::vector<std::vector<size_t>> compute_bucket_assignment_by_size(
+    const std::vector<Tensor>& tensors, const std::vector<int64_t>& bucket_size_limits);
 
 class Reducer {
  public:
   // `params` require grad, are leaves, and are named by `names` in errors; `buckets` holds
   // indices into `params` and covers each one exactly once.
-  Reducer(std::vector<Tensor> params, std::vector<std::string> names, std::vector<std::vector<size_t>> buckets,
-          std::shared_ptr<ProcessGroup> group, bool find_unused_parameters);
+  Reducer(std::vector<Tensor> params, std::vector<std::string> names,
+          std::vector<std::vector<size_t>> buckets, std::shared_ptr<ProcessGroup> group,
+          bool find_unused_parameters);
   ~Reducer();
   Reducer(const Reducer&) = delete;
   Reducer& operator=(const Reducer&) = delete;

@@ -31,7 +31,8 @@ class DDPCuda : public CudaTest {
     CudaTest::SetUp();
     if (IsSkipped()) return;
     if (!d::is_nccl_available()) GTEST_SKIP() << "ember built without NCCL";
-    store_ = std::make_shared<d::TCPStore>("127.0.0.1", 0, std::nullopt, true, std::chrono::milliseconds(30'000));
+    store_ =
+        std::make_shared<d::TCPStore>("127.0.0.1", 0, std::nullopt, true, std::chrono::milliseconds(30'000));
     pg_ = d::make_process_group_nccl(std::make_shared<d::PrefixStore>("test", store_), 0, 1);
   }
 
@@ -62,7 +63,8 @@ TEST_F(DDPCuda, WorldOfOneMatchesPlainTraining) {
   ASSERT_EQ(ddp->bucket_indices().size(), 2u);
   train(*plain, [&](const Tensor& x) { return plain(x); });
   train(*ddp, [&](const Tensor& x) { return ddp(x); });
-  for (size_t i = 0; i < 4; ++i) EXPECT_CLOSE(net->parameters()[i].cpu(), plain->parameters()[i].cpu(), Tolerance{0, 0});
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_CLOSE(net->parameters()[i].cpu(), plain->parameters()[i].cpu(), Tolerance{0, 0});
 }
 
 TEST_F(DDPCuda, Bf16CompressionRoundsTheGradients) {

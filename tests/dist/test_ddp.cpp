@@ -72,8 +72,8 @@ void expect_error(const std::function<void()>& fn, std::initializer_list<const c
     fn();
   } catch (const Error& e) {
     for (const char* part : parts)
-      EMBER_CHECK(std::string(e.what()).find(part) != std::string::npos, "message \"", e.what(), "\" lacks \"",
-                  part, "\"");
+      EMBER_CHECK(std::string(e.what()).find(part) != std::string::npos, "message \"", e.what(),
+                  "\" lacks \"", part, "\"");
     return;
   }
   EMBER_CHECK(false, "expected an ember::Error with \"", *parts.begin(), "\"");
@@ -81,7 +81,8 @@ void expect_error(const std::function<void()>& fn, std::initializer_list<const c
 
 d::DistributedDataParallelOptions options_from_env() {
   d::DistributedDataParallelOptions o;
-  if (const char* mb = std::getenv("DDP_BUCKET_MB")) o.bucket_cap_mb(std::atof(mb)).first_bucket_cap_mb(std::atof(mb));
+  if (const char* mb = std::getenv("DDP_BUCKET_MB"))
+    o.bucket_cap_mb(std::atof(mb)).first_bucket_cap_mb(std::atof(mb));
   return o;
 }
 
@@ -98,7 +99,8 @@ DIST_WORKER(ddp_matches_one_process) {
   // 6 parameters require grad: 1 bucket, or one each, starting from the last one (fc3.bias).
   auto buckets = ddp->bucket_indices();
   size_t expected_buckets = std::getenv("DDP_BUCKET_MB") ? 6 : 1;
-  EMBER_CHECK(buckets.size() == expected_buckets, "expected ", expected_buckets, " buckets, got ", buckets.size());
+  EMBER_CHECK(buckets.size() == expected_buckets, "expected ", expected_buckets, " buckets, got ",
+              buckets.size());
   EMBER_CHECK(buckets.front().front() == 5, "the first bucket starts with the last parameter, got ",
               buckets.front().front());
   optim::SGD opt(ddp->parameters(), optim::SGDOptions(0.1).momentum(0.9));
@@ -174,8 +176,8 @@ DIST_WORKER(ddp_find_unused) {
   d::init_process_group("gloo");
   int rank = d::get_rank(), world = d::get_world_size();
   Net net = make_net(rank), ref = make_net(0);
-  d::DistributedDataParallel ddp(net, nullptr,
-                                 d::DistributedDataParallelOptions().find_unused_parameters(true).bucket_cap_mb(1e-4));
+  d::DistributedDataParallel ddp(
+      net, nullptr, d::DistributedDataParallelOptions().find_unused_parameters(true).bucket_cap_mb(1e-4));
   for (int step = 0; step < 3; ++step) {
     auto [x, y] = global_batch(step, world);
     net->zero_grad();
@@ -201,9 +203,10 @@ DIST_WORKER(ddp_shape_mismatch) {
   int rank = d::get_rank();
   nn::Linear lin(4, rank == 1 ? 5 : 3);
   if (rank == 1) {
-    expect_error([&] { d::DistributedDataParallel ddp(lin); },
-                 {"DistributedDataParallel: parameter 0 ('weight') has shape [5, 4] and dtype float32 on rank 1",
-                  "shape [3, 4] and dtype float32 on rank 0"});
+    expect_error(
+        [&] { d::DistributedDataParallel ddp(lin); },
+        {"DistributedDataParallel: parameter 0 ('weight') has shape [5, 4] and dtype float32 on rank 1",
+         "shape [3, 4] and dtype float32 on rank 0"});
   } else {
     expect_error([&] { d::DistributedDataParallel ddp(lin); },
                  {"DistributedDataParallel: the parameters of rank 1 do not match rank 0's"});
@@ -265,8 +268,9 @@ TEST(DDPErrors, Arguments) {
   EXPECT_EMBER_ERROR((void)d::DistributedDataParallel(std::make_shared<NoParamsImpl>(), pg),
                      "DistributedDataParallel: the module has no parameter that requires grad");
   nn::Linear lin(2, 2);
-  EXPECT_EMBER_ERROR((void)d::DistributedDataParallel(lin, pg, d::DistributedDataParallelOptions().bucket_cap_mb(0)),
-                     "DistributedDataParallel: bucket sizes must be positive", "bucket_cap_mb 0");
+  EXPECT_EMBER_ERROR(
+      (void)d::DistributedDataParallel(lin, pg, d::DistributedDataParallelOptions().bucket_cap_mb(0)),
+      "DistributedDataParallel: bucket sizes must be positive", "bucket_cap_mb 0");
   EXPECT_EMBER_ERROR((void)d::DistributedDataParallel(lin), "default_group");
   // find_unused_parameters needs tensors to search from.
   auto odd = std::make_shared<NoParamsImpl>();
@@ -291,6 +295,65 @@ TEST(DDP, WorldOfOneIsPlainTraining) {
   mse_loss(ddp2(x), y).backward();
   mse_loss(ref(x), y).backward();
   EXPECT_CLOSE(frozen->fc2->weight.grad(), ref->fc2->weight.grad(), kExact);
+}
+
+TEST(DDPErrors, BackwardThatStopsPartWay) {
+  auto store = std::make_shared<d::TCPStore>("127.0.0.1", 0, std::nullopt, true, milliseconds(5000));
+  auto pg = d::make_process_group_gloo(std::make_shared<d::PrefixStore>("g", store), 0, 1);
+  Net net = make_net(0);
+  freeze_unused(net);
+  d::DistributedDataParallel ddp(net, pg);
+  auto [x, y] = global_batch(0, 1);
+  // The input's hook throws after fc3's gradients were marked ready: the end-of-backward
+  // callback never runs, and the next forward says so (once).
+  Tensor xg = x.clone().requires_grad_();
+  xg.register_hook([](const Tensor&) -> Tensor { throw Error("boom"); });
+  EXPECT_EMBER_ERROR(mse_loss(ddp(xg), y).backward(), "boom");
+  EXPECT_EMBER_ERROR(ddp->register_comm_hook(d::default_hooks::allreduce_hook),
+                     "register_comm_hook: a backward pass is reducing gradients");
+  EXPECT_EMBER_ERROR(ddp(x), "Expected to have finished reduction in the prior iteration",
+                     "did not reach its end");
+  mse_loss(ddp(x), y).backward();
+
+  // With find_unused_parameters, a parameter used outside the forward's outputs.
+  Net other = make_net(0);
+  d::DistributedDataParallel unused(other, pg,
+                                    d::DistributedDataParallelOptions().find_unused_parameters(true));
+  EXPECT_EMBER_ERROR((mse_loss(unused(x), y) + other->dead->bias.sum()).backward(),
+                     "parameter 9 ('dead.bias') was marked ready twice in one backward");
+}
+
+TEST(DDPBuckets, AssignmentBySize) {
+  // f32 tensors of 1200, 400, 2000, 1200 bytes and an f64 one of 800; limits 1000 then 2500
+  // bytes per dtype: [a] closes the first f32 bucket, [b, d, e] the second, [c] stays open.
+  std::vector<Tensor> ts = {zeros({300}), zeros({100}), zeros({100}, kFloat64), zeros({500}), zeros({300})};
+  auto buckets = d::compute_bucket_assignment_by_size(ts, {1000, 2500});
+  std::vector<std::vector<size_t>> expected = {{0}, {1, 3, 4}, {2}};
+  EXPECT_EQ(buckets, expected);
+  EXPECT_EMBER_ERROR((void)d::compute_bucket_assignment_by_size(ts, {}),
+                     "compute_bucket_assignment_by_size: no bucket");
+}
+
+TEST(DDPErrors, ReducerArguments) {
+  auto store = std::make_shared<d::TCPStore>("127.0.0.1", 0, std::nullopt, true, milliseconds(5000));
+  auto pg = d::make_process_group_gloo(std::make_shared<d::PrefixStore>("g", store), 0, 1);
+  std::vector<Tensor> ps = {zeros({2}).requires_grad_(), zeros({2}, kFloat64).requires_grad_()};
+  std::vector<std::string> names = {"a", "b"};
+  using Buckets = std::vector<std::vector<size_t>>;
+  EXPECT_EMBER_ERROR((void)d::Reducer(ps, names, Buckets{{0}, {1}}, nullptr, false),
+                     "Reducer: no process group");
+  EXPECT_EMBER_ERROR((void)d::Reducer(ps, {"a"}, Buckets{{0}, {1}}, pg, false),
+                     "Reducer: 1 names for 2 parameters");
+  EXPECT_EMBER_ERROR((void)d::Reducer(ps, names, Buckets{{0}, {2}}, pg, false),
+                     "parameter index 2 is out of range");
+  EXPECT_EMBER_ERROR((void)d::Reducer(ps, names, Buckets{{0}, {0}}, pg, false), "parameter index 0",
+                     "in two buckets");
+  EXPECT_EMBER_ERROR((void)d::Reducer(ps, names, Buckets{{0, 1}}, pg, false),
+                     "Reducer: bucket 0 mixes dtypes");
+  EXPECT_EMBER_ERROR((void)d::Reducer(ps, names, Buckets{{0}, {}, {1}}, pg, false),
+                     "Reducer: bucket 1 is empty");
+  EXPECT_EMBER_ERROR((void)d::Reducer(ps, names, Buckets{{1}}, pg, false),
+                     "parameter 0 ('a') is in no bucket");
 }
 
 }  // namespace ember::testing::dist

@@ -36,14 +36,22 @@ Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--device") a.device = v;
-    else if (k == "--model") a.model = v;
-    else if (k == "--width") a.width = std::atoll(v.c_str());
-    else if (k == "--layers") a.layers = std::atoll(v.c_str());
-    else if (k == "--batch") a.batch = std::atoll(v.c_str());
-    else if (k == "--iters") a.iters = std::atoi(v.c_str());
-    else if (k == "--bucket-mb") a.bucket_mb = std::atof(v.c_str());
-    else throw Error("ddp_bench: unknown option " + k);
+    if (k == "--device")
+      a.device = v;
+    else if (k == "--model")
+      a.model = v;
+    else if (k == "--width")
+      a.width = std::atoll(v.c_str());
+    else if (k == "--layers")
+      a.layers = std::atoll(v.c_str());
+    else if (k == "--batch")
+      a.batch = std::atoll(v.c_str());
+    else if (k == "--iters")
+      a.iters = std::atoi(v.c_str());
+    else if (k == "--bucket-mb")
+      a.bucket_mb = std::atof(v.c_str());
+    else
+      throw Error("ddp_bench: unknown option " + k);
   }
   EMBER_CHECK(a.device == "cpu" || a.device == "cuda", "ddp_bench: --device is cpu or cuda, got ", a.device);
   EMBER_CHECK(a.model == "mlp" || a.model == "transformer", "ddp_bench: --model is mlp or transformer, got ",
@@ -58,11 +66,11 @@ struct BenchNetImpl : nn::Module {
     for (int64_t i = 0; i < a.layers; ++i) {
       std::string name = "layer" + std::to_string(i);
       if (transformer)
-        blocks.push_back(register_module(name, nn::TransformerEncoderLayer(nn::TransformerEncoderLayerOptions(
-                                                                                a.width, 8)
-                                                                                .dim_feedforward(4 * a.width)
-                                                                                .batch_first(true)))
-                             .ptr());
+        blocks.push_back(
+            register_module(name, nn::TransformerEncoderLayer(nn::TransformerEncoderLayerOptions(a.width, 8)
+                                                                  .dim_feedforward(4 * a.width)
+                                                                  .batch_first(true)))
+                .ptr());
       else
         blocks.push_back(register_module(name, nn::Linear(a.width, a.width)).ptr());
     }
@@ -122,7 +130,8 @@ int main(int argc, char** argv) {
     BenchNet plain(a), wrapped(a);
     plain->to(device);
     wrapped->to(device);
-    dist::DistributedDataParallel ddp(wrapped, nullptr, dist::DistributedDataParallelOptions().bucket_cap_mb(a.bucket_mb));
+    dist::DistributedDataParallel ddp(wrapped, nullptr,
+                                      dist::DistributedDataParallelOptions().bucket_cap_mb(a.bucket_mb));
     std::vector<int64_t> shape = a.model == "transformer" ? std::vector<int64_t>{a.batch, 64, a.width}
                                                           : std::vector<int64_t>{a.batch, a.width};
     Tensor x = randn(shape).to(device), y = randn(shape).to(device);
@@ -145,11 +154,13 @@ int main(int argc, char** argv) {
 
     optim::SGD plain_opt(plain->parameters(), 0.01), ddp_opt(ddp->parameters(), 0.01);
     auto timed_step = [&](optim::SGD& opt, const std::function<Tensor()>& forward) {
-      return median_ms(a.iters, device, [] {}, [&] {
-        opt.zero_grad();
-        mse_loss(forward(), y).backward();
-        opt.step();
-      });
+      return median_ms(
+          a.iters, device, [] {},
+          [&] {
+            opt.zero_grad();
+            mse_loss(forward(), y).backward();
+            opt.step();
+          });
     };
     double step_plain = timed_step(plain_opt, plain_forward);
     double step_ddp = timed_step(ddp_opt, ddp_forward);
@@ -165,24 +176,30 @@ int main(int argc, char** argv) {
       numel += n;
     }
     Tensor flat = zeros({numel}, TensorOptions(params[0].dtype()).device(device));
-    double ar_flat = median_ms(a.iters, device, [] {}, [&] { dist::all_reduce(flat, dist::ReduceOp::AVG); });
-    double ar_buckets = median_ms(a.iters, device, [] {}, [&] {
-      std::vector<std::shared_ptr<dist::Work>> works;
-      for (const Tensor& b : bucket_buffers) works.push_back(dist::all_reduce(b, dist::ReduceOp::AVG, nullptr, true));
-      for (auto& w : works) w->wait();
-    });
+    double ar_flat = median_ms(
+        a.iters, device, [] {}, [&] { dist::all_reduce(flat, dist::ReduceOp::AVG); });
+    double ar_buckets = median_ms(
+        a.iters, device, [] {},
+        [&] {
+          std::vector<std::shared_ptr<dist::Work>> works;
+          for (const Tensor& b : bucket_buffers)
+            works.push_back(dist::all_reduce(b, dist::ReduceOp::AVG, nullptr, true));
+          for (auto& w : works) w->wait();
+        });
 
     if (rank == 0) {
       double exposed = bwd_ddp - bwd_plain;
       std::printf(
           "{\"model\": \"%s\", \"device\": \"%s\", \"world\": %d, \"width\": %lld, \"layers\": %lld, "
-          "\"batch\": %lld, \"grad_mb\": %.2f, \"buckets\": %zu, \"backward_ms\": %.3f, \"backward_ddp_ms\": %.3f, "
-          "\"step_ms\": %.3f, \"step_ddp_ms\": %.3f, \"allreduce_flat_ms\": %.3f, \"allreduce_buckets_ms\": %.3f, "
+          "\"batch\": %lld, \"grad_mb\": %.2f, \"buckets\": %zu, \"backward_ms\": %.3f, \"backward_ddp_ms\": "
+          "%.3f, "
+          "\"step_ms\": %.3f, \"step_ddp_ms\": %.3f, \"allreduce_flat_ms\": %.3f, \"allreduce_buckets_ms\": "
+          "%.3f, "
           "\"exposed_comm_ms\": %.3f, \"hidden_fraction\": %.2f}\n",
-          a.model.c_str(), a.device.c_str(), world, static_cast<long long>(a.width), static_cast<long long>(a.layers),
-          static_cast<long long>(a.batch), numel * params[0].element_size() / 1048576.0, bucket_buffers.size(),
-          bwd_plain, bwd_ddp, step_plain, step_ddp, ar_flat, ar_buckets, exposed,
-          1.0 - std::max(exposed, 0.0) / ar_buckets);
+          a.model.c_str(), a.device.c_str(), world, static_cast<long long>(a.width),
+          static_cast<long long>(a.layers), static_cast<long long>(a.batch),
+          numel * params[0].element_size() / 1048576.0, bucket_buffers.size(), bwd_plain, bwd_ddp, step_plain,
+          step_ddp, ar_flat, ar_buckets, exposed, 1.0 - std::max(exposed, 0.0) / ar_buckets);
       std::fflush(stdout);
     }
     dist::destroy_process_group();
