@@ -297,6 +297,27 @@ TEST(DDP, WorldOfOneIsPlainTraining) {
   EXPECT_CLOSE(frozen->fc2->weight.grad(), ref->fc2->weight.grad(), kExact);
 }
 
+TEST(DDP, BucketsStartDuringBackwardInIndexOrder) {
+  auto store = std::make_shared<d::TCPStore>("127.0.0.1", 0, std::nullopt, true, milliseconds(5000));
+  auto pg = d::make_process_group_gloo(std::make_shared<d::PrefixStore>("g", store), 0, 1);
+  Net net = make_net(0);
+  freeze_unused(net);
+  d::DistributedDataParallel ddp(
+      net, pg, d::DistributedDataParallelOptions().bucket_cap_mb(1e-5).first_bucket_cap_mb(1e-5));
+  // A comm hook that records each launch: the bucket, and whether backward had reached fc1.weight.
+  std::vector<std::pair<size_t, bool>> launches;
+  ddp->register_comm_hook([&](d::ProcessGroup& group, d::GradBucket& bucket) {
+    launches.emplace_back(bucket.index, net->fc1->weight.grad().defined());
+    return d::default_hooks::allreduce_hook(group, bucket);
+  });
+  auto [x, y] = global_batch(0, 1);
+  mse_loss(ddp(x), y).backward();
+  ASSERT_EQ(launches.size(), 6u);
+  for (size_t i = 0; i < launches.size(); ++i) EXPECT_EQ(launches[i].first, i);
+  EXPECT_FALSE(launches[0].second) << "fc3.bias's bucket waited for the end of backward";
+  EXPECT_TRUE(launches[5].second);
+}
+
 TEST(DDPErrors, BackwardThatStopsPartWay) {
   auto store = std::make_shared<d::TCPStore>("127.0.0.1", 0, std::nullopt, true, milliseconds(5000));
   auto pg = d::make_process_group_gloo(std::make_shared<d::PrefixStore>("g", store), 0, 1);
