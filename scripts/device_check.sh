@@ -7,6 +7,9 @@
 #   BENCH_FILTER=matmul TESTS=0 scripts/device_check.sh
 #   SANITIZER=1 scripts/device_check.sh     also compute-sanitizer memcheck over the CUDA tests
 #   SANITIZER=1 SANITIZER_TOOLS="memcheck racecheck synccheck" SANITIZER_FILTER='-*Large*' ...
+#   CPU_TESTS=0 scripts/device_check.sh     the CUDA tests only (CI runs the CPU ones)
+#   TRANSFORMER=1 scripts/device_check.sh   also transformer_bench next to PyTorch's (issue 6's table;
+#                                           TRANSFORMER_ARGS passes sizes and modes to both)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/ember-device}
@@ -23,7 +26,9 @@ cmake --build "$BUILD_DIR" -j "$(nproc)" -- -k 0 > "$OUT/build.log" 2>&1
 build_rc=$?
 cpu_rc=- cuda_rc=-
 if [ "${TESTS:-1}" = 1 ]; then
-  ctest --test-dir "$BUILD_DIR" -L cpu --output-on-failure > "$OUT/ctest_cpu.log" 2>&1; cpu_rc=$?
+  if [ "${CPU_TESTS:-1}" = 1 ]; then
+    ctest --test-dir "$BUILD_DIR" -L cpu --output-on-failure > "$OUT/ctest_cpu.log" 2>&1; cpu_rc=$?
+  fi
   ctest --test-dir "$BUILD_DIR" -L cuda --output-on-failure --timeout 300 > "$OUT/ctest_cuda.log" 2>&1; cuda_rc=$?
 fi
 # compute-sanitizer over ember_cuda_tests, one tool at a time; the big-tensor and multi-GPU tests
@@ -53,6 +58,11 @@ if [ "${BENCH:-1}" = 1 ] && [ -x "$BUILD_DIR/tools/bench/cuda_ops_bench" ]; then
   "$BUILD_DIR/tools/bench/cuda_ops_bench" "${BENCH_FILTER:-}" > "$OUT/bench_ember.jsonl" 2> "$OUT/bench_ember.err"
   python3 tools/bench/torch_ops_bench.py "${BENCH_FILTER:-}" > "$OUT/bench_torch.jsonl" 2> "$OUT/bench_torch.err"
 fi
+if [ "${TRANSFORMER:-0}" = 1 ] && [ -x "$BUILD_DIR/tools/bench/transformer_bench" ]; then
+  # shellcheck disable=SC2086  # TRANSFORMER_ARGS is a list of arguments
+  "$BUILD_DIR/tools/bench/transformer_bench" ${TRANSFORMER_ARGS:-} > "$OUT/transformer_ember.jsonl" 2>&1
+  python3 tools/bench/torch_transformer_bench.py ${TRANSFORMER_ARGS:-} > "$OUT/transformer_torch.jsonl" 2>&1
+fi
 "$BUILD_DIR/tools/env_report" >> "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 grep -E "CUDA backend" "$OUT/configure.log"
@@ -64,6 +74,8 @@ printf '%-10s %s\n' configure "rc=$configure_rc" build "rc=$build_rc (warnings: 
   cuda-tests "rc=$cuda_rc $(grep -E 'tests passed' "$OUT/ctest_cuda.log" 2>/dev/null)"
 for l in ${sanitizer_lines[@]+"${sanitizer_lines[@]}"}; do printf '%-10s %s\n' sanitizer "$l"; done
 [ -s "$OUT/bench_ember.jsonl" ] && python3 tools/bench/compare.py "$OUT/bench_ember.jsonl" "$OUT/bench_torch.jsonl"
+[ -s "$OUT/transformer_ember.jsonl" ] &&
+  python3 tools/bench/compare.py "$OUT/transformer_ember.jsonl" "$OUT/transformer_torch.jsonl"
 sanitizer_ok=1
 for l in ${sanitizer_lines[@]+"${sanitizer_lines[@]}"}; do [[ "$l" == *": 0 errors (rc=0)" ]] || sanitizer_ok=0; done
 [ $build_rc -eq 0 ] && [[ "$cpu_rc" =~ ^(0|-)$ ]] && [[ "$cuda_rc" =~ ^(0|-)$ ]] && [ $sanitizer_ok = 1 ]
