@@ -83,8 +83,13 @@ TEST_F(AmpCuda, FusedStepMatchesCpuAndSkipsOnInf) {
 TEST_F(AmpCuda, FusedStepAndUpdateDoNotSync) {
   manual_seed(4);
   ScaledRun r(kGpu, random_tensor({4096}, kFloat32), random_tensor({4096}, kFloat32));
-  r.backward(false);
-  r.step();  // warm-up: state, scale and cached blocks exist
+  // Warm-up of both paths: state, scale and cached blocks exist, and every kernel is loaded (CUDA
+  // loads modules lazily, and a first load may wait for the device).
+  for (bool unscale_first : {false, true}) {
+    r.backward(false);
+    if (unscale_first) r.scaler.unscale_(r.opt);
+    r.step();
+  }
   for (bool unscale_first : {false, true}) {
     SCOPED_TRACE(unscale_first ? "after unscale_" : "plain");
     r.backward(false);
