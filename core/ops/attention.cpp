@@ -60,8 +60,9 @@ Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& mask, b
 }
 
 // Records the backward of out = P v, P = attention_weights(q, k, mask): with dO the output's
-// gradient, dV = P^T dO, dS = P * (dP - rowsum(dP * P)) for dP = dO v^T, dQ = dS k * scale,
-// dK = dS^T q * scale, and dS for a floating mask; each summed back over broadcast batch dims.
+// gradient, dV = P^T dO, dS = P * (dP - rowsum(dP * P)) for dP = dO v^T (softmax's fused
+// backward), dQ = dS k * scale, dK = dS^T q * scale, and dS for a floating mask; each summed back
+// over broadcast batch dims.
 void record_attention(const Tensor& out, const Tensor& query, const Tensor& key,
                       const Tensor& value, const Tensor& attn_mask, bool is_causal, double scale,
                       ScalarType cd) {
@@ -72,8 +73,7 @@ void record_attention(const Tensor& out, const Tensor& query, const Tensor& key,
            Tensor qc = q.to(cd), kc = k.to(cd), vc = v.to(cd), go = g.grad().to(cd);
            Tensor p = attention_weights(qc, kc, m.defined() && m.dtype() != kBool ? m.to(cd) : m,
                                         is_causal, scale);
-           Tensor dp = go.matmul(vc.mT());
-           Tensor ds = p * (dp - (dp * p).sum({p.dim() - 1}, true));
+           Tensor ds = _softmax_backward_data(go.matmul(vc.mT()), p, -1, p.dtype());
            return {g.needs(0) ? sum_to(ds.matmul(kc) * scale, q.sizes()) : Tensor(),
                    g.needs(1) ? sum_to(ds.mT().matmul(qc) * scale, k.sizes()) : Tensor(),
                    g.needs(2) ? sum_to(p.mT().matmul(go), v.sizes()) : Tensor(),
@@ -110,7 +110,10 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   EMBER_CHECK(dropout_p >= 0 && dropout_p <= 1, kOp, ": dropout_p must be in [0, 1], got ",
               dropout_p);
 
-  ScalarType cd = nn_detail::compute_dtype(query.dtype());
+  // The composite's dtype: on CUDA the inputs' own, as PyTorch's math backend (cuBLAS accumulates
+  // in float32 and softmax computes in float32 inside, while half the bytes move); float32 for
+  // half types on the CPU.
+  ScalarType cd = query.is_cuda() ? query.dtype() : nn_detail::compute_dtype(query.dtype());
   Tensor mask;
   if (attn_mask.defined()) {
     EMBER_CHECK(!is_causal, kOp, ": an explicit attn_mask must not be given with is_causal=true");
