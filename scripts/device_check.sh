@@ -41,7 +41,9 @@ if [ "${SANITIZER:-0}" = 1 ] && [ -x "$BUILD_DIR/tests/ember_cuda_tests" ]; then
   filter=${SANITIZER_FILTER:--*Large*:*Huge*:*LossSumIsDeterministic*:*Nccl*:*ProcessGroup*}
   for tool in ${SANITIZER_TOOLS:-memcheck}; do
     log="$OUT/sanitizer_$tool.log"
-    timeout "${SANITIZER_TIMEOUT:-450}" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+    # API errors are not reported: the OOM tests make cudaMalloc fail on purpose and NCCL probes
+    # its kernels with cudaFuncGetAttributes (both handled); memory errors are what this checks.
+    timeout "${SANITIZER_TIMEOUT:-450}" compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 1 \
       "$BUILD_DIR/tests/ember_cuda_tests" --gtest_filter="$filter" > "$log" 2>&1
     rc=$?
     errors=$(grep -oE 'ERROR SUMMARY: [0-9]+ error' "$log" | tail -1 | grep -oE '[0-9]+')

@@ -45,8 +45,7 @@ Tensor expand_operand(const Tensor& t, const DimVector& batch) {
 
 // softmax(q k^T * scale + mask) with ember ops; mask is undefined, bool (true = attend) or
 // floating (added).
-Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& mask, bool is_causal,
-                         double scale) {
+Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& mask, bool is_causal, double scale) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   Tensor s = q.matmul(k.mT()) * scale;
   if (is_causal) {
@@ -63,16 +62,15 @@ Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& mask, b
 // gradient, dV = P^T dO, dS = P * (dP - rowsum(dP * P)) for dP = dO v^T (softmax's fused
 // backward), dQ = dS k * scale, dK = dS^T q * scale, and dS for a floating mask; each summed back
 // over broadcast batch dims.
-void record_attention(const Tensor& out, const Tensor& query, const Tensor& key,
-                      const Tensor& value, const Tensor& attn_mask, bool is_causal, double scale,
-                      ScalarType cd) {
+void record_attention(const Tensor& out, const Tensor& query, const Tensor& key, const Tensor& value,
+                      const Tensor& attn_mask, bool is_causal, double scale, ScalarType cd) {
   SavedTensor sq(query, false), sk(key, false), sv(value, false), sm(attn_mask, false);
   record(kOp, {query, key, value, attn_mask}, {out},
          [sq, sk, sv, sm, is_causal, scale, cd](const GradContext& g) -> std::vector<Tensor> {
            Tensor q = g(sq), k = g(sk), v = g(sv), m = g(sm);
            Tensor qc = q.to(cd), kc = k.to(cd), vc = v.to(cd), go = g.grad().to(cd);
-           Tensor p = attention_weights(qc, kc, m.defined() && m.dtype() != kBool ? m.to(cd) : m,
-                                        is_causal, scale);
+           Tensor p =
+               attention_weights(qc, kc, m.defined() && m.dtype() != kBool ? m.to(cd) : m, is_causal, scale);
            Tensor ds = _softmax_backward_data(go.matmul(vc.mT()), p, -1, p.dtype());
            return {g.needs(0) ? sum_to(ds.matmul(kc) * scale, q.sizes()) : Tensor(),
                    g.needs(1) ? sum_to(ds.mT().matmul(qc) * scale, k.sizes()) : Tensor(),
@@ -103,12 +101,11 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
               key.dtype(), " and ", value.dtype());
   int64_t L = query.size(-2), E = query.size(-1), S = key.size(-2), Ev = value.size(-1);
   EMBER_CHECK(key.size(-1) == E && value.size(-2) == S, kOp,
-              ": expected query [..., L, E], key [..., S, E] and value [..., S, Ev], got ",
-              query.sizes(), ", ", key.sizes(), " and ", value.sizes());
-  DimVector batch = broadcast_shapes(kOp, broadcast_shapes(kOp, batch_dims(query), batch_dims(key)),
-                                     batch_dims(value));
-  EMBER_CHECK(dropout_p >= 0 && dropout_p <= 1, kOp, ": dropout_p must be in [0, 1], got ",
-              dropout_p);
+              ": expected query [..., L, E], key [..., S, E] and value [..., S, Ev], got ", query.sizes(),
+              ", ", key.sizes(), " and ", value.sizes());
+  DimVector batch =
+      broadcast_shapes(kOp, broadcast_shapes(kOp, batch_dims(query), batch_dims(key)), batch_dims(value));
+  EMBER_CHECK(dropout_p >= 0 && dropout_p <= 1, kOp, ": dropout_p must be in [0, 1], got ", dropout_p);
 
   // The composite's dtype: on CUDA the inputs' own, as PyTorch's math backend (cuBLAS accumulates
   // in float32 and softmax computes in float32 inside, while half the bytes move); float32 for
@@ -122,10 +119,11 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
                 ": expected attn_mask of dtype bool or floating point, got ", attn_mask.dtype());
     DimVector scores = with_last2(batch, L, S);
     EMBER_CHECK(nn_detail::broadcasts_to(attn_mask.sizes(), scores), kOp, ": attn_mask of shape ",
-                attn_mask.sizes(), " does not broadcast to the scores' shape ",
-                IntArrayRef(scores));
+                attn_mask.sizes(), " does not broadcast to the scores' shape ", IntArrayRef(scores));
     // Cast before expanding, so a broadcast mask is never materialized.
-    mask = (attn_mask.dtype() == kBool ? attn_mask : attn_mask.to(cd)).expand(scores);
+    // The fused kernels take a floating mask in float32 (float64 for float64 inputs).
+    mask = (attn_mask.dtype() == kBool ? attn_mask : attn_mask.to(nn_detail::compute_dtype(query.dtype())))
+               .expand(scores);
   }
 
   double s = scale.value_or(1 / std::sqrt(static_cast<double>(E)));
@@ -139,8 +137,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   Tensor out = empty(with_last2(batch, L, Ev), query.options());
   if (out.numel() > 0) {
     NoGradGuard no_grad;  // recorded below as one op
-    PhiloxState rng =
-        dropout_p > 0 ? default_generator(query.device().type).next() : PhiloxState{0, 0};
+    PhiloxState rng = dropout_p > 0 ? default_generator(query.device().type).next() : PhiloxState{0, 0};
     sdpa_stub(query.device())(out, expand_operand(query, batch), expand_operand(key, batch),
                               expand_operand(value, batch), mask, is_causal, s, dropout_p, rng);
   }
