@@ -35,16 +35,21 @@ World& world() {
   return w;
 }
 
+// The non-negative integer in environment variable `name`; `op` names the caller in errors.
+int parse_env(const char* op, const char* name, const char* v) {
+  char* end = nullptr;
+  long n = std::strtol(v, &end, 10);
+  EMBER_CHECK(*end == '\0' && n >= 0 && n < (1 << 30), op, ": ", name, "='", v,
+              "' is not a non-negative integer");
+  return static_cast<int>(n);
+}
+
 int env_int(const char* name, int given, const char* what) {
   if (given >= 0) return given;
   const char* v = std::getenv(name);
   EMBER_CHECK(v && *v, "init_process_group: ", what, " is not given and ", name,
               " is not set (emberrun sets it; or pass it in InitOptions)");
-  char* end = nullptr;
-  long n = std::strtol(v, &end, 10);
-  EMBER_CHECK(*end == '\0' && n >= 0 && n < (1 << 30), "init_process_group: ", name, "='", v,
-              "' is not a non-negative integer");
-  return static_cast<int>(n);
+  return parse_env("init_process_group", name, v);
 }
 
 bool is_loopback(const std::string& addr) {
@@ -161,10 +166,17 @@ int get_rank(const GroupPtr& group) {
 
 int get_world_size(const GroupPtr& group) { return resolve(group, "get_world_size")->size(); }
 
-int get_node_local_rank() {
-  std::lock_guard<std::mutex> lock(world().mu);
-  require_default("get_node_local_rank");
-  return world().settings.local_rank;
+int get_node_local_rank(std::optional<int> fallback_rank) {
+  if (const char* v = std::getenv("LOCAL_RANK"); v && *v)
+    return parse_env("get_node_local_rank", "LOCAL_RANK", v);
+  {
+    std::lock_guard<std::mutex> lock(world().mu);
+    if (world().default_group) return world().settings.local_rank;
+  }
+  EMBER_CHECK(fallback_rank,
+              "get_node_local_rank: LOCAL_RANK is not set (emberrun sets it) and no process group "
+              "is initialized; pass a fallback_rank to run outside a launcher");
+  return *fallback_rank;
 }
 
 std::string get_backend(const GroupPtr& group) { return resolve(group, "get_backend")->backend_name(); }

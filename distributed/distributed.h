@@ -43,8 +43,10 @@ void destroy_process_group(const std::shared_ptr<ProcessGroup>& group = nullptr)
 std::shared_ptr<ProcessGroup> default_group();
 int get_rank(const std::shared_ptr<ProcessGroup>& group = nullptr);
 int get_world_size(const std::shared_ptr<ProcessGroup>& group = nullptr);
-// This process's rank on its node (LOCAL_RANK; torch.distributed.get_node_local_rank).
-int get_node_local_rank();
+// This process's rank on its node (torch.distributed.get_node_local_rank): LOCAL_RANK, which
+// emberrun sets, else the default group's local rank, else fallback_rank; an error without any.
+// Needs no process group, so it can pick the GPU before init_process_group.
+int get_node_local_rank(std::optional<int> fallback_rank = std::nullopt);
 std::string get_backend(const std::shared_ptr<ProcessGroup>& group = nullptr);
 // Global rank -> rank within `group`, and back.
 int get_group_rank(const std::shared_ptr<ProcessGroup>& group, int global_rank);

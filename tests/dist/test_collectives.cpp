@@ -442,8 +442,12 @@ TEST(InitProcessGroup, ErrorsAndWorldOfOne) {
       local("LOCAL_RANK", nullptr);
   EXPECT_FALSE(d::is_initialized());
   EXPECT_EMBER_ERROR(d::get_rank(), "get_rank: the default process group is not initialized");
-  EXPECT_EMBER_ERROR(d::get_node_local_rank(),
-                     "get_node_local_rank: the default process group is not initialized");
+  EXPECT_EMBER_ERROR(d::get_node_local_rank(), "get_node_local_rank: LOCAL_RANK is not set", "fallback_rank");
+  EXPECT_EQ(d::get_node_local_rank(3), 3);
+  {
+    ScopedEnv set("LOCAL_RANK", "1");  // before any group, as a program picking its GPU reads it
+    EXPECT_EQ(d::get_node_local_rank(3), 1);
+  }
   EXPECT_EMBER_ERROR(d::all_reduce(zeros({1})), "all_reduce: the default process group is not initialized");
   EXPECT_EMBER_ERROR(d::init_process_group("mpi"), "init_process_group: unknown backend 'mpi'");
   EXPECT_EMBER_ERROR(d::init_process_group("gloo"),
