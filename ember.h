@@ -29,6 +29,7 @@
 #include "ember/core/ops/softmax.h"
 #include "ember/core/ops/sorting.h"
 #include "ember/core/parallel.h"
+#include "ember/core/profiler.h"
 #include "ember/core/random.h"
 #include "ember/core/serialize.h"
 #include "ember/core/state_dict.h"

@@ -19,9 +19,18 @@ void range_push(const char* msg) { nvtxRangePushA(msg); }
 void range_pop() { nvtxRangePop(); }
 void mark(const char* msg) { nvtxMarkA(msg); }
 
+// The hooks have one owner at a time: NVTX never replaces or removes another's (a profiler session).
 void set_emit_nvtx(bool enabled) {
-  detail::g_kernel_range_hooks.store(enabled ? &kNvtxHooks : nullptr, std::memory_order_release);
+  const detail::KernelRangeHooks* expected = enabled ? nullptr : &kNvtxHooks;
+  if (detail::g_kernel_range_hooks.compare_exchange_strong(expected, enabled ? &kNvtxHooks : nullptr,
+                                                           std::memory_order_acq_rel))
+    return;
+  EMBER_CHECK(!enabled || expected == &kNvtxHooks,
+              "cuda::nvtx::set_emit_nvtx: the kernel-range hooks are in use (a profiler::Profile session "
+              "is running?); emit_nvtx and profiling cannot run together");
 }
-bool emit_nvtx_enabled() { return detail::g_kernel_range_hooks.load(std::memory_order_acquire) != nullptr; }
+bool emit_nvtx_enabled() {
+  return detail::g_kernel_range_hooks.load(std::memory_order_acquire) == &kNvtxHooks;
+}
 
 }  // namespace ember::cuda::nvtx

@@ -1,8 +1,11 @@
 """PyTorch's side of the transformer training benchmark: the model, arguments, modes and JSON lines of
 tools/bench/transformer_bench.cpp (see its header). Run both in the same device call, then
     python3 compare.py ember.jsonl torch.jsonl
-    python3 torch_transformer_bench.py [--layers 12] [--batch 32] [--seq 512] [--device cuda] [--modes ...]"""
-import argparse, json, time
+    python3 torch_transformer_bench.py [--layers 12] [--batch 32] [--seq 512] [--device cuda] [--modes ...]
+                                       [--profile]
+--profile: after the timed steps of each mode, one more step runs under torch.profiler and its key_averages
+table (top 25 by CUDA time; self CPU time on the CPU) goes to stderr, as transformer_bench --profile."""
+import argparse, json, sys, time
 import torch, torch.nn as nn, torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
@@ -29,6 +32,17 @@ class BertLike(nn.Module):
 def sync(dev):
     if dev.type == "cuda":
         torch.cuda.synchronize()
+
+
+def profile_step(dev, name, step):
+    from torch.profiler import ProfilerActivity, profile
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+    with profile(activities=activities) as prof:
+        step()
+        sync(dev)
+    sort_by = "cuda_time_total" if dev.type == "cuda" else "self_cpu_time_total"
+    print(f"== {name}: one step, ops by {sort_by}\n{prof.key_averages().table(sort_by=sort_by, row_limit=25)}",
+          file=sys.stderr, flush=True)
 
 
 def run_mode(a, dev, mode):
@@ -65,6 +79,8 @@ def run_mode(a, dev, mode):
         times.append((time.perf_counter() - start) * 1000)
     times.sort()
     ms = times[len(times) // 2]
+    if a.profile:
+        profile_step(dev, name, step)
     row = dict(case=name, ms=round(ms, 3), tokens_per_s=round(a.batch * a.seq / ms * 1000, 1))
     if dev.type == "cuda":
         row["peak_mib"] = round(torch.cuda.max_memory_allocated() / 2**20)
@@ -78,6 +94,7 @@ def main():
         p.add_argument("--" + arg, type=int, default=default)
     p.add_argument("--device", default="cuda")
     p.add_argument("--modes", default="f32,f32-ckpt,bf16,bf16-ckpt,f16,f16-ckpt")
+    p.add_argument("--profile", action="store_true")
     a = p.parse_args()
     # ember's float32 matmuls are true float32.
     torch.backends.cuda.matmul.allow_tf32 = False

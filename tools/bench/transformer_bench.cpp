@@ -11,7 +11,10 @@
 // cuda::max_memory_allocated over the timed steps (reset between modes).
 //   transformer_bench [--layers 12] [--batch 32] [--seq 512] [--d-model 768] [--heads 12]
 //                     [--ffn 3072] [--vocab 30522] [--warmup 3] [--iters 10] [--device cuda]
-//                     [--modes f32,f32-ckpt,bf16,bf16-ckpt,f16,f16-ckpt]
+//                     [--modes f32,f32-ckpt,bf16,bf16-ckpt,f16,f16-ckpt] [--profile]
+// --profile: after the timed steps of each mode, one more step runs under profiler::Profile and its
+// table (top 25 kernels by device time; host time on the CPU) goes to stderr, next to
+// torch_transformer_bench.py --profile.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include <ember/core/profiler.h>
 #include <ember/cuda/caching_allocator.h>
 #include <ember/ember.h>
 
@@ -33,6 +37,7 @@ namespace {
 struct Config {
   int64_t layers = 12, batch = 32, seq = 512, d_model = 768, heads = 12, ffn = 3072, vocab = 30522;
   int warmup = 3, iters = 10;
+  bool profile = false;
   std::string device = "cuda";
   std::string modes = "f32,f32-ckpt,bf16,bf16-ckpt,f16,f16-ckpt";
 };
@@ -44,6 +49,10 @@ Config parse(int argc, char** argv) {
                                        {"--vocab", &c.vocab}};
   for (int i = 1; i < argc; ++i) {
     std::string key = argv[i];
+    if (key == "--profile") {
+      c.profile = true;
+      continue;
+    }
     EMBER_CHECK(i + 1 < argc, "transformer_bench: ", key, " needs a value");
     std::string value = argv[++i];
     if (auto it = ints.find(key); it != ints.end())
@@ -143,6 +152,18 @@ std::pair<double, double> time_steps(const Config& c, const Device& device,
   return {ms[ms.size() / 2], peak};
 }
 
+// One more step under the profiler; its table goes to stderr.
+void profile_step(const Device& device, const std::string& name, const std::function<void()>& step) {
+  profiler::Profile prof;
+  step();
+  synchronize(device);
+  prof.stop();
+  // On the CPU there is no device time: sort by host time then.
+  const char* sort_by = prof.profiles_device() ? "device_time_total" : "self_cpu_time_total";
+  std::fprintf(stderr, "== %s: one step, kernels by %s\n%s\n", name.c_str(), sort_by,
+               prof.key_averages().table(sort_by, 25).c_str());
+}
+
 void run_mode(const Config& c, const Device& device, const std::string& mode) {
   bool ckpt = mode.size() > 5 && mode.substr(mode.size() - 5) == "-ckpt";
   std::string precision = ckpt ? mode.substr(0, mode.size() - 5) : mode;
@@ -161,9 +182,11 @@ void run_mode(const Config& c, const Device& device, const std::string& mode) {
     Tensor ids = randint(0, c.vocab, {c.batch, c.seq}, TensorOptions(kInt64).device(device));
     Tensor labels = randint(0, c.vocab, {c.batch, c.seq}, TensorOptions(kInt64).device(device));
     Tensor positions = arange(c.seq, TensorOptions(kInt64).device(device));
-    auto [ms, peak] = time_steps(c, device, [&] {
+    auto step = [&] {
       train_step(precision, device, opt, scaler, [&] { return model->loss(ids, positions, labels, ckpt); });
-    });
+    };
+    auto [ms, peak] = time_steps(c, device, step);
+    if (c.profile) profile_step(device, name.str(), step);
     std::printf("{\"case\": \"%s\", \"ms\": %.3f, \"tokens_per_s\": %.1f", name.str().c_str(), ms,
                 static_cast<double>(c.batch * c.seq) / ms * 1000);
     if (peak >= 0) std::printf(", \"peak_mib\": %.0f", peak);

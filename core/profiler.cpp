@@ -1,0 +1,270 @@
+#include "ember/core/profiler.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "ember/core/dispatch.h"
+#include "ember/core/error.h"
+
+namespace ember::profiler {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One kernel call. Ranges are appended at push, so a nested call finds its parent by index.
+struct Range {
+  const char* name;
+  int64_t parent;
+  int64_t slot;  // the device timer's, or -1
+  bool closed = false;
+  double host_ms = 0, child_host_ms = 0;
+};
+
+// The running session's ranges, shared by every thread that calls kernels meanwhile.
+struct Session {
+  std::mutex mu;
+  bool active = false;
+  bool device = false;
+  uint64_t generation = 0;  // a range opened in an earlier session is ignored when it closes
+  std::vector<Range> ranges;
+};
+Session g_session;
+
+struct Open {
+  uint64_t generation;
+  int64_t index;  // -1: opened while no session was active
+  Clock::time_point start;
+};
+thread_local std::vector<Open> t_open;
+
+std::atomic<const detail::DeviceTimer*> g_timer{nullptr};
+
+void push(const char* name) {
+  Open open{0, -1, {}};
+  {
+    std::lock_guard lock(g_session.mu);
+    if (g_session.active) {
+      int64_t parent = -1;
+      if (!t_open.empty() && t_open.back().generation == g_session.generation) parent = t_open.back().index;
+      int64_t slot = g_session.device ? g_timer.load()->start() : -1;
+      g_session.ranges.push_back({name, parent, slot});
+      open = {g_session.generation, static_cast<int64_t>(g_session.ranges.size()) - 1, {}};
+    }
+  }
+  // Host time starts after the profiler's own work.
+  open.start = Clock::now();
+  t_open.push_back(open);
+}
+
+void pop() {
+  Clock::time_point end = Clock::now();
+  if (t_open.empty()) return;
+  Open open = t_open.back();
+  t_open.pop_back();
+  std::lock_guard lock(g_session.mu);
+  if (open.index < 0 || !g_session.active || open.generation != g_session.generation) return;
+  Range& r = g_session.ranges[static_cast<size_t>(open.index)];
+  if (r.slot >= 0) g_timer.load()->end(r.slot);
+  r.closed = true;
+  r.host_ms = std::chrono::duration<double, std::milli>(end - open.start).count();
+  if (r.parent >= 0) g_session.ranges[static_cast<size_t>(r.parent)].child_host_ms += r.host_ms;
+}
+
+constexpr ember::detail::KernelRangeHooks kProfilerHooks{&push, &pop};
+
+bool wants_device(const std::vector<ProfilerActivity>& activities) {
+  return std::find(activities.begin(), activities.end(), ProfilerActivity::CUDA) != activities.end();
+}
+
+std::vector<ProfilerActivity> default_activities() {
+  const detail::DeviceTimer* timer = g_timer.load();
+  if (timer && timer->available()) return {ProfilerActivity::CPU, ProfilerActivity::CUDA};
+  return {ProfilerActivity::CPU};
+}
+
+// Per-name totals in order of first call; self times subtract the ranges nested directly inside.
+std::vector<FunctionEventAvg> aggregate(const std::vector<Range>& ranges,
+                                        const std::vector<double>& device_ms) {
+  std::vector<double> child_device(ranges.size(), 0);
+  auto device_of = [&](const Range& r) {
+    return r.slot >= 0 && static_cast<size_t>(r.slot) < device_ms.size() ? device_ms[r.slot] : 0.0;
+  };
+  for (const Range& r : ranges)
+    if (r.closed && r.parent >= 0) child_device[static_cast<size_t>(r.parent)] += device_of(r);
+  std::vector<FunctionEventAvg> out;
+  std::unordered_map<std::string, size_t> index;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const Range& r = ranges[i];
+    if (!r.closed) continue;  // still running on another thread at stop()
+    auto [it, inserted] = index.try_emplace(r.name, out.size());
+    if (inserted) out.push_back({r.name});
+    FunctionEventAvg& e = out[it->second];
+    double device = device_of(r);
+    e.count += 1;
+    e.cpu_time_total += r.host_ms;
+    e.self_cpu_time_total += std::max(0.0, r.host_ms - r.child_host_ms);
+    e.device_time_total += device;
+    e.self_device_time_total += std::max(0.0, device - child_device[i]);
+  }
+  return out;
+}
+
+std::string format_row(const std::vector<std::string>& cells, const std::vector<size_t>& widths) {
+  std::string line;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    std::string pad(widths[i] > cells[i].size() ? widths[i] - cells[i].size() : 0, ' ');
+    line += i == 0 ? cells[i] + pad : "  " + pad + cells[i];  // the name left-aligned, numbers right
+  }
+  return line + "\n";
+}
+
+std::string fixed(double v, const char* suffix = "") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f%s", v, suffix);
+  return buf;
+}
+
+double percent(double part, double total) { return total > 0 ? 100.0 * part / total : 0.0; }
+
+}  // namespace
+
+namespace detail {
+void set_device_timer(const DeviceTimer* timer) { g_timer.store(timer); }
+const DeviceTimer* device_timer() { return g_timer.load(); }
+}  // namespace detail
+
+const FunctionEventAvg* KeyAverages::find(const std::string& key) const {
+  for (const FunctionEventAvg& e : events_)
+    if (e.key == key) return &e;
+  return nullptr;
+}
+
+std::string KeyAverages::table(const std::string& sort_by, int row_limit) const {
+  static const std::map<std::string, std::function<double(const FunctionEventAvg&)>> kSortKeys{
+      {"device_time_total", [](const FunctionEventAvg& e) { return e.device_time_total; }},
+      {"cuda_time_total", [](const FunctionEventAvg& e) { return e.device_time_total; }},
+      {"self_device_time_total", [](const FunctionEventAvg& e) { return e.self_device_time_total; }},
+      {"self_cuda_time_total", [](const FunctionEventAvg& e) { return e.self_device_time_total; }},
+      {"cpu_time_total", [](const FunctionEventAvg& e) { return e.cpu_time_total; }},
+      {"self_cpu_time_total", [](const FunctionEventAvg& e) { return e.self_cpu_time_total; }},
+      {"count", [](const FunctionEventAvg& e) { return static_cast<double>(e.count); }},
+  };
+  auto key = kSortKeys.find(sort_by);
+  if (key == kSortKeys.end()) {
+    std::string valid;
+    for (const auto& [name, fn] : kSortKeys) valid += (valid.empty() ? "" : ", ") + name;
+    throw Error("KeyAverages::table: unknown sort_by \"" + sort_by + "\" (one of " + valid + ")");
+  }
+  std::vector<FunctionEventAvg> rows = events_;
+  // Descending; ties by name so that the order does not depend on timing noise.
+  std::stable_sort(rows.begin(), rows.end(), [&](const FunctionEventAvg& a, const FunctionEventAvg& b) {
+    double ka = key->second(a), kb = key->second(b);
+    return ka != kb ? ka > kb : a.key < b.key;
+  });
+  if (row_limit >= 0 && rows.size() > static_cast<size_t>(row_limit))
+    rows.resize(static_cast<size_t>(row_limit));
+
+  double self_cpu = 0, self_device = 0;
+  for (const FunctionEventAvg& e : events_) {
+    self_cpu += e.self_cpu_time_total;
+    self_device += e.self_device_time_total;
+  }
+  std::vector<std::string> header{"Name", "Self CPU %", "Self CPU ms", "CPU total ms", "CPU avg ms"};
+  if (has_device_time_)
+    for (const char* h : {"Self device %", "Self device ms", "Device total ms", "Device avg ms"})
+      header.push_back(h);
+  header.push_back("# Calls");
+  std::vector<std::vector<std::string>> cells;
+  for (const FunctionEventAvg& e : rows) {
+    std::vector<std::string> row{e.key, fixed(percent(e.self_cpu_time_total, self_cpu), "%"),
+                                 fixed(e.self_cpu_time_total), fixed(e.cpu_time_total),
+                                 fixed(e.cpu_time_avg())};
+    if (has_device_time_) {
+      for (const std::string& s :
+           {fixed(percent(e.self_device_time_total, self_device), "%"), fixed(e.self_device_time_total),
+            fixed(e.device_time_total), fixed(e.device_time_avg())})
+        row.push_back(s);
+    }
+    row.push_back(std::to_string(e.count));
+    cells.push_back(std::move(row));
+  }
+  std::vector<size_t> widths;
+  for (const std::string& h : header) widths.push_back(h.size());
+  for (const auto& row : cells)
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  size_t total_width = 0;
+  for (size_t w : widths) total_width += w + 2;
+  std::string rule(total_width - 2, '-');
+  rule += "\n";
+
+  std::string out = rule + format_row(header, widths) + rule;
+  for (const auto& row : cells) out += format_row(row, widths);
+  out += rule;
+  out += "Self CPU time total: " + fixed(self_cpu, " ms") + "\n";
+  if (has_device_time_) out += "Self device time total: " + fixed(self_device, " ms") + "\n";
+  return out;
+}
+
+Profile::Profile() : Profile(default_activities()) {}
+
+Profile::Profile(const std::vector<ProfilerActivity>& activities) {
+  bool device = wants_device(activities);
+  const detail::DeviceTimer* timer = g_timer.load();
+  EMBER_CHECK(!device || timer, "profiler::Profile: the CUDA activity needs ember built with CUDA");
+  EMBER_CHECK(!device || timer->available(), "profiler::Profile: the CUDA activity needs a CUDA device");
+  const ember::detail::KernelRangeHooks* expected = nullptr;
+  if (!ember::detail::g_kernel_range_hooks.compare_exchange_strong(expected, &kProfilerHooks,
+                                                                   std::memory_order_acq_rel)) {
+    EMBER_CHECK(expected != &kProfilerHooks,
+                "profiler::Profile: a profiling session is already running (one at a time)");
+    throw Error(
+        "profiler::Profile: the kernel-range hooks are in use (cuda::nvtx::EmitNvtx is on?); "
+        "profiling and emit_nvtx cannot run together");
+  }
+  std::lock_guard lock(g_session.mu);
+  g_session.ranges.clear();
+  g_session.device = device;
+  g_session.generation += 1;
+  g_session.active = true;
+  running_ = true;
+  device_ = device;
+}
+
+Profile::~Profile() {
+  if (!running_) return;
+  try {
+    stop();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "profiler::Profile: stop() failed in the destructor: %s\n", e.what());
+  }
+}
+
+void Profile::stop() {
+  EMBER_CHECK(running_, "profiler::Profile: stop() called on a stopped session");
+  running_ = false;
+  const ember::detail::KernelRangeHooks* ours = &kProfilerHooks;
+  ember::detail::g_kernel_range_hooks.compare_exchange_strong(ours, nullptr, std::memory_order_acq_rel);
+  std::vector<Range> ranges;
+  {
+    std::lock_guard lock(g_session.mu);
+    g_session.active = false;
+    ranges.swap(g_session.ranges);
+  }
+  std::vector<double> device_ms;
+  if (device_) device_ms = g_timer.load()->collect();
+  result_ = std::make_unique<KeyAverages>(aggregate(ranges, device_ms), device_);
+}
+
+KeyAverages Profile::key_averages() const {
+  EMBER_CHECK(!running_ && result_,
+              "profiler::Profile: key_averages() needs a stopped session (call stop())");
+  return *result_;
+}
+
+}  // namespace ember::profiler

@@ -1,0 +1,100 @@
+#pragma once
+
+// A kernel-level profiler in the spirit of torch.profiler: while a Profile session runs, every
+// kernel call through a DispatchStub is timed under its stub's name ("linear", "softmax_backward",
+// ...), on the host (wall clock around the call) and, with the CUDA activity, on the device (a
+// pair of CUDA events on the current stream, resolved after one synchronize at stop()).
+//
+//   profiler::Profile prof;
+//   train_step();
+//   prof.stop();
+//   std::cerr << prof.key_averages().table("device_time_total", 20);
+//
+// Times are self times: a kernel that calls another stub's kernel is charged only for the part
+// that is not its child's, so the self columns add up to the profiled time once.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ember::profiler {
+
+// torch.profiler.ProfilerActivity.
+enum class ProfilerActivity { CPU, CUDA };
+
+// One stub's statistics over a session (torch.autograd.profiler_util.FunctionEventAvg); in ms.
+struct FunctionEventAvg {
+  std::string key;  // the stub's name
+  int64_t count = 0;
+  double cpu_time_total = 0, self_cpu_time_total = 0;
+  double device_time_total = 0, self_device_time_total = 0;
+
+  double cpu_time_avg() const { return count ? cpu_time_total / static_cast<double>(count) : 0; }
+  double device_time_avg() const { return count ? device_time_total / static_cast<double>(count) : 0; }
+};
+
+// What key_averages() returns: one entry per stub name, in order of first call.
+class KeyAverages {
+ public:
+  KeyAverages(std::vector<FunctionEventAvg> events, bool has_device_time)
+      : events_(std::move(events)), has_device_time_(has_device_time) {}
+
+  const std::vector<FunctionEventAvg>& events() const { return events_; }
+  size_t size() const { return events_.size(); }
+  const FunctionEventAvg& operator[](size_t i) const { return events_[i]; }
+  // The entry named `key`, or null.
+  const FunctionEventAvg* find(const std::string& key) const;
+  bool has_device_time() const { return has_device_time_; }
+
+  // An aligned table sorted by a column (descending): "device_time_total", "self_device_time_total",
+  // "cpu_time_total", "self_cpu_time_total" or "count" (PyTorch's "cuda_time_total" and
+  // "self_cuda_time_total" are accepted); row_limit < 0 prints every row. Percentages are of the
+  // summed self times, given in the last lines.
+  std::string table(const std::string& sort_by = "device_time_total", int row_limit = 20) const;
+
+ private:
+  std::vector<FunctionEventAvg> events_;
+  bool has_device_time_;
+};
+
+// A profiling session, running from construction to stop() (or destruction). One at a time, and not
+// together with cuda::nvtx::EmitNvtx (both use the kernel-range hooks). Without `activities`, CUDA
+// is profiled when a device timer is registered (ember built with CUDA) and a GPU is present.
+class Profile {
+ public:
+  Profile();
+  explicit Profile(const std::vector<ProfilerActivity>& activities);
+  ~Profile();
+  Profile(const Profile&) = delete;
+  Profile& operator=(const Profile&) = delete;
+
+  // Ends the session: removes the hooks and waits once for the recorded device work.
+  void stop();
+  bool running() const { return running_; }
+  bool profiles_device() const { return device_; }
+  KeyAverages key_averages() const;
+
+ private:
+  bool running_ = false;
+  bool device_ = false;
+  std::unique_ptr<KeyAverages> result_;
+};
+
+namespace detail {
+// The device timing a backend provides (cuda/ registers one at load time; none without CUDA).
+// Calls come from one thread at a time (the profiler serializes them).
+struct DeviceTimer {
+  bool (*available)();
+  // Records a start event on the current stream of the current device; returns the range's slot.
+  int64_t (*start)();
+  void (*end)(int64_t slot);
+  // Waits once for the recorded work; returns each slot's elapsed ms, by slot, and frees the slots.
+  std::vector<double> (*collect)();
+};
+void set_device_timer(const DeviceTimer* timer);
+const DeviceTimer* device_timer();
+}  // namespace detail
+
+}  // namespace ember::profiler

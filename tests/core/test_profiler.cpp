@@ -1,0 +1,188 @@
+// profiler::Profile on the CPU: per-stub call counts, self times of nested kernel calls (exact
+// identities: a parent's self time is its total less its children's), sorted and limited tables,
+// and the error paths (one session at a time, hooks owned by someone else, results before stop).
+#include <ember/core/profiler.h>
+#include <ember/cuda/device.h>
+
+#include <chrono>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace ember::testing {
+namespace {
+
+using profiler::FunctionEventAvg;
+using profiler::KeyAverages;
+using profiler::Profile;
+using profiler::ProfilerActivity;
+
+// Test stubs: "test_outer" calls "test_inner" twice, so the profile sees nested kernel calls.
+using SpinFn = void (*)(double ms);
+constinit DispatchStub<SpinFn> test_inner_stub("test_inner");
+constinit DispatchStub<SpinFn> test_outer_stub("test_outer");
+constinit DispatchStub<SpinFn> test_leaf_stub("test_leaf");
+constinit DispatchStub<SpinFn> test_throw_stub("test_throw");
+
+void spin(double ms) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(ms);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+void outer_kernel(double ms) {
+  spin(ms);
+  test_inner_stub(kCPU)(3 * ms);
+  test_inner_stub(kCPU)(3 * ms);
+}
+void throw_kernel(double) { throw Error("test_throw: failed on purpose"); }
+KernelRegistrar<SpinFn> reg_inner(test_inner_stub, kCPU, &spin);
+KernelRegistrar<SpinFn> reg_outer(test_outer_stub, kCPU, &outer_kernel);
+KernelRegistrar<SpinFn> reg_leaf(test_leaf_stub, kCPU, &spin);
+KernelRegistrar<SpinFn> reg_throw(test_throw_stub, kCPU, &throw_kernel);
+
+const std::vector<ProfilerActivity> kCpuOnly{ProfilerActivity::CPU};
+
+const FunctionEventAvg& entry(const KeyAverages& avg, const std::string& key) {
+  const FunctionEventAvg* e = avg.find(key);
+  if (!e) throw Error("no entry " + key);
+  return *e;
+}
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+TEST(Profiler, CountsEachStubsCalls) {
+  Tensor x = arange(12, kFloat32).view({3, 4});
+  softmax(x, 1);  // before the session: not counted
+  Profile prof(kCpuOnly);
+  EXPECT_TRUE(prof.running());
+  EXPECT_FALSE(prof.profiles_device());
+  for (int i = 0; i < 3; ++i) softmax(x, 1);
+  cumsum(x, 0);
+  cumsum(x, 1);
+  prof.stop();
+  softmax(x, 0);  // after: not counted
+  KeyAverages avg = prof.key_averages();
+  EXPECT_FALSE(avg.has_device_time());
+  EXPECT_EQ(entry(avg, "softmax").count, 3);
+  EXPECT_EQ(entry(avg, "cumsum").count, 2);
+  EXPECT_EQ(avg.find("test_inner"), nullptr);
+  for (const FunctionEventAvg& e : avg.events()) {
+    EXPECT_GE(e.cpu_time_total, e.self_cpu_time_total) << e.key;
+    EXPECT_NEAR(e.cpu_time_avg(), e.cpu_time_total / static_cast<double>(e.count), 1e-12) << e.key;
+    EXPECT_EQ(e.device_time_total, 0.0) << e.key;
+  }
+}
+
+TEST(Profiler, NestedCallsCountSelfTime) {
+  Profile prof(kCpuOnly);
+  test_outer_stub(kCPU)(1.0);
+  test_outer_stub(kCPU)(1.0);
+  prof.stop();
+  KeyAverages avg = prof.key_averages();
+  const FunctionEventAvg& outer = entry(avg, "test_outer");
+  const FunctionEventAvg& inner = entry(avg, "test_inner");
+  EXPECT_EQ(outer.count, 2);
+  EXPECT_EQ(inner.count, 4);
+  // Each inner call spins 3 ms, each outer 1 ms itself: lower bounds only (the machine may be slow).
+  EXPECT_GE(inner.cpu_time_total, 12.0);
+  EXPECT_GE(outer.self_cpu_time_total, 2.0);
+  EXPECT_NEAR(inner.self_cpu_time_total, inner.cpu_time_total, 1e-9);  // a leaf
+  EXPECT_NEAR(outer.self_cpu_time_total, outer.cpu_time_total - inner.cpu_time_total, 1e-9);
+}
+
+TEST(Profiler, TableIsSortedLimitedAndAligned) {
+  Profile prof(kCpuOnly);
+  test_outer_stub(kCPU)(1.0);
+  test_outer_stub(kCPU)(1.0);
+  for (int i = 0; i < 3; ++i) test_leaf_stub(kCPU)(0.0);
+  prof.stop();
+  KeyAverages avg = prof.key_averages();
+  ASSERT_EQ(avg.size(), 3u);
+  // First-call order: outer opens before its inner calls.
+  EXPECT_EQ(avg[0].key, "test_outer");
+  EXPECT_EQ(avg[1].key, "test_inner");
+  EXPECT_EQ(avg[2].key, "test_leaf");
+
+  // Layout: rule, header, rule, rows, rule, total.
+  auto rows_of = [](const std::string& table) {
+    std::vector<std::string> l = lines(table), names;
+    for (size_t i = 3; i + 2 < l.size(); ++i) names.push_back(l[i].substr(0, l[i].find(' ')));
+    return names;
+  };
+  EXPECT_EQ(rows_of(avg.table("count", -1)),
+            (std::vector<std::string>{"test_inner", "test_leaf", "test_outer"}));
+  EXPECT_EQ(rows_of(avg.table("cpu_time_total", 10)),
+            (std::vector<std::string>{"test_outer", "test_inner", "test_leaf"}));
+  EXPECT_EQ(rows_of(avg.table("self_cpu_time_total", 2)),
+            (std::vector<std::string>{"test_inner", "test_outer"}));
+  EXPECT_TRUE(rows_of(avg.table("count", 0)).empty());
+
+  std::vector<std::string> l = lines(avg.table("count"));
+  ASSERT_EQ(l.size(), 8u);
+  EXPECT_NE(l[1].find("Self CPU %"), std::string::npos) << l[1];
+  EXPECT_NE(l[1].find("# Calls"), std::string::npos) << l[1];
+  EXPECT_EQ(l[1].find("device"), std::string::npos) << "a CPU session has no device columns: " << l[1];
+  for (size_t i = 0; i < 7; ++i) EXPECT_EQ(l[i].size(), l[0].size()) << "line " << i << ": " << l[i];
+  EXPECT_EQ(l[3].substr(l[3].size() - 1), "4");  // test_inner's calls, right-aligned
+  EXPECT_EQ(l[7].rfind("Self CPU time total: ", 0), 0u) << l[7];
+}
+
+TEST(Profiler, AThrowingKernelIsStillCounted) {
+  Profile prof(kCpuOnly);
+  EXPECT_EMBER_ERROR(test_throw_stub(kCPU)(0.0), "test_throw", "on purpose");
+  test_leaf_stub(kCPU)(0.0);
+  prof.stop();
+  KeyAverages avg = prof.key_averages();
+  EXPECT_EQ(entry(avg, "test_throw").count, 1);
+  EXPECT_EQ(entry(avg, "test_leaf").count, 1);
+}
+
+TEST(Profiler, SessionsRunOneAtATime) {
+  {
+    Profile prof(kCpuOnly);
+    EXPECT_EMBER_ERROR(Profile second(kCpuOnly), "profiler::Profile", "already running");
+    // The failed second session left the first one working.
+    test_leaf_stub(kCPU)(0.0);
+    EXPECT_EMBER_ERROR(prof.key_averages(), "profiler::Profile", "key_averages", "stopped session");
+    prof.stop();
+    EXPECT_EQ(entry(prof.key_averages(), "test_leaf").count, 1);
+    EXPECT_EMBER_ERROR(prof.stop(), "profiler::Profile", "stop() called on a stopped session");
+  }
+  { Profile unstopped(kCpuOnly); }  // the destructor stops it, so a new session may start
+  Profile next(kCpuOnly);
+  next.stop();
+  EXPECT_EQ(next.key_averages().size(), 0u);
+  EXPECT_EQ(detail::g_kernel_range_hooks.load(), nullptr);
+}
+
+void other_push(const char*) {}
+void other_pop() {}
+constexpr detail::KernelRangeHooks kOtherHooks{&other_push, &other_pop};
+
+TEST(Profiler, RefusesHooksSomeoneElseHolds) {
+  detail::g_kernel_range_hooks.store(&kOtherHooks);
+  EXPECT_EMBER_ERROR(Profile prof(kCpuOnly), "profiler::Profile", "kernel-range hooks are in use",
+                     "emit_nvtx");
+  EXPECT_EQ(detail::g_kernel_range_hooks.load(), &kOtherHooks);  // left as they were
+  detail::g_kernel_range_hooks.store(nullptr);
+}
+
+TEST(Profiler, ErrorPaths) {
+  Profile prof(kCpuOnly);
+  prof.stop();
+  EXPECT_EMBER_ERROR(prof.key_averages().table("cuda_time"), "KeyAverages::table",
+                     "unknown sort_by \"cuda_time\"", "device_time_total");
+  if (!cuda::is_available())
+    EXPECT_EMBER_ERROR(Profile cuda_prof({ProfilerActivity::CUDA}), "profiler::Profile",
+                       "CUDA activity needs");
+}
+
+}  // namespace
+}  // namespace ember::testing
