@@ -9,10 +9,11 @@
 // (float32 elements, 16Mi = 64 MiB), --timeout-s (the group's collective timeout, 600).
 #include <ember/distributed/distributed.h>
 #include <ember/ember.h>
+#include <ember/tools/common/arg_parser.h>
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
+#include <optional>
 #include <string>
 
 namespace d = ember::distributed;
@@ -23,21 +24,12 @@ int main(int argc, char** argv) {
   double seconds = 300;
   int64_t numel = int64_t{16} << 20;
   int timeout_s = 600;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i], v = argv[i + 1];
-    if (k == "--backend")
-      backend = v;
-    else if (k == "--seconds")
-      seconds = std::atof(v.c_str());
-    else if (k == "--numel")
-      numel = std::atoll(v.c_str());
-    else if (k == "--timeout-s")
-      timeout_s = std::atoi(v.c_str());
-    else {
-      std::fprintf(stderr, "allreduce_loop: unknown option %s\n", k.c_str());
-      return 2;
-    }
-  }
+  ember::tools::ArgParser args("allreduce_loop");
+  args.option("--backend", &backend, "nccl or gloo")
+      .option("--seconds", &seconds, "how long to all-reduce")
+      .option("--numel", &numel, "float32 elements of the tensor")
+      .option("--timeout-s", &timeout_s, "the group's collective timeout in seconds");
+  if (std::optional<int> exit_code = args.parse_or_exit_code(argc, argv)) return *exit_code;
   int rank = -1;
   try {
     ember::Device device(ember::kCPU);

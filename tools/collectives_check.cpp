@@ -16,11 +16,12 @@
 // (f16) and 1e-2 (bf16).
 #include <ember/distributed/distributed.h>
 #include <ember/ember.h>
+#include <ember/tools/common/arg_parser.h>
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -242,33 +243,18 @@ void check_barrier(Checker& c) {
   }
 }
 
-int usage(const char* msg) {
-  std::fprintf(stderr,
-               "collectives_check: %s\nusage: collectives_check [--backend nccl|gloo] [--numel N] "
-               "[--inject-fault NAME]\n",
-               msg);
-  return 2;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string backend = ember::cuda::is_available() ? "nccl" : "gloo";
   std::vector<int64_t> extra;
   std::string fault;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (i + 1 >= argc) return usage(("option " + a + " needs a value").c_str());
-    if (a == "--backend")
-      backend = argv[++i];
-    else if (a == "--numel")
-      extra.push_back(std::atoll(argv[++i]));
-    else if (a == "--inject-fault")
-      fault = argv[++i];
-    else
-      return usage(("unknown option " + a).c_str());
-  }
-  if (backend != "nccl" && backend != "gloo") return usage(("unknown backend " + backend).c_str());
+  ember::tools::ArgParser args("collectives_check");
+  args.option("--backend", &backend, "nccl or gloo")
+      .option("--numel", &extra, "extra tensor sizes to check (repeatable)")
+      .option("--inject-fault", &fault, "break one collective on purpose, to see the check fail");
+  if (std::optional<int> exit_code = args.parse_or_exit_code(argc, argv)) return *exit_code;
+  if (backend != "nccl" && backend != "gloo") return args.fail("unknown backend " + backend);
   try {
     Checker c;
     c.fault = fault;
@@ -281,7 +267,7 @@ int main(int argc, char** argv) {
     c.rank = c.pg->rank();
     c.size = c.pg->size();
     for (int64_t n : extra) {
-      if (n < 1) return usage("--numel needs a positive number of elements");
+      if (n < 1) return args.fail("--numel needs a positive number of elements");
       c.numels.push_back(n);
     }
     if (c.rank == 0)

@@ -30,12 +30,12 @@
 #include <ember/distributed/distributed.h>
 #include <ember/distributed/sync_batch_norm.h>
 #include <ember/ember.h>
+#include <ember/tools/common/arg_parser.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <string>
@@ -229,41 +229,23 @@ double check_sync_batch_norm(const Context& c) {
   return relative_diff(pairs);
 }
 
-int usage(const std::string& msg) {
-  std::fprintf(stderr,
-               "ddp_check: %s\nusage: ddp_check [--backend nccl|gloo] [--device cuda|cpu] [--steps N] "
-               "[--batch B] [--timeout-s S]\n",
-               msg.c_str());
-  return 2;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   Context c;
   Args& a = c.args;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    if (i + 1 >= argc) return usage("option " + k + " needs a value");
-    std::string v = argv[++i];
-    if (k == "--backend")
-      a.backend = v;
-    else if (k == "--device")
-      a.device = v;
-    else if (k == "--steps")
-      a.steps = std::atoi(v.c_str());
-    else if (k == "--batch")
-      a.batch = std::atoll(v.c_str());
-    else if (k == "--timeout-s")
-      a.timeout_s = std::atoi(v.c_str());
-    else
-      return usage("unknown option " + k);
-  }
-  if (a.backend != "nccl" && a.backend != "gloo") return usage("unknown backend " + a.backend);
+  tools::ArgParser args("ddp_check");
+  args.option("--backend", &a.backend, "nccl or gloo")
+      .option("--device", &a.device, "cuda or cpu (default cuda for nccl, cpu for gloo)")
+      .option("--steps", &a.steps, "training steps")
+      .option("--batch", &a.batch, "rows per rank and step")
+      .option("--timeout-s", &a.timeout_s, "the group's collective timeout in seconds");
+  if (std::optional<int> exit_code = args.parse_or_exit_code(argc, argv)) return *exit_code;
+  if (a.backend != "nccl" && a.backend != "gloo") return args.fail("unknown backend " + a.backend);
   if (a.device.empty()) a.device = a.backend == "nccl" ? "cuda" : "cpu";
-  if (a.device != "cuda" && a.device != "cpu") return usage("unknown device " + a.device);
+  if (a.device != "cuda" && a.device != "cpu") return args.fail("unknown device " + a.device);
   if (a.steps < 1 || a.batch < 2 || a.timeout_s < 1)
-    return usage("--steps and --timeout-s need a positive number, --batch at least 2");
+    return args.fail("--steps and --timeout-s need a positive number, --batch at least 2");
   try {
     if (a.device == "cuda") {
       cuda::set_device(d::get_node_local_rank());

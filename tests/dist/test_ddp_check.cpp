@@ -42,6 +42,7 @@ TEST(DdpCheck, BadOptions) {
       {{"--device", "tpu"}, "ddp_check: unknown device tpu"},
       {{"--steps", "0"}, "ddp_check: --steps and --timeout-s need a positive number"},
       {{"--batch"}, "ddp_check: option --batch needs a value"},
+      {{"--steps", "5x"}, "ddp_check: option --steps needs an integer, got '5x'"},
       {{"--lr", "1"}, "ddp_check: unknown option --lr"}};
   for (size_t i = 0; i < cases.size(); ++i) {
     std::vector<std::string> argv = {EMBER_DDP_CHECK_PATH};

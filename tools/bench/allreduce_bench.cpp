@@ -13,10 +13,11 @@
 // 2 (n - 1) / n, the bandwidth each link carries in a ring, comparable across world sizes.
 #include <ember/distributed/distributed.h>
 #include <ember/ember.h>
+#include <ember/tools/common/arg_parser.h>
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,50 +54,24 @@ double time_all_reduce(const Tensor& t, const Options& o, bool cuda) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / o.iters;
 }
 
-int usage(const std::string& msg) {
-  std::fprintf(
-      stderr,
-      "allreduce_bench: %s\nusage: allreduce_bench [--backend nccl|gloo] [--min-bytes N] [--max-bytes N] "
-      "[--factor F] [--iters N] [--warmup N] [--dtypes f32,bf16]\n",
-      msg.c_str());
-  return 2;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (i + 1 >= argc) return usage("option " + a + " needs a value");
-    std::string v = argv[++i];
-    if (a == "--backend")
-      o.backend = v;
-    else if (a == "--min-bytes")
-      o.min_bytes = std::atoll(v.c_str());
-    else if (a == "--max-bytes")
-      o.max_bytes = std::atoll(v.c_str());
-    else if (a == "--factor")
-      o.factor = std::atoll(v.c_str());
-    else if (a == "--iters")
-      o.iters = std::atoi(v.c_str());
-    else if (a == "--warmup")
-      o.warmup = std::atoi(v.c_str());
-    else if (a == "--dtypes") {
-      o.dtypes.clear();
-      for (size_t p = 0; p <= v.size();) {
-        size_t q = std::min(v.find(',', p), v.size());
-        o.dtypes.push_back(v.substr(p, q - p));
-        p = q + 1;
-      }
-    } else
-      return usage("unknown option " + a);
-  }
-  if (o.backend != "nccl" && o.backend != "gloo") return usage("unknown backend " + o.backend);
+  tools::ArgParser args("allreduce_bench");
+  args.option("--backend", &o.backend, "nccl or gloo")
+      .option("--min-bytes", &o.min_bytes, "smallest tensor in bytes")
+      .option("--max-bytes", &o.max_bytes, "largest tensor in bytes")
+      .option("--factor", &o.factor, "size step between tensors")
+      .option("--iters", &o.iters, "timed all-reduces per size")
+      .option("--warmup", &o.warmup, "untimed all-reduces per size")
+      .option("--dtypes", &o.dtypes, "f32 and/or bf16");
+  if (std::optional<int> exit_code = args.parse_or_exit_code(argc, argv)) return *exit_code;
+  if (o.backend != "nccl" && o.backend != "gloo") return args.fail("unknown backend " + o.backend);
   if (o.min_bytes < 4 || o.max_bytes < o.min_bytes || o.factor < 2 || o.iters < 1 || o.warmup < 0)
-    return usage("needs 4 <= min-bytes <= max-bytes, factor >= 2, iters >= 1 and warmup >= 0");
+    return args.fail("needs 4 <= min-bytes <= max-bytes, factor >= 2, iters >= 1 and warmup >= 0");
   for (const std::string& dt : o.dtypes)
-    if (dt != "f32" && dt != "bf16") return usage("unknown dtype " + dt + " (f32 or bf16)");
+    if (dt != "f32" && dt != "bf16") return args.fail("unknown dtype " + dt + " (f32 or bf16)");
   try {
     bool cuda = o.backend == "nccl";
     Device device = kCPU;

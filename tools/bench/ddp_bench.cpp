@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include <ember/distributed/ddp.h>
 #include <ember/distributed/distributed.h>
 #include <ember/ember.h>
+#include <ember/tools/common/arg_parser.h>
 
 using namespace ember;
 namespace dist = ember::distributed;
@@ -32,27 +34,18 @@ struct Args {
   double bucket_mb = 25;
 };
 
-Args parse(int argc, char** argv) {
+// Returns nullopt for --help (usage printed).
+std::optional<Args> parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i], v = argv[i + 1];
-    if (k == "--device")
-      a.device = v;
-    else if (k == "--model")
-      a.model = v;
-    else if (k == "--width")
-      a.width = std::atoll(v.c_str());
-    else if (k == "--layers")
-      a.layers = std::atoll(v.c_str());
-    else if (k == "--batch")
-      a.batch = std::atoll(v.c_str());
-    else if (k == "--iters")
-      a.iters = std::atoi(v.c_str());
-    else if (k == "--bucket-mb")
-      a.bucket_mb = std::atof(v.c_str());
-    else
-      throw Error("ddp_bench: unknown option " + k);
-  }
+  tools::ArgParser args("ddp_bench");
+  args.option("--device", &a.device, "cpu or cuda")
+      .option("--model", &a.model, "mlp or transformer")
+      .option("--width", &a.width, "features of each block")
+      .option("--layers", &a.layers, "blocks")
+      .option("--batch", &a.batch, "rows per rank and step")
+      .option("--iters", &a.iters, "timed steps")
+      .option("--bucket-mb", &a.bucket_mb, "DDP's bucket size in MiB");
+  if (!args.parse(argc, argv)) return std::nullopt;
   EMBER_CHECK(a.device == "cpu" || a.device == "cuda", "ddp_bench: --device is cpu or cuda, got ", a.device);
   EMBER_CHECK(a.model == "mlp" || a.model == "transformer", "ddp_bench: --model is mlp or transformer, got ",
               a.model);
@@ -116,7 +109,9 @@ double median_ms(int iters, const Device& device, const std::function<void()>& s
 
 int main(int argc, char** argv) {
   try {
-    Args a = parse(argc, argv);
+    std::optional<Args> parsed = parse(argc, argv);
+    if (!parsed) return 0;
+    const Args& a = *parsed;
     Device device(kCPU);
     if (a.device == "cuda") {
       const char* local_rank = std::getenv("LOCAL_RANK");  // emberrun's; the group is not made yet

@@ -18,9 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
-#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -29,6 +27,7 @@
 #include <ember/core/profiler.h>
 #include <ember/cuda/caching_allocator.h>
 #include <ember/ember.h>
+#include <ember/tools/common/arg_parser.h>
 
 using namespace ember;
 
@@ -42,32 +41,23 @@ struct Config {
   std::string modes = "f32,f32-ckpt,bf16,bf16-ckpt,f16,f16-ckpt";
 };
 
-Config parse(int argc, char** argv) {
+// Returns nullopt for --help (usage printed).
+std::optional<Config> parse(int argc, char** argv) {
   Config c;
-  std::map<std::string, int64_t*> ints{{"--layers", &c.layers},   {"--batch", &c.batch}, {"--seq", &c.seq},
-                                       {"--d-model", &c.d_model}, {"--heads", &c.heads}, {"--ffn", &c.ffn},
-                                       {"--vocab", &c.vocab}};
-  for (int i = 1; i < argc; ++i) {
-    std::string key = argv[i];
-    if (key == "--profile") {
-      c.profile = true;
-      continue;
-    }
-    EMBER_CHECK(i + 1 < argc, "transformer_bench: ", key, " needs a value");
-    std::string value = argv[++i];
-    if (auto it = ints.find(key); it != ints.end())
-      *it->second = std::stoll(value);
-    else if (key == "--warmup")
-      c.warmup = std::stoi(value);
-    else if (key == "--iters")
-      c.iters = std::stoi(value);
-    else if (key == "--device")
-      c.device = value;
-    else if (key == "--modes")
-      c.modes = value;
-    else
-      throw Error("transformer_bench: unknown argument " + key);
-  }
+  tools::ArgParser args("transformer_bench");
+  args.option("--layers", &c.layers, "encoder layers")
+      .option("--batch", &c.batch, "sequences per step")
+      .option("--seq", &c.seq, "tokens per sequence")
+      .option("--d-model", &c.d_model, "model width")
+      .option("--heads", &c.heads, "attention heads")
+      .option("--ffn", &c.ffn, "feed-forward width")
+      .option("--vocab", &c.vocab, "vocabulary size")
+      .option("--warmup", &c.warmup, "untimed steps per mode")
+      .option("--iters", &c.iters, "timed steps per mode")
+      .option("--device", &c.device, "cuda or cpu")
+      .option("--modes", &c.modes, "comma-separated modes")
+      .flag("--profile", &c.profile, "profile one more step per mode (table to stderr)");
+  if (!args.parse(argc, argv)) return std::nullopt;
   EMBER_CHECK(c.iters > 0, "transformer_bench: --iters must be positive");
   return c;
 }
@@ -201,7 +191,9 @@ void run_mode(const Config& c, const Device& device, const std::string& mode) {
 
 int main(int argc, char** argv) {
   try {
-    Config c = parse(argc, argv);
+    std::optional<Config> parsed = parse(argc, argv);
+    if (!parsed) return 0;
+    const Config& c = *parsed;
     Device device(c.device);
     std::stringstream modes(c.modes);
     for (std::string mode; std::getline(modes, mode, ',');) run_mode(c, device, mode);
