@@ -3,13 +3,13 @@
 // The command-line parser of the tools and benchmarks: `--name value` options and `--name`
 // switches, registered with the variable each one sets (its value before parse() is the default):
 //
-//   ArgParser p("ddp_check");
-//   p.option("--steps", &a.steps, "optimizer steps").flag("--profile", &a.profile, "print a profile");
-//   if (!p.parse(argc, argv)) return 0;  // --help printed usage()
+//   tools::ArgParser args("ddp_check");
+//   args.option("--steps", &a.steps, "training steps").flag("--profile", &a.profile, "print a profile");
+//   if (std::optional<int> exit_code = args.parse_or_exit_code(argc, argv)) return *exit_code;
 //
-// Numbers must be whole (`--steps 3x` is an error, not 3). A std::vector option takes a
-// comma-separated list; the first occurrence replaces the default and later ones append, so
-// `--numel 4,8` and `--numel 4 --numel 8` are the same.
+// A number is read in full: `--steps 3x` is an error, not 3 as std::atoi gave. A std::vector
+// option takes a comma-separated list; the first occurrence replaces the default and later ones
+// append, so `--numel 4,8` and `--numel 4 --numel 8` are the same.
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
