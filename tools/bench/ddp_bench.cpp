@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
     }
     dist::destroy_process_group();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ddp_bench: %s\n", e.what());
+    std::fprintf(stderr, "%s\n", e.what());
     return 1;
   }
   return 0;
