@@ -240,16 +240,25 @@ __device__ __forceinline__ void load_lanes(const char* base, int64_t v, bool sca
   }
 }
 
-template <int VEC, class Out, class C, class F, class... In, size_t... K>
-__device__ __forceinline__ void vector_step(const ElementwiseArgs<sizeof...(In), C>& a, const C* s, int64_t v,
-                                            const F& f, std::index_sequence<K...>) {
+// Vectors v0, v0 + stride, ... (U of them, those below nvec): all loads first, then the math and
+// the stores, so that each thread has U loads in flight while it computes.
+template <int VEC, int U, class Out, class C, class F, class... In, size_t... K>
+__device__ __forceinline__ void vector_steps(const ElementwiseArgs<sizeof...(In), C>& a, const C* s, int64_t v0,
+                                             int64_t stride, int64_t nvec, const F& f, std::index_sequence<K...>) {
   constexpr int N = sizeof...(In);
-  C x[N > 0 ? N : 1][VEC];
-  (load_lanes<VEC, C, In>(a.data[K + 1], v, a.scalar[K + 1] != ScalarKind::None, s[K], x[K]), ...);
-  AlignedVec<Out, VEC> out;
+  C x[U][N > 0 ? N : 1][VEC];
 #pragma unroll
-  for (int j = 0; j < VEC; ++j) out.v[j] = convert<Out>(f(x[K][j]...));
-  reinterpret_cast<AlignedVec<Out, VEC>*>(a.data[0])[v] = out;
+  for (int u = 0; u < U; ++u)
+    if (const int64_t v = v0 + u * stride; v < nvec)
+      (load_lanes<VEC, C, In>(a.data[K + 1], v, a.scalar[K + 1] != ScalarKind::None, s[K], x[u][K]), ...);
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    if (const int64_t v = v0 + u * stride; v < nvec) {
+      AlignedVec<Out, VEC> out;
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) out.v[j] = convert<Out>(f(x[u][K][j]...));
+      reinterpret_cast<AlignedVec<Out, VEC>*>(a.data[0])[v] = out;
+    }
 }
 
 template <class Out, class C, class F, class... In, size_t... K>
@@ -260,17 +269,22 @@ __device__ __forceinline__ void scalar_step(const ElementwiseArgs<sizeof...(In),
                                            : convert<C>(reinterpret_cast<const In*>(a.data[K + 1])[i]))...));
 }
 
+// Vectors per thread and loop step of the vectorized kernel: four for unary ops, two beyond (their
+// registers grow with the operands).
+template <int N>
+inline constexpr int kVectorUnroll = N <= 1 ? 4 : 2;
+
 template <int VEC, class Out, class C, class F, class... In>
 __global__ void __launch_bounds__(kElementwiseBlock)
     vectorized_kernel(int64_t n, ElementwiseArgs<sizeof...(In), C> a, F f) {
-  constexpr int N = sizeof...(In);
+  constexpr int N = sizeof...(In), U = kVectorUnroll<N>;
   C s[N > 0 ? N : 1];
   load_scalars<CastIO<C>>(a, s);
-  const int64_t nvec = n / VEC, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  for (int64_t v = tid; v < nvec; v += step)
-    vector_step<VEC, Out, C, F, In...>(a, s, v, f, std::index_sequence_for<In...>{});
+  const int64_t nvec = n / VEC, tile = static_cast<int64_t>(blockDim.x) * U;
+  for (int64_t v = blockIdx.x * tile + threadIdx.x; v < nvec; v += gridDim.x * tile)
+    vector_steps<VEC, U, Out, C, F, In...>(a, s, v, blockDim.x, nvec, f, std::index_sequence_for<In...>{});
   // The tail (fewer than VEC elements): one element per thread.
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (int64_t i = nvec * VEC + tid; i < n)
     scalar_step<Out, C, F, In...>(a, s, i, f, std::index_sequence_for<In...>{});
 }
@@ -280,9 +294,10 @@ void launch_vectorized(const ElementwisePlan& plan, const F& f) {
   constexpr size_t kWidest = std::max({sizeof(Out), sizeof(In)...});
   constexpr int kVec = static_cast<int>(16 / kWidest);
   const int64_t n = plan.numel();
+  const int64_t tiles = ceil_div<int64_t>(n / kVec, int64_t{kVectorUnroll<sizeof...(In)>});
   vectorized_kernel<kVec, Out, C, F, In...>
-      <<<grid_for(std::max<int64_t>(n / kVec, 1), kElementwiseBlock), kElementwiseBlock, 0,
-         current_stream()>>>(n, make_args<sizeof...(In), C>(plan, nullptr), f);
+      <<<grid_for(std::max<int64_t>(tiles, 1), kElementwiseBlock), kElementwiseBlock, 0, current_stream()>>>(
+          n, make_args<sizeof...(In), C>(plan, nullptr), f);
   EMBER_CUDA_LAUNCH_CHECK();
 }
 

@@ -324,4 +324,111 @@ void launch_rows(int64_t rows, int64_t K, F&& launch) {
   EMBER_CUDA_LAUNCH_CHECK();
 }
 
+// --- Rows held in registers: each row is read from memory once. ---
+
+// Elements of a row one thread keeps in registers: a warp holds rows of up to 32 times as many,
+// a block of 1024 threads rows of up to 1024 times as many.
+template <class T>
+inline constexpr int kRowRegs = sizeof(T) == 8 ? 16 : 32;
+
+// How a row kernel splits rows among threads: a warp or a block per row with the row in
+// registers, or a block per row that reads it twice (rows longer than its registers hold).
+enum class RowSplit { kWarp, kBlock, kBlockTwoPass };
+
+// Thread t of a group of g threads, which takes rows first, first + step, ... Every thread of a
+// group runs the same iterations: the reductions need all of them.
+template <RowSplit S>
+struct RowGroup {
+  static constexpr bool kWarpGroup = S == RowSplit::kWarp;
+  int t, g;
+  int64_t first, step;
+
+  __device__ RowGroup()
+      : t(kWarpGroup ? threadIdx.x % kWarpSize : threadIdx.x),
+        g(kWarpGroup ? kWarpSize : blockDim.x),
+        first(kWarpGroup ? blockIdx.x * static_cast<int64_t>(blockDim.x / kWarpSize) + threadIdx.x / kWarpSize
+                         : blockIdx.x),
+        step(kWarpGroup ? static_cast<int64_t>(gridDim.x) * (blockDim.x / kWarpSize) : gridDim.x) {}
+
+  // The reduction of v over the group, for every thread of it; `shared` holds kWarpSize values.
+  template <class A, class Op>
+  __device__ A allreduce(A v, Op op, A identity, A* shared) const {
+    return kWarpGroup ? warp_reduce(v, op) : block_reduce(v, op, identity, shared);
+  }
+  // The same for a state (see warp_allreduce).
+  template <class St, class Combine>
+  __device__ St allreduce(St s, Combine combine, St* shared) const {
+    return kWarpGroup ? warp_allreduce(s, combine) : block_allreduce(s, combine, shared);
+  }
+};
+
+// f(k, v) for the register slots k of thread t of a group of g: vector v = t + k g of a row of
+// nvec vectors, for the slots that exist.
+template <int kSlots, class F>
+__device__ __forceinline__ void for_each_slot(int64_t nvec, int t, int g, F&& f) {
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
+    const int64_t v = t + static_cast<int64_t>(k) * g;
+    if (v < nvec) f(k, v);
+  }
+}
+
+// The part of a row (vectors of VEC elements) that one thread holds.
+template <class T, int VEC>
+struct RowRegs {
+  static constexpr int kSlots = kRowRegs<T> / VEC;
+  Vec<T, VEC> v[kSlots];
+
+  __device__ void load(const T* row, int64_t nvec, int t, int g) {
+    const auto* p = reinterpret_cast<const Vec<T, VEC>*>(row);
+    for_each_slot<kSlots>(nvec, t, g, [&](int k, int64_t i) { v[k] = p[i]; });
+  }
+  __device__ Acc<T> at(int k, int j) const { return to_acc(v[k].v[j]); }
+};
+
+// out[c] = f(c, k, j) over the elements c of the thread's slots (element j of slot k).
+template <class T, int VEC, int kSlots, class F>
+__device__ __forceinline__ void store_slots(T* out, int64_t nvec, int t, int g, F&& f) {
+  auto* p = reinterpret_cast<Vec<T, VEC>*>(out);
+  for_each_slot<kSlots>(nvec, t, g, [&](int k, int64_t v) {
+    Vec<T, VEC> r;
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) r.v[j] = from_acc<T>(f(v * VEC + j, k, j));
+    p[v] = r;
+  });
+}
+
+// Most threads per block `kernel` can launch with (its registers decide), in whole warps.
+template <class K>
+int max_block_threads(K kernel) {
+  cudaFuncAttributes attr{};
+  EMBER_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+  return attr.maxThreadsPerBlock / kWarpSize * kWarpSize;
+}
+
+// Rows of K elements of T through the kernel `kernel_of(split)` (split a
+// std::integral_constant<RowSplit, ...>): calls launch(kernel, split, grid, threads) with a warp
+// per row (`warps` per block) while the row fits a warp's registers, else a block per row of
+// just enough whole warps to hold it, else the largest block the kernel allows, reading rows twice.
+template <class T, class KernelOf, class F>
+void launch_row_kernel(int64_t rows, int64_t K, int warps, KernelOf&& kernel_of, F&& launch) {
+  constexpr int R = kRowRegs<T>;
+  using Warp = std::integral_constant<RowSplit, RowSplit::kWarp>;
+  using Block = std::integral_constant<RowSplit, RowSplit::kBlock>;
+  using TwoPass = std::integral_constant<RowSplit, RowSplit::kBlockTwoPass>;
+  if (K <= kWarpSize * R) {
+    launch(kernel_of(Warp{}), Warp{}, grid_for(rows, warps), warps * kWarpSize);
+  } else {
+    // Asked once per kernel, not on every call.
+    static const int block_max = max_block_threads(kernel_of(Block{}));
+    static const int two_pass_max = max_block_threads(kernel_of(TwoPass{}));
+    const int64_t threads = ceil_div<int64_t>(ceil_div<int64_t>(K, R), kWarpSize) * kWarpSize;
+    if (threads <= block_max)
+      launch(kernel_of(Block{}), Block{}, grid_for(rows, 1), static_cast<int>(threads));
+    else
+      launch(kernel_of(TwoPass{}), TwoPass{}, grid_for(rows, 1), two_pass_max);
+  }
+  EMBER_CUDA_LAUNCH_CHECK();
+}
+
 }  // namespace ember::cuda

@@ -1,6 +1,7 @@
-// CUDA kernels of the normalization family. layer_norm and row_moments: one pass per row for
-// Welford moments (a warp per row up to 1024 elements, a block beyond, 16-byte loads), and
-// layer_norm normalizes and applies the affine map in the same kernel. channel_moments: Welford
+// CUDA kernels of the normalization family. layer_norm and row_moments: each row read once into
+// registers (a warp per row up to 1024 elements, a block per row up to 32768, 16-byte loads) for
+// its mean and variance, then normalized and mapped by the affine weights from there; its
+// backward likewise, with dw and db summed per block in registers. channel_moments: Welford
 // partials of blocks spread over each channel, merged in a second small kernel. channel_affine:
 // one fused multiply-add per element.
 #include <algorithm>
@@ -34,27 +35,53 @@ struct Normalize {
   }
 };
 
-// Rows of N contiguous elements, a group of threads per row (a warp, or the whole block); `out`
-// null computes the moments only (row_moments).
-template <class T, int VEC, bool kWarpPerRow>
+// Rows of N contiguous elements, split as RowSplit S says; `out` null computes the moments only
+// (row_moments). A row in registers gets its mean, then the sum of squared deviations from it
+// (exact, and no division per element as in Welford's update); a longer row Welford moments,
+// then a second read.
+template <class T, int VEC, RowSplit S>
 __global__ void layer_norm_kernel(T* out, Acc<T>* mean, Acc<T>* rstd, const T* x, const Acc<T>* w,
                                   const Acc<T>* b, int64_t rows, int64_t N, double eps) {
   using A = Acc<T>;
+  using R = RowRegs<T, VEC>;
   __shared__ Welford<A> shared[kWarpSize];
-  const int g = kWarpPerRow ? kWarpSize : blockDim.x;
-  const int t = kWarpPerRow ? threadIdx.x % kWarpSize : threadIdx.x;
-  const int64_t per_block = kWarpPerRow ? blockDim.x / kWarpSize : 1;
-  for (int64_t row = blockIdx.x * per_block + (kWarpPerRow ? threadIdx.x / kWarpSize : 0); row < rows;
-       row += gridDim.x * per_block) {
+  __shared__ A shared_acc[kWarpSize];
+  const RowGroup<S> grp;
+  const int64_t nvec = N / VEC;
+  for (int64_t row = grp.first; row < rows; row += grp.step) {
     const T* xr = x + row * N;
-    Welford<A> st = Welford<A>::identity();
-    for_each_in_row<T, VEC>(xr, N, t, g, [&](int64_t, A v) { st.add(v); });
-    st = kWarpPerRow ? warp_allreduce(st, WelfordCombine{}) : block_allreduce(st, WelfordCombine{}, shared);
-    // An empty row has mean 0 / 0, as on the CPU.
-    const A mu = N > 0 ? st.mean : quiet_nan<A>();
-    const A rs = A(1) / sqrt(st.m2 / static_cast<A>(N) + static_cast<A>(eps));
-    if (t == 0) mean[row] = mu, rstd[row] = rs;
-    if (out) map_row<T, VEC>(xr, out + row * N, N, t, g, Normalize<A>{mu, rs, w, b});
+    A mu, m2;
+    R r;
+    if constexpr (S == RowSplit::kBlockTwoPass) {
+      Welford<A> st = Welford<A>::identity();
+      for_each_in_row<T, VEC>(xr, N, grp.t, grp.g, [&](int64_t, A v) { st.add(v); });
+      st = grp.allreduce(st, WelfordCombine{}, shared);
+      // An empty row has mean 0 / 0, as on the CPU.
+      mu = N > 0 ? st.mean : quiet_nan<A>();
+      m2 = st.m2;
+    } else {
+      r.load(xr, nvec, grp.t, grp.g);
+      A sum = A(0), sq = A(0);
+      for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) sum += r.at(k, j);
+      });
+      mu = grp.allreduce(sum, SumOp{}, A(0), shared_acc) / static_cast<A>(N);  // 0 / 0 for an empty row
+      for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) sq += (r.at(k, j) - mu) * (r.at(k, j) - mu);
+      });
+      m2 = grp.allreduce(sq, SumOp{}, A(0), shared_acc);
+    }
+    const A rs = A(1) / sqrt(m2 / static_cast<A>(N) + static_cast<A>(eps));
+    if (grp.t == 0) mean[row] = mu, rstd[row] = rs;
+    if (!out) continue;
+    const Normalize<A> f{mu, rs, w, b};
+    if constexpr (S == RowSplit::kBlockTwoPass)
+      map_row<T, VEC>(xr, out + row * N, N, grp.t, grp.g, f);
+    else
+      store_slots<T, VEC, R::kSlots>(out + row * N, nvec, grp.t, grp.g,
+                                     [&](int64_t c, int k, int j) { return f(c, r.at(k, j)); });
   }
 }
 
@@ -70,25 +97,14 @@ void launch_layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd
   const A* pw = w.defined() ? static_cast<const A*>(w.data_ptr()) : nullptr;
   const A* pb = b.defined() ? static_cast<const A*>(b.data_ptr()) : nullptr;
   cudaStream_t stream = current_stream();
-  auto launch = [&](auto vec) {
-    constexpr int VEC = decltype(vec)::value;
-    if (N <= kWarpRowMax) {
-      layer_norm_kernel<T, VEC, true>
-          <<<grid_for(rows, kWarpsPerBlock), kWarpsPerBlock * kWarpSize, 0, stream>>>(po, pm, pr, px, pw, pb,
-                                                                                      rows, N, eps);
-    } else {
-      const int64_t want = ceil_div<int64_t>(ceil_div<int64_t>(N, VEC), 8);
-      const int threads =
-          static_cast<int>(std::min<int64_t>(1024, ceil_div<int64_t>(want, kWarpSize) * kWarpSize));
-      layer_norm_kernel<T, VEC, false>
-          <<<grid_for(rows, 1), threads, 0, stream>>>(po, pm, pr, px, pw, pb, rows, N, eps);
-    }
-    EMBER_CUDA_LAUNCH_CHECK();
-  };
-  if (vector_width<T>(N, {po, px}) > 1)
-    launch(std::integral_constant<int, 16 / sizeof(T)>{});
-  else
-    launch(std::integral_constant<int, 1>{});
+  with_vector_width<T>(N, {po, px}, [&](auto vec) {
+    launch_row_kernel<T>(
+        rows, N, kWarpsPerBlock,
+        [](auto split) { return layer_norm_kernel<T, decltype(vec)::value, decltype(split)::value>; },
+        [&](auto kernel, auto, unsigned grid, int threads) {
+          kernel<<<grid, threads, 0, stream>>>(po, pm, pr, px, pw, pb, rows, N, eps);
+        });
+  });
 }
 
 void layer_norm_cuda(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
@@ -104,13 +120,15 @@ void row_moments_cuda(const Tensor& mean, const Tensor& rstd, const Tensor& x, d
   });
 }
 
-// --- layer_norm backward. One kernel reads each row of gy and x once for the row sums (and, for
-// dw and db, per-thread column sums kept in registers), then once more (from cache) to write dx;
-// each block leaves its column sums in a [blocks, 2, N] buffer that a second kernel adds up. ---
+// --- layer_norm backward. One kernel reads each row of gy and x once into registers for the row
+// sums and dx (and, for dw and db, per-thread column sums: a thread owns the same columns in
+// every row); each block leaves its column sums in a [blocks, 2, N] buffer that a second kernel
+// adds up. Rows too long for registers are read twice for dx, and a separate kernel sums dw and
+// db. ---
 
-// Columns a thread accumulates dw and db for in registers: rows of up to 32 * 1024 elements.
-constexpr int kMaxColsPerThread = 32;
-constexpr int kBackwardWarps = 8;  // warps per block of the warp-per-row backward
+// Warps per block of the warp-per-row backward: its registers (the row of gy and x, and the column
+// sums) allow about 12 warps per SM, so three blocks of 4 rather than one of 8.
+constexpr int kBackwardWarps = 4;
 
 // Row sums of gxhat and gxhat * xhat, reduced together.
 template <class A>
@@ -129,98 +147,92 @@ struct RowSumsCombine {
   }
 };
 
-// Rows of N contiguous elements, a group of threads per row as in layer_norm_kernel. Writes dx
-// unless null; with `partial`, thread t of a group owns the columns of vectors t, t + g, ... (the
-// same in every row, at most kMaxColsPerThread: the launcher sizes the group) and sums gy * xhat
-// and gy over the block's rows into partial[blockIdx.x] = [dw | db].
-template <class T, int VEC, bool kWarpPerRow>
+// Rows of N contiguous elements, split as RowSplit S says. Writes dx unless null; with `partial`
+// (rows in registers only), sums gy * xhat and gy over the block's rows into
+// partial[blockIdx.x] = [dw | db].
+template <class T, int VEC, RowSplit S>
 __global__ void layer_norm_backward_kernel(T* dx, Acc<T>* partial, const T* gy, const T* x,
                                            const Acc<T>* mean, const Acc<T>* rstd, const Acc<T>* w,
                                            int64_t rows, int64_t N) {
   using A = Acc<T>;
-  using V = Vec<T, VEC>;
-  constexpr int kIters = kMaxColsPerThread / VEC;
+  using R = RowRegs<T, VEC>;
+  constexpr bool kInRegs = S != RowSplit::kBlockTwoPass;
+  constexpr int kCols = kInRegs ? kRowRegs<T> : 1;
   __shared__ RowSums<A> shared[kWarpSize];
-  const int g = kWarpPerRow ? kWarpSize : blockDim.x;
-  const int t = kWarpPerRow ? threadIdx.x % kWarpSize : threadIdx.x;
-  const int64_t per_block = kWarpPerRow ? blockDim.x / kWarpSize : 1;
+  const RowGroup<S> grp;
   const int64_t nvec = N / VEC;
-  A acc_w[kMaxColsPerThread], acc_b[kMaxColsPerThread];
+  A acc_w[kCols], acc_b[kCols];
 #pragma unroll
-  for (int j = 0; j < kMaxColsPerThread; ++j) acc_w[j] = acc_b[j] = A(0);
+  for (int j = 0; j < kCols; ++j) acc_w[j] = acc_b[j] = A(0);
 
-  for (int64_t row = blockIdx.x * per_block + (kWarpPerRow ? threadIdx.x / kWarpSize : 0); row < rows;
-       row += gridDim.x * per_block) {
-    const V* gv = reinterpret_cast<const V*>(gy + row * N);
-    const V* xv = reinterpret_cast<const V*>(x + row * N);
+  for (int64_t row = grp.first; row < rows; row += grp.step) {
+    const T* gr = gy + row * N;
+    const T* xr = x + row * N;
     const A mu = mean[row], rs = rstd[row];
-    // f(j, gy, xhat, gxhat) for the elements of vector v.
-    auto visit = [&](int64_t v, auto&& f) {
-      const V gk = gv[v], xk = xv[v];
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        const A gj = to_acc(gk.v[j]), xh = (to_acc(xk.v[j]) - mu) * rs;
-        f(j, gj, xh, w ? gj * w[v * VEC + j] : gj);
-      }
-    };
+    // xhat and gxhat = gy * w of element c.
+    auto xhat = [&](A xv) { return (xv - mu) * rs; };
+    auto gxhat = [&](int64_t c, A gv) { return w ? gv * w[c] : gv; };
     RowSums<A> s = RowSums<A>::identity();
-    auto add = [&](int, A, A xh, A gxh) { s.a += gxh, s.b += gxh * xh; };
-    if (partial) {
+    if constexpr (kInRegs) {
+      R gk, xk;
+      gk.load(gr, nvec, grp.t, grp.g);
+      xk.load(xr, nvec, grp.t, grp.g);
+      for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
 #pragma unroll
-      for (int k = 0; k < kIters; ++k) {
-        const int64_t v = t + static_cast<int64_t>(k) * g;
-        if (v < nvec)
-          visit(v, [&](int j, A gj, A xh, A gxh) {
-            acc_w[k * VEC + j] += gj * xh;
-            acc_b[k * VEC + j] += gj;
-            add(j, gj, xh, gxh);
-          });
-      }
-    } else if (dx) {
-      for (int64_t v = t; v < nvec; v += g) visit(v, add);
-    }
-    if (!dx) continue;
-    s = kWarpPerRow ? warp_allreduce(s, RowSumsCombine{}) : block_allreduce(s, RowSumsCombine{}, shared);
-    const A ma = s.a / static_cast<A>(N), mb = s.b / static_cast<A>(N);
-    auto* out = reinterpret_cast<V*>(dx + row * N);
-    for (int64_t v = t; v < nvec; v += g) {
-      V r;
-      visit(v, [&](int j, A, A xh, A gxh) { r.v[j] = from_acc<T>(rs * (gxh - ma - xh * mb)); });
-      out[v] = r;
+        for (int j = 0; j < VEC; ++j) {
+          const A gj = gk.at(k, j), xh = xhat(xk.at(k, j)), gxh = gxhat(v * VEC + j, gj);
+          s.a += gxh, s.b += gxh * xh;
+          if (partial) acc_w[k * VEC + j] += gj * xh, acc_b[k * VEC + j] += gj;
+        }
+      });
+      if (!dx) continue;
+      s = grp.allreduce(s, RowSumsCombine{}, shared);
+      const A ma = s.a / static_cast<A>(N), mb = s.b / static_cast<A>(N);
+      store_slots<T, VEC, R::kSlots>(dx + row * N, nvec, grp.t, grp.g, [&](int64_t c, int k, int j) {
+        const A xh = xhat(xk.at(k, j));
+        return rs * (gxhat(c, gk.at(k, j)) - ma - xh * mb);
+      });
+    } else {
+      for_each_in_rows<T, VEC>(gr, xr, N, grp.t, grp.g, [&](int64_t c, A gv, A xv) {
+        const A xh = xhat(xv), gxh = gxhat(c, gv);
+        s.a += gxh, s.b += gxh * xh;
+      });
+      s = grp.allreduce(s, RowSumsCombine{}, shared);
+      const A ma = s.a / static_cast<A>(N), mb = s.b / static_cast<A>(N);
+      map_rows<T, VEC>(gr, xr, dx + row * N, N, grp.t, grp.g,
+                       [&](int64_t c, A gv, A xv) { return rs * (gxhat(c, gv) - ma - xhat(xv) * mb); });
     }
   }
-  if (!partial) return;
-
-  // The block's column sums: a block-per-row group writes its own; warps add theirs in shared
-  // memory one after the other (a fixed order: the result does not vary from run to run).
-  A* pw = partial + blockIdx.x * 2 * N;  // then db's N sums
-  auto for_each_col = [&](auto&& f) {
-#pragma unroll
-    for (int k = 0; k < kIters; ++k) {
-      const int64_t v = t + static_cast<int64_t>(k) * g;
-      if (v < nvec)
+  if constexpr (kInRegs) {
+    if (!partial) return;
+    // The block's column sums: a block-per-row group writes its own; warps add theirs in shared
+    // memory one after the other (a fixed order: the result does not vary from run to run).
+    A* pw = partial + blockIdx.x * 2 * N;  // then db's N sums
+    auto for_each_col = [&](auto&& f) {
+      for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
 #pragma unroll
         for (int j = 0; j < VEC; ++j) f(v * VEC + j, acc_w[k * VEC + j], acc_b[k * VEC + j]);
+      });
+    };
+    if constexpr (S == RowSplit::kWarp) {
+      __shared__ A sums[2 * kWarpSize * kRowRegs<T>];
+      const int warp = threadIdx.x / kWarpSize;
+      for (int k = 0; k < kBackwardWarps; ++k) {
+        if (warp == k)
+          for_each_col([&](int64_t c, A aw, A ab) {
+            sums[c] = k == 0 ? aw : sums[c] + aw;
+            sums[N + c] = k == 0 ? ab : sums[N + c] + ab;
+          });
+        __syncthreads();
+      }
+      for (int64_t c = threadIdx.x; c < 2 * N; c += blockDim.x) pw[c] = sums[c];
+    } else {
+      for_each_col([&](int64_t c, A aw, A ab) { pw[c] = aw, pw[N + c] = ab; });
     }
-  };
-  if constexpr (kWarpPerRow) {
-    __shared__ A sums[2 * kWarpRowMax];
-    const int warp = threadIdx.x / kWarpSize;
-    for (int k = 0; k < kBackwardWarps; ++k) {
-      if (warp == k)
-        for_each_col([&](int64_t c, A aw, A ab) {
-          sums[c] = k == 0 ? aw : sums[c] + aw;
-          sums[N + c] = k == 0 ? ab : sums[N + c] + ab;
-        });
-      __syncthreads();
-    }
-    for (int64_t c = threadIdx.x; c < 2 * N; c += blockDim.x) pw[c] = sums[c];
-  } else {
-    for_each_col([&](int64_t c, A aw, A ab) { pw[c] = aw, pw[N + c] = ab; });
   }
 }
 
-// dw and db for rows too long for layer_norm_backward_kernel's registers: block (i, s) sums
+// dw and db for rows too long for registers: block (i, s) sums
 // columns [32 i, 32 i + 32) over the s-th chunk of rows, threads (32, y) striding the rows.
 template <class T>
 __global__ void layer_norm_param_partial_kernel(Acc<T>* partial, const T* gy, const T* x, const Acc<T>* mean,
@@ -282,47 +294,27 @@ void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor
   const auto* pr = static_cast<const A*>(rstd.data_ptr());
   const A* pw = w.defined() ? static_cast<const A*>(w.data_ptr()) : nullptr;
   const bool params = dw.defined() || db.defined();
-  // Rows up to kMaxColsPerThread * 1024 elements keep their column sums in registers.
-  // A block per row may hold fewer threads than 1024 (the kernel's registers decide): then the
-  // column sums fit in registers only while N <= threads * kMaxColsPerThread.
-  int block_threads = 1024;
-  if (N > kWarpRowMax) {
-    with_vector_width<T>(N, {pdx, pgy, px}, [&](auto vec) {
-      // Asked once per kernel instantiation, not on every call.
-      static const int max_threads = [] {
-        cudaFuncAttributes attr{};
-        EMBER_CUDA_CHECK(cudaFuncGetAttributes(&attr, layer_norm_backward_kernel<T, decltype(vec)::value, false>));
-        return attr.maxThreadsPerBlock / kWarpSize * kWarpSize;
-      }();
-      block_threads = std::min(block_threads, max_threads);
-    });
-  }
-  bool fused = params && N <= static_cast<int64_t>(block_threads) * kMaxColsPerThread;
   cudaStream_t stream = current_stream();
   Tensor partial;
   int64_t splits = 0;
-  if (pdx || fused) {
-    with_vector_width<T>(N, {pdx, pgy, px}, [&](auto vec) {
-      constexpr int VEC = decltype(vec)::value;
-      auto launch = [&](auto kernel, int threads, int64_t per_block) {
-        splits = std::min(ceil_div<int64_t>(rows, per_block), resident_blocks(kernel, threads));
-        if (fused) partial = empty({splits, 2, N}, mean.options());
-        kernel<<<static_cast<unsigned>(splits), threads, 0, stream>>>(
-            pdx, fused ? static_cast<A*>(partial.data_ptr()) : nullptr, pgy, px, pm, pr, pw, rows, N);
-        EMBER_CUDA_LAUNCH_CHECK();
-      };
-      if (N <= kWarpRowMax) {
-        launch(layer_norm_backward_kernel<T, VEC, true>, kBackwardWarps * kWarpSize, kBackwardWarps);
-      } else {
-        // Enough threads for kMaxColsPerThread columns each, whole warps, at most what the kernel
-        // can launch with.
-        const int64_t want = ceil_div<int64_t>(N, kMaxColsPerThread);
-        launch(layer_norm_backward_kernel<T, VEC, false>,
-               static_cast<int>(std::min<int64_t>(block_threads, ceil_div<int64_t>(want, kWarpSize) * kWarpSize)),
-               1);
-      }
-    });
-  }
+  bool fused = false;
+  with_vector_width<T>(N, {pdx, pgy, px}, [&](auto vec) {
+    launch_row_kernel<T>(
+        rows, N, kBackwardWarps,
+        [](auto split) {
+          return layer_norm_backward_kernel<T, decltype(vec)::value, decltype(split)::value>;
+        },
+        [&](auto kernel, auto split, unsigned grid, int threads) {
+          constexpr RowSplit S = decltype(split)::value;
+          fused = params && S != RowSplit::kBlockTwoPass;
+          if (!pdx && !fused) return;
+          // As many blocks as run at once: each adds up its rows' column sums in registers.
+          splits = std::min<int64_t>(grid, resident_blocks(kernel, threads));
+          if (fused) partial = empty({splits, 2, N}, mean.options());
+          kernel<<<static_cast<unsigned>(splits), threads, 0, stream>>>(
+              pdx, fused ? static_cast<A*>(partial.data_ptr()) : nullptr, pgy, px, pm, pr, pw, rows, N);
+        });
+  });
   if (!params) return;
   if (!fused) {
     // About kTargetBlocks blocks, each with at least 8 rows per thread.

@@ -1,8 +1,8 @@
 // CUDA (log_)softmax and its backward, x viewed as [outer, K, inner] and reduced over K. The last
-// dim (inner == 1) takes one pass for the reduction (the forward's online max and sum of exp, the
-// backward's sum of gy * y or of gy; a warp per row up to 1024 elements, a block per row beyond,
-// 16-byte loads) and one to write; other dims put threads across inner columns and split K among
-// the block's rows of threads. f16/bf16 compute in float.
+// dim (inner == 1) reads each row once into registers (a warp per row up to 1024 elements, a block
+// per row up to 32768, 16-byte loads), reduces it there (the forward's max and sum of exp, the
+// backward's sum of gy * y or of gy) and writes; longer rows are read twice. Other dims put threads
+// across inner columns and split K among the block's rows of threads. f16/bf16 compute in float.
 #include <algorithm>
 
 #include "ember/core/ops/softmax.h"
@@ -25,22 +25,43 @@ struct SoftmaxOut {
   __device__ A operator()(int64_t, A x) const { return log ? x - shift : exp_minus(x, m) * inv; }
 };
 
-// Rows of K contiguous elements; a group of threads per row (a warp, or the whole block).
-template <class T, int VEC, bool kWarpPerRow>
+// Rows of K contiguous elements, split as RowSplit S says. With the row in registers: its max,
+// then the sum of exp, then the output, from one read; else the online max and sum of exp, then a
+// second read.
+template <class T, int VEC, RowSplit S>
 __global__ void softmax_rows_kernel(T* out, const T* in, int64_t rows, int64_t K, bool log) {
   using A = Acc<T>;
+  __shared__ A shared_acc[kWarpSize];
   __shared__ MaxSum<A> shared[kWarpSize];
-  const int g = kWarpPerRow ? kWarpSize : blockDim.x;
-  const int t = kWarpPerRow ? threadIdx.x % kWarpSize : threadIdx.x;
-  const int64_t per_block = kWarpPerRow ? blockDim.x / kWarpSize : 1;
-  // Every thread of a group runs the same iterations: the reductions below need all of them.
-  for (int64_t row = blockIdx.x * per_block + (kWarpPerRow ? threadIdx.x / kWarpSize : 0); row < rows;
-       row += gridDim.x * per_block) {
+  const RowGroup<S> grp;
+  const int64_t nvec = K / VEC;
+  for (int64_t row = grp.first; row < rows; row += grp.step) {
     const T* x = in + row * K;
-    MaxSum<A> st = MaxSum<A>::identity();
-    for_each_in_row<T, VEC>(x, K, t, g, [&](int64_t, A v) { st.add(v); });
-    st = kWarpPerRow ? warp_allreduce(st, MaxSumCombine{}) : block_allreduce(st, MaxSumCombine{}, shared);
-    map_row<T, VEC>(x, out + row * K, K, t, g, SoftmaxOut<A>(st, log));
+    MaxSum<A> st;
+    if constexpr (S == RowSplit::kBlockTwoPass) {
+      st = MaxSum<A>::identity();
+      for_each_in_row<T, VEC>(x, K, grp.t, grp.g, [&](int64_t, A v) { st.add(v); });
+      st = block_allreduce(st, MaxSumCombine{}, shared);
+      map_row<T, VEC>(x, out + row * K, K, grp.t, grp.g, SoftmaxOut<A>(st, log));
+    } else {
+      using R = RowRegs<T, VEC>;
+      R r;
+      r.load(x, nvec, grp.t, grp.g);
+      A m = -infinity<A>(), s = A(0);
+      for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) m = MaxOp{}(m, r.at(k, j));
+      });
+      m = grp.allreduce(m, MaxOp{}, -infinity<A>(), shared_acc);
+      for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) s += exp_minus(r.at(k, j), m);
+      });
+      st = {m, grp.allreduce(s, SumOp{}, A(0), shared_acc)};
+      const SoftmaxOut<A> f(st, log);
+      store_slots<T, VEC, R::kSlots>(out + row * K, nvec, grp.t, grp.g,
+                                     [&](int64_t c, int k, int j) { return f(c, r.at(k, j)); });
+    }
   }
 }
 
@@ -96,24 +117,38 @@ __device__ __forceinline__ A backward_out(A gy, A y, A s, bool log) {
   return log ? gy - exp_(y) * s : y * (gy - s);
 }
 
-// Rows of K contiguous elements, grouped as in softmax_rows_kernel.
-template <class T, int VEC, bool kWarpPerRow>
+// Rows of K contiguous elements, split as in softmax_rows_kernel.
+template <class T, int VEC, RowSplit S>
 __global__ void softmax_backward_rows_kernel(T* gx, const T* gy, const T* y, int64_t rows, int64_t K,
                                              bool log) {
   using A = Acc<T>;
   __shared__ A shared[kWarpSize];
-  const int g = kWarpPerRow ? kWarpSize : blockDim.x;
-  const int t = kWarpPerRow ? threadIdx.x % kWarpSize : threadIdx.x;
-  const int64_t per_block = kWarpPerRow ? blockDim.x / kWarpSize : 1;
-  for (int64_t row = blockIdx.x * per_block + (kWarpPerRow ? threadIdx.x / kWarpSize : 0); row < rows;
-       row += gridDim.x * per_block) {
+  const RowGroup<S> grp;
+  const int64_t nvec = K / VEC;
+  for (int64_t row = grp.first; row < rows; row += grp.step) {
     const T* gr = gy + row * K;
     const T* yr = y + row * K;
     A s = A(0);
-    for_each_in_rows<T, VEC>(gr, yr, K, t, g, [&](int64_t, A gv, A yv) { s += backward_term(gv, yv, log); });
-    s = kWarpPerRow ? warp_reduce(s, SumOp{}) : block_reduce(s, SumOp{}, A(0), shared);
-    map_rows<T, VEC>(gr, yr, gx + row * K, K, t, g,
-                     [&](int64_t, A gv, A yv) { return backward_out(gv, yv, s, log); });
+    if constexpr (S == RowSplit::kBlockTwoPass) {
+      for_each_in_rows<T, VEC>(gr, yr, K, grp.t, grp.g,
+                               [&](int64_t, A gv, A yv) { s += backward_term(gv, yv, log); });
+      s = block_reduce(s, SumOp{}, A(0), shared);
+      map_rows<T, VEC>(gr, yr, gx + row * K, K, grp.t, grp.g,
+                       [&](int64_t, A gv, A yv) { return backward_out(gv, yv, s, log); });
+    } else {
+      using R = RowRegs<T, VEC>;
+      R gv, yv;
+      gv.load(gr, nvec, grp.t, grp.g);
+      yv.load(yr, nvec, grp.t, grp.g);
+      for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) s += backward_term(gv.at(k, j), yv.at(k, j), log);
+      });
+      s = grp.allreduce(s, SumOp{}, A(0), shared);
+      store_slots<T, VEC, R::kSlots>(gx + row * K, nvec, grp.t, grp.g, [&](int64_t, int k, int j) {
+        return backward_out(gv.at(k, j), yv.at(k, j), s, log);
+      });
+    }
   }
 }
 
@@ -178,11 +213,12 @@ void softmax_kernel(const Tensor& out, const Tensor& in, int64_t dim, bool log) 
       return;
     }
     with_vector_width<T>(r.K, {po, pi}, [&](auto vec) {
-      constexpr int VEC = decltype(vec)::value;
-      launch_rows<VEC>(r.outer, r.K, [&](auto warp_per_row, unsigned grid, int threads) {
-        softmax_rows_kernel<T, VEC, decltype(warp_per_row)::value>
-            <<<grid, threads, 0, stream>>>(po, pi, r.outer, r.K, log);
-      });
+      launch_row_kernel<T>(
+          r.outer, r.K, kWarpsPerBlock,
+          [](auto split) { return softmax_rows_kernel<T, decltype(vec)::value, decltype(split)::value>; },
+          [&](auto kernel, auto, unsigned grid, int threads) {
+            kernel<<<grid, threads, 0, stream>>>(po, pi, r.outer, r.K, log);
+          });
     });
   });
 }
@@ -203,11 +239,14 @@ void softmax_backward_kernel(const Tensor& gx, const Tensor& gy, const Tensor& y
       return;
     }
     with_vector_width<T>(r.K, {pgx, pgy, py}, [&](auto vec) {
-      constexpr int VEC = decltype(vec)::value;
-      launch_rows<VEC>(r.outer, r.K, [&](auto warp_per_row, unsigned grid, int threads) {
-        softmax_backward_rows_kernel<T, VEC, decltype(warp_per_row)::value>
-            <<<grid, threads, 0, stream>>>(pgx, pgy, py, r.outer, r.K, log);
-      });
+      launch_row_kernel<T>(
+          r.outer, r.K, kWarpsPerBlock,
+          [](auto split) {
+            return softmax_backward_rows_kernel<T, decltype(vec)::value, decltype(split)::value>;
+          },
+          [&](auto kernel, auto, unsigned grid, int threads) {
+            kernel<<<grid, threads, 0, stream>>>(pgx, pgy, py, r.outer, r.K, log);
+          });
     });
   });
 }

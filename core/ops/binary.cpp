@@ -42,7 +42,10 @@ const OpRegistrar registrar({
     {"logical_not", NONE, false},
     {"where", NONE, true},
     {"masked_fill", NONE, true},
+    {"gelu_backward", NONE, true},
 });
+
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1 / sqrt(2 pi)
 
 struct Dtypes {
   ScalarType compute, out;
@@ -130,6 +133,10 @@ std::vector<Tensor> binary_backward(BinaryOp op, const GradContext& ctx, const T
       gb = g * ((max ? b > a : b < a) + tie);
       break;
     }
+    case BinaryOp::GeluBackward:  // a = grad, b = x: linear in a; d/dx (Phi + x phi) = phi (2 - x^2)
+      ga = ctx.needs(0) ? gelu_backward(g, b) : Tensor();
+      gb = ctx.needs(1) ? g * a * exp(b * b * -0.5) * kInvSqrt2Pi * (2 - b * b) : Tensor();
+      break;
     default:
       break;
   }
@@ -215,6 +222,23 @@ Tensor rsub(const Tensor& a, const Scalar& b) {
   return run("rsub", BinaryOp::Sub, wrap(b), a, result_type(a, b), {1.0});
 }
 Tensor mul(const Tensor& a, const Tensor& b) { return run("mul", BinaryOp::Mul, a, b, result_type(a, b)); }
+
+Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, const std::string& approximate) {
+  constexpr const char* kOp = "gelu_backward";
+  EMBER_CHECK(approximate == "none" || approximate == "tanh", kOp,
+              ": approximate must be 'none' or 'tanh', got '", approximate, "'");
+  const ScalarType common = result_type(grad_output, self);
+  EMBER_CHECK(is_floating_point(common), kOp, ": expected floating point inputs, got grad_output ",
+              grad_output.dtype(), " and self ", self.dtype());
+  if (approximate == "none") return run(kOp, BinaryOp::GeluBackward, grad_output, self, common);
+  // The tanh form as a composite: it differentiates again through its parts.
+  constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi)
+  const Tensor& x = self;
+  Tensor x2 = x * x;
+  Tensor t = tanh((x + x2 * x * 0.044715) * kSqrt2OverPi);
+  Tensor dinner = (x2 * (3 * 0.044715) + 1) * kSqrt2OverPi;
+  return grad_output * ((t + 1) * 0.5 + x * (1 - t * t) * dinner * 0.5);
+}
 Tensor mul(const Tensor& a, const Scalar& b) { return run("mul", BinaryOp::Mul, a, b); }
 Tensor div(const Tensor& a, const Tensor& b) { return run("div", BinaryOp::Div, a, b, result_type(a, b)); }
 Tensor div(const Tensor& a, const Scalar& b) { return run("div", BinaryOp::Div, a, b); }

@@ -60,6 +60,9 @@ Tensor reciprocal(const Tensor& x);
 Tensor erf(const Tensor& x);
 // approximate: "none" (erf form) or "tanh".
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
+// grad_output times the derivative of gelu(self, approximate), as torch.ops.aten.gelu_backward;
+// one fused kernel for the erf form.
+Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, const std::string& approximate = "none");
 Tensor silu(const Tensor& x);
 Tensor softplus(const Tensor& x, double beta = 1, double threshold = 20);
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);

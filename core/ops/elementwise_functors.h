@@ -57,12 +57,13 @@ enum class BinaryOp : uint8_t {
   Ge,  // bool result
   LogicalAnd,
   LogicalOr,
-  LogicalXor,  // bool in, bool out
+  LogicalXor,    // bool in, bool out
+  GeluBackward,  // floating only: grad * d/dx gelu(x), the erf form
 };
 
 constexpr bool is_float_only(UnaryOp op) { return op >= UnaryOp::Exp; }
 constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq && op <= BinaryOp::Ge; }
-constexpr bool is_logical(BinaryOp op) { return op >= BinaryOp::LogicalAnd; }
+constexpr bool is_logical(BinaryOp op) { return op >= BinaryOp::LogicalAnd && op <= BinaryOp::LogicalXor; }
 
 // Scalar arguments of the parameterized ops (alpha of add, slope of leaky_relu, clamp bounds,
 // softplus beta and threshold). An absent clamp bound is NaN.
@@ -236,6 +237,14 @@ struct Pow {
   }
 };
 template <class T>
+struct GeluBackward {  // g * (Phi(x) + x phi(x)), as PyTorch's gelu_backward
+  EMBER_HOST_DEVICE T operator()(T g, T x) const {
+    constexpr T kInvSqrt2Pi = T(0.39894228040143267794);  // 1 / sqrt(2 pi)
+    const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
+    return g * (cdf + x * kInvSqrt2Pi * std::exp(T(-0.5) * x * x));
+  }
+};
+template <class T>
 struct Maximum {  // propagates NaN, as torch.maximum
   EMBER_HOST_DEVICE T operator()(T a, T b) const { return is_nan(a) ? a : (is_nan(b) ? b : (a > b ? a : b)); }
 };
@@ -390,6 +399,9 @@ void visit_binary(BinaryOp op, const ElementwiseParams& p, F&& f) {
       default:
         break;
     }
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    if (op == BinaryOp::GeluBackward) return f(GeluBackward<T>{});
   }
 }
 

@@ -78,8 +78,6 @@ ops::ElementwiseParams clamp_params(const char* name, const std::optional<Scalar
   return {lo ? lo->to_double() : NAN, hi ? hi->to_double() : NAN};
 }
 
-constexpr double kSqrt2OverPi = 0.79788456080286535588;    // sqrt(2 / pi)
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;     // 1 / sqrt(2 pi)
 constexpr double kTwoOverSqrtPi = 1.12837916709551257390;  // 2 / sqrt(pi)
 
 // Formulas shared by an op and its in-place variant.
@@ -98,13 +96,6 @@ Tensor tanh_grad(const Tensor& g, const Tensor&, const Tensor& out, const ops::E
 }
 Tensor sigmoid_grad(const Tensor& g, const Tensor&, const Tensor& out, const ops::ElementwiseParams&) {
   return g * out * (1 - out);
-}
-
-Tensor gelu_tanh_grad(const Tensor& g, const Tensor& x, const Tensor&, const ops::ElementwiseParams&) {
-  Tensor x2 = x * x;
-  Tensor t = tanh((x + x2 * x * 0.044715) * kSqrt2OverPi);
-  Tensor dinner = (x2 * (3 * 0.044715) + 1) * kSqrt2OverPi;
-  return g * ((t + 1) * 0.5 + x * (1 - t * t) * dinner * 0.5);
 }
 
 Tensor clamp_grad(const Tensor& g, const Tensor& x, const Tensor&, const ops::ElementwiseParams& p) {
@@ -196,13 +187,16 @@ Tensor erf(const Tensor& x) {
 Tensor gelu(const Tensor& x, const std::string& approximate) {
   EMBER_CHECK(approximate == "none" || approximate == "tanh",
               "gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
-  if (approximate == "tanh") return unary("gelu", UnaryOp::GeluTanh, x, gelu_tanh_grad, kInput);
+  if (approximate == "tanh")
+    return unary(
+        "gelu", UnaryOp::GeluTanh, x,
+        [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) {
+          return gelu_backward(g, x, "tanh");
+        },
+        kInput);
   return unary(
       "gelu", UnaryOp::Gelu, x,
-      [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) {
-        // d/dx x Phi(x) = Phi(x) + x phi(x)
-        return g * ((erf(x * M_SQRT1_2) + 1) * 0.5 + x * exp(x * x * -0.5) * kInvSqrt2Pi);
-      },
+      [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return gelu_backward(g, x); },
       kInput);
 }
 

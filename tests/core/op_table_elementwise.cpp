@@ -47,6 +47,10 @@ const OpTableRegistrar registrar({
     binary("add", [](const Tensor& a, const Tensor& b) { return add(a, b, 2); }),
     binary("sub", [](const Tensor& a, const Tensor& b) { return a - b; }),
     binary("mul", [](const Tensor& a, const Tensor& b) { return a * b; }),
+    binary("gelu_backward",
+           [](const Tensor& g, const Tensor& x) {
+             return gelu_backward(g, x) + gelu_backward(g, x, "tanh");
+           }),
     binary(
         "div", [](const Tensor& a, const Tensor& b) { return a / b; }, 0.5, 3),
     binary(

@@ -26,6 +26,21 @@ TEST(Elementwise, ValuesMatchClosedForms) {
   EXPECT_CLOSE(rsqrt(tensor({4.f})), tensor({0.5f}));
 }
 
+TEST(Elementwise, GeluBackwardMatchesPyTorch) {
+  // torch.ops.aten.gelu_backward(g, x[, approximate='tanh']) in float64 with
+  // x = [-3, -0.5, 0, 0.7, 2.5], g = [1, 2, -1, 0.5, 3].
+  Tensor x = tensor({-3.0, -0.5, 0.0, 0.7, 2.5}, kFloat64), g = tensor({1.0, 2.0, -1.0, 0.5, 3.0}, kFloat64);
+  EXPECT_CLOSE(gelu_backward(g, x), tensor({-0.01194564720418392, 0.26500975068767424, -0.5,
+                                            0.48830705056682994, 3.1128332577244353},
+                                           kFloat64));
+  EXPECT_CLOSE(gelu_backward(g, x, "tanh"), tensor({-0.011584166630969648, 0.2652601929307153, -0.5,
+                                                    0.488178609328052, 3.1138547286379983},
+                                                   kFloat64));
+  // It is gelu's backward: the same as autograd through gelu.
+  Tensor xr = x.detach().requires_grad_();
+  EXPECT_CLOSE(autograd::grad({gelu(xr)}, {xr}, {g})[0], gelu_backward(g, x));
+}
+
 TEST(Elementwise, NaNPropagates) {
   Tensor n = tensor({NAN, 1.0});
   EXPECT_TRUE(std::isnan(maximum(n, tensor({0.0, 0.0}))[0].item<double>()));
@@ -104,6 +119,9 @@ TEST(Elementwise, ErrorsNameTheOpShapesAndDtypes) {
   EXPECT_EMBER_ERROR(ones({2}).masked_fill_(ones({2, 2}, kBool), 1), "masked_fill_", "[2, 2]");
   EXPECT_EMBER_ERROR(clamp(ones({2}), std::nullopt, std::nullopt), "clamp", "min", "max");
   EXPECT_EMBER_ERROR(gelu(ones({2}), "fast"), "gelu", "approximate", "fast");
+  EXPECT_EMBER_ERROR(gelu_backward(ones({2}), ones({2}), "fast"), "gelu_backward", "approximate", "fast");
+  EXPECT_EMBER_ERROR(gelu_backward(ones({2}, kInt64), ones({2}, kInt64)), "gelu_backward", "int64");
+  EXPECT_EMBER_ERROR(gelu_backward(ones({2}), ones({3})), "gelu_backward", "[2]", "[3]");
   EXPECT_EMBER_ERROR(ones({3}).expand({2, 3}).add_(1), "add_", "memory location");
   EXPECT_EMBER_ERROR(ones({3}).expand({2, 3}).fill_(1), "fill_", "memory location");
 }

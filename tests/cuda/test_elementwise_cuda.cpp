@@ -3,7 +3,9 @@
 // values. Every test is skipped on a machine without a GPU.
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include <ember/core/copy.h>
 
@@ -115,6 +117,21 @@ TEST_F(CudaKernels, EveryUnaryAndBinaryDtypeMatchesTheCpu) {
     expect_near_cpu(ga + gb, a + b);
     expect_near_cpu(sqrt(ga), sqrt(a));  // integers give float32
     expect_near_cpu(-ga, -a);
+  }
+}
+
+TEST_F(CudaKernels, GeluOfTwoByteFloatsIsTheRoundedExactForm) {
+  // f16 and bf16 take their own GELU kernel (erfc's fit instead of erff): each result is the
+  // float64 GELU of the same input rounded to the dtype, or one unit of the last place from it.
+  const double kInf = std::numeric_limits<double>::infinity();
+  Tensor x =
+      cat({linspace(-10, 10, 20001, kFloat64), tensor({kInf, -kInf, std::nan(""), 0.0, -0.0}, kFloat64)}, 0);
+  for (ScalarType dt : {kFloat16, kBFloat16}) {
+    SCOPED_TRACE(to_string(dt));
+    Tensor xr = x.to(dt);
+    Tensor expected = gelu(xr.to(kFloat64)).to(dt).to(kFloat64);
+    const double ulp = dt == kBFloat16 ? 1.0 / 128 : 1.0 / 1024;
+    EXPECT_CLOSE(gelu(xr.cuda()).cpu().to(kFloat64), expected, Tolerance{ulp, 1e-30});
   }
 }
 

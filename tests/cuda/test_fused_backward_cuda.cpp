@@ -1,5 +1,6 @@
 // The fused backward kernels of softmax, log_softmax, layer_norm and cross_entropy on the GPU
-// against the CPU: rows of 1, 33, 1024 (the last a warp handles), 1025 and 4097 elements, vector
+// against the CPU: rows of 1, 33, 512, 1024 (the last a warp handles), 1025, 4097 and the lengths
+// where a block stops holding a row in registers (16384 to 32769 elements), vector
 // and scalar loads, other dims, batches large enough for the grid-stride loops, layer_norm rows too
 // long for the register column sums, each subset of the gradients layer_norm can be asked for, and
 // cross_entropy's options.
@@ -66,7 +67,7 @@ constexpr ScalarType kFloatTypes[] = {kFloat32, kFloat16, kBFloat16, kFloat64};
 // --- softmax, log_softmax ---
 
 TEST_F(FusedBackwardCuda, SoftmaxAtEveryStrategyBoundary) {
-  for (int64_t K : {1, 33, 1024, 1025, 4097}) {
+  for (int64_t K : {1, 33, 512, 513, 1024, 1025, 4097, 16385, 32769}) {
     for (ScalarType dt : kFloatTypes) {
       for (bool log : {false, true}) {
         SCOPED_TRACE("K " + std::to_string(K) + " " + std::string(to_string(dt)) + (log ? " log" : ""));
@@ -124,7 +125,7 @@ void expect_layer_norm_matches(int64_t rows, int64_t N, ScalarType dt, double sc
 }
 
 TEST_F(FusedBackwardCuda, LayerNormAtEveryStrategyBoundary) {
-  for (int64_t N : {1, 33, 1024, 1025, 4097}) {
+  for (int64_t N : {1, 33, 512, 513, 1024, 1025, 4097, 16385, 32769}) {
     for (ScalarType dt : kFloatTypes) {
       SCOPED_TRACE("N " + std::to_string(N) + " " + std::string(to_string(dt)));
       // A one-element row normalizes to 0 up to the rounding of x - mean, which dx scales by
@@ -149,7 +150,8 @@ TEST_F(FusedBackwardCuda, LayerNormLargeBatch) {
 }
 
 TEST_F(FusedBackwardCuda, LayerNormRowsTooLongForRegisterSums) {
-  // Beyond 32 * 1024 elements, dw and db come from the column-tile kernel.
+  // Rows longer than a block holds in registers take dx from a second read and dw and db from the
+  // column-tile kernel.
   for (ScalarType dt : {kFloat32, kFloat64}) {
     SCOPED_TRACE(to_string(dt));
     expect_layer_norm_matches(3, 40000, dt);

@@ -45,7 +45,8 @@ Tensor misaligned(const Tensor& t) {
 // --- softmax ---
 
 TEST_F(FusedCuda, SoftmaxLastDimAtEveryStrategyBoundary) {
-  for (int64_t K : {1, 31, 32, 33, 1024, 1025, 4097}) {
+  // A warp holds rows up to 1024 elements (512 in float64), a block up to 32768 (16384).
+  for (int64_t K : {1, 31, 32, 33, 512, 513, 1024, 1025, 4097, 16385, 32769}) {
     for (ScalarType dt : {kFloat32, kFloat16, kBFloat16, kFloat64}) {
       SCOPED_TRACE("K " + std::to_string(K) + " " + std::string(to_string(dt)));
       Tensor x = random_tensor({5, K}, dt, -8, 8);
@@ -109,8 +110,9 @@ TEST_F(FusedCuda, LayerNormMatchesPyTorch) {
 }
 
 TEST_F(FusedCuda, LayerNormLargeMeanOffsetIsStable) {
-  // |mean| >> std: a sum-of-squares variance would cancel; Welford keeps the float64 answer.
-  for (int64_t N : {256, 777, 1024, 3000}) {
+  // |mean| >> std: a sum-of-squares variance would cancel; the mean first (rows in registers) and
+  // Welford (longer rows) keep the float64 answer.
+  for (int64_t N : {256, 777, 1024, 3000, 40000}) {
     SCOPED_TRACE("N " + std::to_string(N));
     Tensor x = (random_tensor({6, N}, kFloat64) + 1000).to(kFloat32);
     Tensor w = random_tensor({N}, kFloat32), b = random_tensor({N}, kFloat32);

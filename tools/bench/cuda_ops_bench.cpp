@@ -78,6 +78,10 @@ void elementwise_cases() {
     double bytes = static_cast<double>(n) * element_size(dt);
     run(std::string("add 256M ") + dtype_name(dt), 3 * bytes, "tbps", [&] { add(a, b); });
     run(std::string("gelu 256M ") + dtype_name(dt), 2 * bytes, "tbps", [&] { gelu(a); });
+    // Forward reads x and writes y; backward reads dy and x and writes dx: 5 passes.
+    Tensor x = a.detach().requires_grad_();
+    run(std::string("gelu fwd+bwd 256M ") + dtype_name(dt), 5 * bytes, "tbps",
+        [&] { autograd::grad({gelu(x)}, {x}, {b}); });
   }
 }
 

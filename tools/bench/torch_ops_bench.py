@@ -45,6 +45,10 @@ def elementwise_cases():
         nbytes = n * a.element_size()
         run(f"add 256M {names[dt]}", 3 * nbytes, "tbps", lambda: torch.add(a, b))
         run(f"gelu 256M {names[dt]}", 2 * nbytes, "tbps", lambda: F.gelu(a))
+        # Forward reads x and writes y; backward reads dy and x and writes dx: 5 passes.
+        x = a.detach().requires_grad_()
+        run(f"gelu fwd+bwd 256M {names[dt]}", 5 * nbytes, "tbps",
+            lambda: torch.autograd.grad(F.gelu(x), (x,), b))
 
 
 def rowwise_cases():
