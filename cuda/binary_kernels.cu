@@ -1,7 +1,9 @@
 // CUDA kernels of the binary elementwise ops and where: the shared functors
-// (core/ops/elementwise_functors.h) through the generic launcher.
+// (core/ops/elementwise_functors.h) through the generic launcher (GELU's backward of 2-byte floats
+// with its own functor).
 #include "ember/core/ops/elementwise.h"
 #include "ember/cuda/elementwise.cuh"
+#include "ember/cuda/gelu_reduced_precision.cuh"
 
 namespace ember::cuda {
 namespace {
@@ -9,6 +11,8 @@ namespace {
 void binary_kernel(ops::BinaryOp op, ScalarType compute, const Tensor& out, const Tensor& a, const Tensor& b,
                    const ops::ElementwiseParams& p) {
   ElementwisePlan plan({out, a, b});
+  if (op == ops::BinaryOp::GeluBackward && (out.dtype() == kBFloat16 || out.dtype() == kFloat16))
+    return gpu_kernel<float, 2>(plan, GeluBackwardReducedPrecision{});
   visit_compute_type(compute, [&](auto tag) {
     using C = decltype(tag);
     ops::visit_binary<C>(op, p, [&](auto f) { gpu_kernel<C, 2>(plan, f); });

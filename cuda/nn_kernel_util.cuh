@@ -386,6 +386,26 @@ struct RowRegs {
   __device__ Acc<T> at(int k, int j) const { return to_acc(v[k].v[j]); }
 };
 
+// p[i, i + VEC) (i a multiple of VEC; p 16-byte aligned when VEC > 1), 16 bytes at a time:
+// per-column parameters (layer_norm's weight and bias) next to a row's vector of VEC elements.
+template <int VEC, class A>
+__device__ __forceinline__ Vec<A, VEC> load_columns(const A* p, int64_t i) {
+  constexpr int kPer = sizeof(A) >= 16 ? 1 : static_cast<int>(16 / sizeof(A));
+  Vec<A, VEC> r;
+  if constexpr (VEC >= kPer && VEC % kPer == 0) {
+#pragma unroll
+    for (int q = 0; q < VEC / kPer; ++q) {
+      const Vec<A, kPer> c = reinterpret_cast<const Vec<A, kPer>*>(p + i)[q];
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) r.v[q * kPer + j] = c.v[j];
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) r.v[j] = p[i + j];
+  }
+  return r;
+}
+
 // out[c] = f(c, k, j) over the elements c of the thread's slots (element j of slot k).
 template <class T, int VEC, int kSlots, class F>
 __device__ __forceinline__ void store_slots(T* out, int64_t nvec, int t, int g, F&& f) {

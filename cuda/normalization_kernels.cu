@@ -76,12 +76,25 @@ __global__ void layer_norm_kernel(T* out, Acc<T>* mean, Acc<T>* rstd, const T* x
     const A rs = A(1) / sqrt(m2 / static_cast<A>(N) + static_cast<A>(eps));
     if (grp.t == 0) mean[row] = mu, rstd[row] = rs;
     if (!out) continue;
-    const Normalize<A> f{mu, rs, w, b};
-    if constexpr (S == RowSplit::kBlockTwoPass)
-      map_row<T, VEC>(xr, out + row * N, N, grp.t, grp.g, f);
-    else
-      store_slots<T, VEC, R::kSlots>(out + row * N, nvec, grp.t, grp.g,
-                                     [&](int64_t c, int k, int j) { return f(c, r.at(k, j)); });
+    if constexpr (S == RowSplit::kBlockTwoPass) {
+      map_row<T, VEC>(xr, out + row * N, N, grp.t, grp.g, Normalize<A>{mu, rs, w, b});
+    } else {
+      auto* po = reinterpret_cast<Vec<T, VEC>*>(out + row * N);
+      for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
+        Vec<A, VEC> wv, bv;
+        if (w) wv = load_columns<VEC>(w, v * VEC);
+        if (b) bv = load_columns<VEC>(b, v * VEC);
+        Vec<T, VEC> o;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          A y = (r.at(k, j) - mu) * rs;
+          if (w) y *= wv.v[j];
+          if (b) y += bv.v[j];
+          o.v[j] = from_acc<T>(y);
+        }
+        po[v] = o;
+      });
+    }
   }
 }
 
@@ -97,7 +110,7 @@ void launch_layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd
   const A* pw = w.defined() ? static_cast<const A*>(w.data_ptr()) : nullptr;
   const A* pb = b.defined() ? static_cast<const A*>(b.data_ptr()) : nullptr;
   cudaStream_t stream = current_stream();
-  with_vector_width<T>(N, {po, px}, [&](auto vec) {
+  with_vector_width<T>(N, {po, px, pw, pb}, [&](auto vec) {
     launch_row_kernel<T>(
         rows, N, kWarpsPerBlock,
         [](auto split) { return layer_norm_kernel<T, decltype(vec)::value, decltype(split)::value>; },
@@ -177,20 +190,33 @@ __global__ void layer_norm_backward_kernel(T* dx, Acc<T>* partial, const T* gy, 
       R gk, xk;
       gk.load(gr, nvec, grp.t, grp.g);
       xk.load(xr, nvec, grp.t, grp.g);
+      // gxhat of slot k's elements, with w read as vectors.
+      auto gxhat_slot = [&](int k, int64_t v) {
+        Vec<A, VEC> r;
+        if (w) r = load_columns<VEC>(w, v * VEC);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) r.v[j] = w ? gk.at(k, j) * r.v[j] : gk.at(k, j);
+        return r;
+      };
       for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
+        const Vec<A, VEC> gxh = gxhat_slot(k, v);
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {
-          const A gj = gk.at(k, j), xh = xhat(xk.at(k, j)), gxh = gxhat(v * VEC + j, gj);
-          s.a += gxh, s.b += gxh * xh;
+          const A gj = gk.at(k, j), xh = xhat(xk.at(k, j));
+          s.a += gxh.v[j], s.b += gxh.v[j] * xh;
           if (partial) acc_w[k * VEC + j] += gj * xh, acc_b[k * VEC + j] += gj;
         }
       });
       if (!dx) continue;
       s = grp.allreduce(s, RowSumsCombine{}, shared);
       const A ma = s.a / static_cast<A>(N), mb = s.b / static_cast<A>(N);
-      store_slots<T, VEC, R::kSlots>(dx + row * N, nvec, grp.t, grp.g, [&](int64_t c, int k, int j) {
-        const A xh = xhat(xk.at(k, j));
-        return rs * (gxhat(c, gk.at(k, j)) - ma - xh * mb);
+      auto* pdx = reinterpret_cast<Vec<T, VEC>*>(dx + row * N);
+      for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
+        const Vec<A, VEC> gxh = gxhat_slot(k, v);
+        Vec<T, VEC> o;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) o.v[j] = from_acc<T>(rs * (gxh.v[j] - ma - xhat(xk.at(k, j)) * mb));
+        pdx[v] = o;
       });
     } else {
       for_each_in_rows<T, VEC>(gr, xr, N, grp.t, grp.g, [&](int64_t c, A gv, A xv) {
@@ -298,7 +324,7 @@ void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor
   Tensor partial;
   int64_t splits = 0;
   bool fused = false;
-  with_vector_width<T>(N, {pdx, pgy, px}, [&](auto vec) {
+  with_vector_width<T>(N, {pdx, pgy, px, pw}, [&](auto vec) {
     launch_row_kernel<T>(
         rows, N, kBackwardWarps,
         [](auto split) {

@@ -120,18 +120,36 @@ TEST_F(CudaKernels, EveryUnaryAndBinaryDtypeMatchesTheCpu) {
   }
 }
 
+// x Phi(x) in float64 from erfc: no cancellation in 1 + erf(x / sqrt 2) for large negative x.
+double exact_gelu(double x) { return 0.5 * x * std::erfc(-x * M_SQRT1_2); }
+// Its derivative, Phi(x) + x phi(x).
+double exact_gelu_grad(double x) {
+  return 0.5 * std::erfc(-x * M_SQRT1_2) + x * std::exp(-0.5 * x * x) * 0.3989422804014327;
+}
+
 TEST_F(CudaKernels, GeluOfTwoByteFloatsIsTheRoundedExactForm) {
-  // f16 and bf16 take their own GELU kernel (erfc's fit instead of erff): each result is the
-  // float64 GELU of the same input rounded to the dtype, or one unit of the last place from it.
+  // f16 and bf16 take their own GELU kernels (erfc's fit instead of erff): each result is the
+  // exact value for the rounded input, rounded to the dtype, or one unit of the last place from it.
+  // Far left, where 1 + erf(x / sqrt 2) cancels to 0 in float64 (the CPU's and PyTorch's form),
+  // they keep the tiny exact value.
   const double kInf = std::numeric_limits<double>::infinity();
   Tensor x =
       cat({linspace(-10, 10, 20001, kFloat64), tensor({kInf, -kInf, std::nan(""), 0.0, -0.0}, kFloat64)}, 0);
+  Tensor g = cat({linspace(-3, 3, 20001, kFloat64), tensor({1.0, 1.0, 1.0, 2.0, 2.0}, kFloat64)}, 0);
   for (ScalarType dt : {kFloat16, kBFloat16}) {
     SCOPED_TRACE(to_string(dt));
-    Tensor xr = x.to(dt);
-    Tensor expected = gelu(xr.to(kFloat64)).to(dt).to(kFloat64);
+    Tensor xr = x.to(dt).to(kFloat64), gr = g.to(dt).to(kFloat64);
+    Tensor expected = empty_like(xr), expected_grad = empty_like(xr);
+    for (int64_t i = 0; i < xr.numel(); ++i) {
+      const double xi = xr[i].item<double>();
+      expected[i].fill_(exact_gelu(xi));
+      expected_grad[i].fill_(gr[i].item<double>() * exact_gelu_grad(xi));
+    }
     const double ulp = dt == kBFloat16 ? 1.0 / 128 : 1.0 / 1024;
-    EXPECT_CLOSE(gelu(xr.cuda()).cpu().to(kFloat64), expected, Tolerance{ulp, 1e-30});
+    EXPECT_CLOSE(gelu(xr.to(dt).cuda()).cpu().to(kFloat64), expected.to(dt).to(kFloat64),
+                 Tolerance{ulp, 1e-30});
+    EXPECT_CLOSE(gelu_backward(gr.to(dt).cuda(), xr.to(dt).cuda()).cpu().to(kFloat64),
+                 expected_grad.to(dt).to(kFloat64), Tolerance{ulp, 1e-30});
   }
 }
 

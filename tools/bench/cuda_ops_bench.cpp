@@ -1,7 +1,8 @@
 // ember's side of the GPU op benchmarks (issue 4): the same cases, sizes and timing method as
 // tools/bench/torch_ops_bench.py, which runs PyTorch in the same device call; compare.py prints
-// both side by side. Each case prints one JSON line: median ms per iteration from CUDA events,
-// and the achieved TFLOP/s or TB/s.
+// both side by side. Each case prints one JSON line: the steady-state ms per call (calls back to
+// back between CUDA events, as in a training loop where the host queues ahead), the achieved
+// TFLOP/s or TB/s at that time, and call_ms, the median of single calls between their own events.
 //   cuda_ops_bench [filter-substring]
 #include <cuda_runtime.h>
 
@@ -24,35 +25,47 @@ void check(cudaError_t e) {
   if (e != cudaSuccess) throw Error(std::string("cuda_ops_bench: ") + cudaGetErrorString(e));
 }
 
-// Median time of one call of `step` over `iters` timed calls, after `warm` untimed ones.
-double time_ms(const std::function<void()>& step, int warm = 5, int iters = 20) {
+struct Timing {
+  double ms;  // steady state: calls back to back between two events, median of `runs`
+  double
+      call_ms;  // median of single calls between their own events (adds the host's time to the first launch)
+};
+
+// Milliseconds per call of `step`, after `warm` untimed calls.
+Timing time_ms(const std::function<void()>& step, int warm = 5, int iters = 20, int runs = 5) {
   for (int i = 0; i < warm; ++i) step();
   check(cudaDeviceSynchronize());
   cudaEvent_t s, e;
   check(cudaEventCreate(&s));
   check(cudaEventCreate(&e));
-  std::vector<float> t;
-  for (int i = 0; i < iters; ++i) {
+  auto between_events = [&](int calls) {
     check(cudaEventRecord(s, nullptr));
-    step();
+    for (int i = 0; i < calls; ++i) step();
     check(cudaEventRecord(e, nullptr));
     check(cudaEventSynchronize(e));
     float ms = 0;
     check(cudaEventElapsedTime(&ms, s, e));
-    t.push_back(ms);
-  }
+    return static_cast<double>(ms) / calls;
+  };
+  auto median = [&](int n, int calls) {
+    std::vector<double> t;
+    for (int i = 0; i < n; ++i) t.push_back(between_events(calls));
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  };
+  Timing r{median(runs, iters), median(iters, 1)};
   check(cudaEventDestroy(s));
   check(cudaEventDestroy(e));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return r;
 }
 
 // `work` is FLOPs (unit TFLOP/s) or bytes moved (unit TB/s).
 void run(const std::string& name, double work, const char* unit, const std::function<void()>& step) {
   if (!filter.empty() && name.find(filter) == std::string::npos) return;
   try {
-    double ms = time_ms(step);
-    std::printf("{\"case\": \"%s\", \"ms\": %.4f, \"%s\": %.3f}\n", name.c_str(), ms, unit, work / ms / 1e9);
+    const Timing t = time_ms(step);
+    std::printf("{\"case\": \"%s\", \"ms\": %.4f, \"%s\": %.3f, \"call_ms\": %.4f}\n", name.c_str(), t.ms,
+                unit, work / t.ms / 1e9, t.call_ms);
   } catch (const Error& err) {
     std::printf("{\"case\": \"%s\", \"error\": \"%s\"}\n", name.c_str(), err.what());
   }

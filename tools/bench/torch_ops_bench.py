@@ -1,5 +1,7 @@
 """PyTorch's side of the GPU op benchmarks: the same cases, sizes and timing method as
-cuda_ops_bench.cpp (median of CUDA-event-timed iterations after a warm-up); one JSON line each.
+cuda_ops_bench.cpp; one JSON line each. "ms" is the steady-state time per call (calls back to back
+between two CUDA events, median of 5 runs), "call_ms" the median of single calls each between its
+own events (which also counts the host's time to the first launch).
     python3 torch_ops_bench.py [filter-substring]"""
 import json, sys
 import torch, torch.nn.functional as F
@@ -12,23 +14,30 @@ flt = sys.argv[1] if len(sys.argv) > 1 else ""
 names = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
 
 
-def time_ms(step, warm=5, iters=20):
+def time_ms(step, warm=5, iters=20, runs=5):
     for _ in range(warm):
         step()
     torch.cuda.synchronize()
-    t = []
-    for _ in range(iters):
+
+    def between_events(calls):
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record(); step(); e.record(); e.synchronize()
-        t.append(s.elapsed_time(e))
-    return sorted(t)[len(t) // 2]
+        s.record()
+        for _ in range(calls):
+            step()
+        e.record(); e.synchronize()
+        return s.elapsed_time(e) / calls
+
+    steady = sorted(between_events(iters) for _ in range(runs))[runs // 2]
+    single = sorted(between_events(1) for _ in range(iters))[iters // 2]
+    return steady, single
 
 
 def run(name, work, unit, step):
     if flt not in name:
         return
-    ms = time_ms(step)
-    print(json.dumps({"case": name, "ms": round(ms, 4), unit: round(work / ms / 1e9, 3)}), flush=True)
+    ms, call_ms = time_ms(step)
+    print(json.dumps({"case": name, "ms": round(ms, 4), unit: round(work / ms / 1e9, 3),
+                      "call_ms": round(call_ms, 4)}), flush=True)
 
 
 def matmul_cases():
