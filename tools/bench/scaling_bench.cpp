@@ -9,9 +9,10 @@
 //       optimizer steps take contiguous NCHW tensors), so PyTorch runs NCHW too unless asked.
 //   --model bert-base: examples/models/bert.h's BertLike (transformer_bench's model) on random
 //       tokens [batch, seq], AdamW (lr 1e-4, weight decay 0.01).
-// Both: bf16 autocast (--precision f32 for none), fused optimizer steps on CUDA, cuDNN benchmark
-// mode on, data made on the device once, DistributedDataParallel only when the world has more
-// than one rank (PyTorch's side likewise). Each step is timed to the device's completion; rank 0
+// Both: bf16 autocast (--precision f32 for none), fused optimizer steps on CUDA (ember's default
+// for CUDA parameters; PyTorch's side passes fused=True), cuDNN benchmark mode on, data made on
+// the device once, DistributedDataParallel (default options) only when the world has more than
+// one rank (PyTorch's side likewise). Each step is timed to the device's completion; rank 0
 // prints {"case": "scaling resnet50 bf16 b128 world N", "ms": median, "samples_per_s": global}.
 //
 //   emberrun --nproc-per-node N scaling_bench [--model resnet50|bert-base] [--batch 128|32]
@@ -139,17 +140,15 @@ int main(int argc, char** argv) {
              labels = randint(0, a.vocab, {a.batch, a.seq}, int64);
       Tensor positions = arange(a.seq, int64);
       forward = forward_of(model, ddp, [=](auto& m) { return m(ids, positions, labels, false); });
-      opt = std::make_unique<optim::AdamW>(
-          model->parameters(), optim::AdamWOptions(1e-4).weight_decay(0.01).fused(device.is_cuda()));
+      opt = std::make_unique<optim::AdamW>(model->parameters(), optim::AdamWOptions(1e-4).weight_decay(0.01));
     } else {
       models::ResNet model = make_resnet(a);
       model->to(device);
       Tensor images = randn({a.batch, 3, a.image_size, a.image_size}, TensorOptions().device(device));
       Tensor labels = randint(0, a.num_classes, {a.batch}, TensorOptions(kInt64).device(device));
       forward = forward_of(model, ddp, [=](auto& m) { return cross_entropy(m(images), labels); });
-      opt = std::make_unique<optim::SGD>(
-          model->parameters(),
-          optim::SGDOptions(0.1).momentum(0.9).weight_decay(1e-4).fused(device.is_cuda()));
+      opt = std::make_unique<optim::SGD>(model->parameters(),
+                                         optim::SGDOptions(0.1).momentum(0.9).weight_decay(1e-4));
     }
 
     auto step = [&] {
