@@ -18,6 +18,11 @@
 #                (FAULT_TIMEOUT_S, 10) with an error naming the collective and the rank
 #   allreduce    allreduce_bench under emberrun next to torch_allreduce_bench.py under torchrun
 #   ddp_bench    ddp_bench at world 1 and N: step time without and with DDP
+#   scaling      weak scaling of a ResNet-50 (b128) and a BERT-base (b32 s128) bf16 training step:
+#                scaling_bench under emberrun and torch_scaling_bench.py under torchrun at world 1
+#                and N; efficiency = samples/s at N / (N * samples/s at 1) for each side, and the
+#                ratio ember / PyTorch. SCALING=0 skips it, SCALING=only runs nothing else;
+#                SCALING_ARGS replaces --warmup 10 --iters 20.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/ember-multi-gpu}
@@ -27,6 +32,7 @@ BACKEND=${BACKEND:-nccl}
 DEVICE=${DEVICE:-cuda}
 PYTHON=${PYTHON:-python3}
 FAULT_TIMEOUT_S=${FAULT_TIMEOUT_S:-10}
+SCALING=${SCALING:-1}
 export NCCL_NVLS_ENABLE=0  # never NVLink multicast on the shared machines
 gpu=0
 [ "$DEVICE" = cuda ] && gpu=1
@@ -46,6 +52,8 @@ echo "multi_gpu_check: world $N, $BACKEND on $DEVICE, build in $BUILD_DIR, logs 
 
 # --- Build (incremental: only the programs this script runs) ---
 targets="emberrun collectives_check ddp_check allreduce_loop allreduce_bench ddp_bench"
+[ "$SCALING" = 0 ] || targets+=" scaling_bench"
+[ "$SCALING" = only ] && targets="emberrun scaling_bench"
 {
   [ $gpu = 1 ] && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
@@ -75,6 +83,77 @@ record() {
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 run() { "$EMBERRUN" --nproc-per-node "$1" --master-port 0 "${@:2}"; }
+
+# --- (f) weak scaling, ember and PyTorch (run last, or alone with SCALING=only) ---
+scaling_step() {
+  local models="resnet50 bert-base" args=${SCALING_ARGS:---warmup 10 --iters 20} model world margs
+  local ember_rows=$OUT/.scaling_ember.jsonl torch_rows=$OUT/.scaling_torch.jsonl
+  : > "$ember_rows"
+  : > "$torch_rows"
+  # On the CPU (a dry run): ResNet-18 on 32x32 images and a 2-layer BERT of width 64.
+  [ $gpu = 1 ] || { models="resnet18 bert-base"; args=${SCALING_ARGS:---warmup 1 --iters 2}; }
+  echo "==== scaling" >> "$OUT/bench.log"
+  for model in $models; do
+    margs=""
+    if [ $gpu = 0 ]; then
+      margs="--batch 2 --image-size 32"
+      [ "$model" = bert-base ] && margs="--batch 2 --seq 16 --layers 2 --d-model 64 --heads 4 --ffn 128 --vocab 100"
+    fi
+    for world in 1 "$N"; do
+      # shellcheck disable=SC2086  # lists of arguments
+      {
+        run "$world" "$TOOLS/bench/scaling_bench" --device "$DEVICE" --model "$model" $margs $args >> "$ember_rows"
+        "$PYTHON" -m torch.distributed.run --standalone --nproc-per-node "$world" tools/bench/torch_scaling_bench.py \
+          --device "$DEVICE" --model "$model" $margs $args >> "$torch_rows"
+      } 2>> "$OUT/bench.log"
+    done
+  done
+  cat "$ember_rows" "$torch_rows" >> "$OUT/bench.log"
+  local table
+  table=$(python3 - "$ember_rows" "$torch_rows" "$N" << 'EOF'
+import json, re, sys
+def load(path):
+    rows = {}
+    for line in open(path):
+        line = re.sub(r"^\[rank \d+\]:\s*", "", line.strip())
+        if line.startswith("{"):
+            r = json.loads(line)
+            rows[r["case"]] = r["samples_per_s"]
+    return rows
+ours, theirs, n = load(sys.argv[1]), load(sys.argv[2]), int(sys.argv[3])
+def efficiency(rows, case):
+    one, many = rows.get(f"{case} world 1"), rows.get(f"{case} world {n}")
+    return one, many, (many / (n * one) if one and many else None)
+fmt = lambda x, spec: "-" if x is None else format(x, spec)
+print(f"{'samples/s':<32} {'ember 1':>9} {f'ember {n}':>9} {'eff':>5}  {'torch 1':>9} {f'torch {n}':>9} {'eff':>5}  ratio")
+for case in dict.fromkeys(re.sub(r" world \d+$", "", c) for c in [*ours, *theirs]):
+    e1, en, ee = efficiency(ours, case)
+    t1, tn, te = efficiency(theirs, case)
+    ratio = ee / te if ee and te else None
+    print(f"{case:<32} {fmt(e1, '9.1f')} {fmt(en, '9.1f')} {fmt(ee, '5.2f')}  {fmt(t1, '9.1f')} {fmt(tn, '9.1f')} "
+          f"{fmt(te, '5.2f')}  {fmt(ratio, '.2f')}")
+EOF
+  )
+  echo "$table" | tee -a "$OUT/bench.log"
+  local ember_n torch_n
+  ember_n=$(grep -c '"case"' "$ember_rows")
+  torch_n=$(grep -c '"case"' "$torch_rows")
+  rm -f "$ember_rows" "$torch_rows"
+  record scaling "$([ "$ember_n" -ge 4 ] && echo 1)" \
+    "$ember_n ember and $torch_n torch runs: $(echo "$table" | tail -n +2 | tr -s ' ' | tr '\n' ';' | cut -c1-300)"
+}
+print_summary() {
+  {
+    echo "---- multi_gpu_check summary (world $N, $BACKEND, $DEVICE)"
+    printf '%s\n' "${summary[@]}"
+  } | tee "$OUT/summary.txt"
+}
+if [ "$SCALING" = only ]; then
+  : > "$OUT/bench.log"
+  scaling_step
+  print_summary
+  exit $failed
+fi
 
 # --- (a) every collective ---
 run "$N" "$TOOLS/collectives_check" --backend "$BACKEND" > "$OUT/collectives_check.log" 2>&1
@@ -250,9 +329,8 @@ echo "$ddp_lines"
 record ddp_bench "$([ "$(echo "$ddp_lines" | grep -c world)" -ge 2 ] && echo 1)" \
   "$(echo "$ddp_lines" | grep -c world) runs: $(echo "$ddp_lines" | tr '\n' ';' | cut -c1-300)"
 
+[ "$SCALING" = 0 ] || scaling_step
+
 # --- summary ---
-{
-  echo "---- multi_gpu_check summary (world $N, $BACKEND, $DEVICE)"
-  printf '%s\n' "${summary[@]}"
-} | tee "$OUT/summary.txt"
+print_summary
 exit $failed

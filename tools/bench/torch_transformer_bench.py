@@ -22,7 +22,8 @@ class BertLike(nn.Module):
                                        norm_first=False) for _ in range(a.layers))
         self.head = nn.Linear(a.d_model, a.vocab)
 
-    def loss(self, ids, positions, labels, ckpt):
+    def forward(self, ids, positions, labels, ckpt=False):
+        """The mean cross-entropy at every position (the loss, so that DDP's forward wraps it)."""
         x = self.drop(self.norm(self.tok(ids) + self.pos(positions)))
         for layer in self.layers:
             x = checkpoint(layer, x, use_reentrant=False) if ckpt else layer(x)
@@ -61,7 +62,7 @@ def run_mode(a, dev, mode):
     def step():
         opt.zero_grad(set_to_none=True)
         with torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None):
-            loss = model.loss(ids, positions, labels, ckpt)
+            loss = model(ids, positions, labels, ckpt)
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()

@@ -1,8 +1,7 @@
-// ember's side of the transformer training benchmark (issue 6): a BERT-base encoder (12 post-LN
-// layers, d_model 768, 12 heads, FFN 3072, GELU, dropout 0.1) under a token + position embedding
-// with LayerNorm and dropout, and an MLM-style head (a linear layer over a 30522-word vocabulary,
-// cross-entropy at every position), trained with AdamW (lr 1e-4, weight decay 0.01) on random
-// tokens. tools/bench/torch_transformer_bench.py is the same model in PyTorch with the same
+// ember's side of the transformer training benchmark (issue 6): examples/models/bert.h's BertLike
+// at BERT-base sizes (12 post-LN layers, d_model 768, 12 heads, FFN 3072, GELU, dropout 0.1, an
+// MLM-style head over a 30522-word vocabulary), trained with AdamW (lr 1e-4, weight decay 0.01) on
+// random tokens. tools/bench/torch_transformer_bench.py is the same model in PyTorch with the same
 // arguments and output; compare.py prints the two side by side.
 //
 // Modes: f32, bf16 (autocast) and f16 (autocast + GradScaler), each also with "-ckpt": every
@@ -25,6 +24,7 @@
 #include <vector>
 
 #include <ember/core/profiler.h>
+#include <ember/examples/models/bert.h>
 #include <ember/cuda/caching_allocator.h>
 #include <ember/ember.h>
 #include <ember/tools/common/arg_parser.h>
@@ -61,47 +61,6 @@ std::optional<Config> parse(int argc, char** argv) {
   EMBER_CHECK(c.iters > 0, "transformer_bench: --iters must be positive");
   return c;
 }
-
-class BertLikeImpl : public nn::Module {
- public:
-  explicit BertLikeImpl(const Config& c) : Module("BertLike"), vocab_(c.vocab) {
-    tok = register_module("tok", nn::Embedding(c.vocab, c.d_model));
-    pos = register_module("pos", nn::Embedding(c.seq, c.d_model));
-    norm = register_module("norm", nn::LayerNorm(nn::LayerNormOptions({c.d_model}).eps(1e-12)));
-    drop = register_module("drop", nn::Dropout(0.1));
-    layers = register_module("layers", nn::ModuleList());
-    auto options = nn::TransformerEncoderLayerOptions(c.d_model, c.heads)
-                       .dim_feedforward(c.ffn)
-                       .dropout(0.1)
-                       .activation("gelu")
-                       .batch_first(true)
-                       .norm_first(false);
-    for (int64_t i = 0; i < c.layers; ++i) layers->push_back(nn::TransformerEncoderLayer(options));
-    head = register_module("head", nn::Linear(c.d_model, c.vocab));
-  }
-
-  // ids and labels [batch, seq] int64, positions [seq].
-  Tensor loss(const Tensor& ids, const Tensor& positions, const Tensor& labels, bool ckpt) {
-    Tensor x = drop(norm(tok(ids) + pos(positions)));
-    for (size_t i = 0; i < layers->size(); ++i) {
-      // The recomputation runs in backward: the closure keeps the layer alive.
-      auto layer = layers->ptr<nn::TransformerEncoderLayerImpl>(static_cast<int64_t>(i));
-      x = ckpt ? autograd::checkpoint([layer](const Tensor& t) { return layer->forward(t); }, x)
-               : layer->forward(x);
-    }
-    return cross_entropy(head(x).view({-1, vocab_}), labels.view({-1}));
-  }
-
-  nn::Embedding tok{nullptr}, pos{nullptr};
-  nn::LayerNorm norm{nullptr};
-  nn::Dropout drop{nullptr};
-  nn::ModuleList layers{nullptr};
-  nn::Linear head{nullptr};
-
- private:
-  int64_t vocab_;
-};
-EMBER_MODULE(BertLike);
 
 // One training step in a precision: "f32" plain; "bf16" and "f16" run the forward under autocast,
 // and f16 scales the loss with the mode's GradScaler (disabled for the other modes, as in PyTorch's
@@ -164,7 +123,13 @@ void run_mode(const Config& c, const Device& device, const std::string& mode) {
        << (ckpt ? " ckpt" : "");
   try {
     manual_seed(0);
-    BertLike model(c);
+    models::BertLike model(models::BertLikeOptions()
+                               .vocab_size(c.vocab)
+                               .max_positions(c.seq)
+                               .d_model(c.d_model)
+                               .heads(c.heads)
+                               .dim_feedforward(c.ffn)
+                               .layers(c.layers));
     model->to(device);
     model->train();
     optim::AdamW opt(model->parameters(), optim::AdamWOptions(1e-4).weight_decay(0.01));
@@ -173,7 +138,7 @@ void run_mode(const Config& c, const Device& device, const std::string& mode) {
     Tensor labels = randint(0, c.vocab, {c.batch, c.seq}, TensorOptions(kInt64).device(device));
     Tensor positions = arange(c.seq, TensorOptions(kInt64).device(device));
     auto step = [&] {
-      train_step(precision, device, opt, scaler, [&] { return model->loss(ids, positions, labels, ckpt); });
+      train_step(precision, device, opt, scaler, [&] { return model(ids, positions, labels, ckpt); });
     };
     auto [ms, peak] = time_steps(c, device, step);
     if (c.profile) profile_step(device, name.str(), step);

@@ -1,0 +1,78 @@
+#pragma once
+
+// ResNet as torchvision.models.resnet builds it (v1.5: the stride of a Bottleneck is on its 3x3
+// convolution), with torchvision's module names, so a torchvision state_dict maps 1:1: conv1, bn1,
+// layer1.0.conv1, ..., layer1.0.downsample.0 (1x1 conv) and .1 (BatchNorm2d), ..., fc.
+//
+//   auto model = models::resnet50(models::ResNetOptions().num_classes(10));
+//   Tensor logits = model(images);  // images [N, 3, H, W] -> [N, num_classes]
+//
+// Initialized as torchvision: convolutions kaiming_normal (fan_out, relu), BatchNorm weight 1 and
+// bias 0, fc as nn::Linear's default; with zero_init_residual the last BatchNorm of each residual
+// branch starts at 0, so that each block starts as the identity.
+#include <array>
+#include <cstdint>
+
+#include <ember/ember.h>
+
+namespace ember::models {
+
+struct ResNetOptions {
+  EMBER_ARG(int64_t, num_classes) = 1000;
+  EMBER_ARG(bool, zero_init_residual) = false;
+};
+
+// Two 3x3 convolutions; expansion 1.
+class BasicBlockImpl : public nn::Module {
+ public:
+  static constexpr int64_t kExpansion = 1;
+  // `downsample` (empty for none) maps the input onto the output's shape for the residual.
+  BasicBlockImpl(int64_t inplanes, int64_t planes, int64_t stride, nn::Sequential downsample);
+  Tensor forward(const Tensor& x);
+
+  nn::Conv2d conv1{nullptr}, conv2{nullptr};
+  nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
+  nn::Sequential downsample{nullptr};
+};
+EMBER_MODULE(BasicBlock);
+
+// 1x1 down to `planes`, 3x3 with the stride, 1x1 up to 4 * planes; expansion 4.
+class BottleneckImpl : public nn::Module {
+ public:
+  static constexpr int64_t kExpansion = 4;
+  BottleneckImpl(int64_t inplanes, int64_t planes, int64_t stride, nn::Sequential downsample);
+  Tensor forward(const Tensor& x);
+
+  nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
+  nn::BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
+  nn::Sequential downsample{nullptr};
+};
+EMBER_MODULE(Bottleneck);
+
+enum class ResNetBlock { Basic, Bottleneck };
+
+class ResNetImpl : public nn::Module {
+ public:
+  // `layers`: blocks in each of the four stages (resnet50: {3, 4, 6, 3}).
+  ResNetImpl(ResNetBlock block, std::array<int64_t, 4> layers, const ResNetOptions& options = {});
+  Tensor forward(const Tensor& x);
+
+  nn::Conv2d conv1{nullptr};
+  nn::BatchNorm2d bn1{nullptr};
+  nn::MaxPool2d maxpool{nullptr};
+  nn::Sequential layer1{nullptr}, layer2{nullptr}, layer3{nullptr}, layer4{nullptr};
+  nn::AdaptiveAvgPool2d avgpool{nullptr};
+  nn::Linear fc{nullptr};
+
+ private:
+  nn::Sequential make_layer(ResNetBlock block, int64_t planes, int64_t blocks, int64_t stride);
+  int64_t inplanes_ = 64;
+};
+EMBER_MODULE(ResNet);
+
+ResNet resnet18(const ResNetOptions& options = {});
+ResNet resnet34(const ResNetOptions& options = {});
+ResNet resnet50(const ResNetOptions& options = {});
+ResNet resnet101(const ResNetOptions& options = {});
+
+}  // namespace ember::models
