@@ -34,11 +34,12 @@ __global__ void __launch_bounds__(kDropoutBlock)
       reinterpret_cast<Vec<T, kVec>*>(out)[g] = o;
       reinterpret_cast<Vec<bool, kVec>*>(mask)[g] = keep;
     } else {
-      const int len = static_cast<int>(n - first < kVec ? n - first : kVec);
-      for (int j = 0; j < len; ++j) {
-        out[first + j] = from_acc<T>(f(static_cast<Acc<T>>(keep.v[j]), to_acc(x[first + j])));
-        mask[first + j] = keep.v[j];
-      }
+#pragma unroll
+      for (int j = 0; j < kVec; ++j)  // unrolled: keep stays in registers
+        if (first + j < n) {
+          out[first + j] = from_acc<T>(f(static_cast<Acc<T>>(keep.v[j]), to_acc(x[first + j])));
+          mask[first + j] = keep.v[j];
+        }
     }
   }
 }
