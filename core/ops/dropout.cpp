@@ -1,52 +1,78 @@
-// dropout as a composite of a Bernoulli draw (core/random.h, Philox) and where(): any device
-// with those kernels runs it.
+// dropout's frontends: the fused forward (mask and output in one kernel, the mask drawn as
+// bernoulli_ draws it) and its backward, an op of its own so it differentiates again.
 #include "ember/core/ops/dropout.h"
 
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
 #include "ember/core/op_registry.h"
-#include "ember/core/ops/elementwise.h"
-#include "ember/core/random.h"
+#include "ember/core/ops/dropout_functors.h"
 
 namespace ember {
+
+constinit DispatchStub<NativeDropoutFn> native_dropout_stub("native_dropout");
+constinit DispatchStub<NativeDropoutBackwardFn> native_dropout_backward_stub("native_dropout_backward");
+
 namespace {
 
-const OpRegistrar registrar({{"dropout", AutocastPolicy::None, true}});
+const OpRegistrar registrar({
+    {"dropout", AutocastPolicy::None, true},
+    {"native_dropout", AutocastPolicy::None, true},
+    {"native_dropout_backward", AutocastPolicy::None, true},
+});
 
-void check_args(const Tensor& x, double p) {
-  EMBER_CHECK(p >= 0 && p <= 1, "dropout: probability has to be between 0 and 1, but got ", p);
-  EMBER_CHECK(x.is_floating_point(), "dropout: expected a floating point input, got ", x.dtype());
+void check_args(const char* op, const Tensor& x, double p) {
+  EMBER_CHECK(p >= 0 && p <= 1, op, ": probability has to be between 0 and 1, but got ", p);
+  EMBER_CHECK(x.is_floating_point(), op, ": expected a floating point input, got ", x.dtype(), " of shape ",
+              x.sizes());
+}
+
+// out = input * mask * scale is linear in input: its backward is the same op on out's gradient,
+// which records itself again (double backward).
+void record_masked_scale(const char* op, const Tensor& input, const Tensor& out, const Tensor& mask,
+                         double scale) {
+  record(op, {input}, {out},
+         [scale, sm = SavedTensor(mask, false)](const GradContext& g) -> std::vector<Tensor> {
+           return {native_dropout_backward(g.grad(), g(sm), scale)};
+         });
 }
 
 }  // namespace
 
-std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, bool training,
-                                          Generator* gen) {
-  check_args(x, p);
-  if (!training || p == 0)
-    return {x.clone(), ones(x.sizes(), TensorOptions(kBool).device(x.device()))};
+std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, bool training, Generator* gen) {
+  check_args("native_dropout", x, p);
+  if (!training || p == 0) return {x.clone(), ones(x.sizes(), TensorOptions(kBool).device(x.device()))};
+  // One generator offset per call, even for an empty x: as bernoulli_, so RNG replay agrees.
+  const PhiloxState rng = (gen ? *gen : default_generator(x.device().type)).next();
+  Tensor out = empty(x.sizes(), x.options());
   Tensor mask = empty(x.sizes(), TensorOptions(kBool).device(x.device()));
-  bernoulli_(mask, 1 - p, gen);
-  // p == 1 keeps nothing: zeros, not 0 * inf.
-  auto apply = [p](const Tensor& t, const Tensor& keep) {
-    return p == 1 ? zeros_like(t) : where(keep, t * (1 / (1 - p)), 0);
-  };
-  Tensor out;
-  {
-    NoGradGuard no_grad;  // recorded below: the backward needs only the mask
-    out = apply(x, mask);
+  if (x.numel() > 0) {
+    NoGradGuard no_grad;  // recorded below, on x itself
+    native_dropout_stub(x.device())(out, mask, x.contiguous(), p, rng);
   }
-  if (needs_grad({x}))
-    record("dropout", {x}, {out},
-           [apply, sm = SavedTensor(mask, false)](const GradContext& g) -> std::vector<Tensor> {
-             return {apply(g.grad(), g(sm))};
-           });
+  if (needs_grad({x})) record_masked_scale("native_dropout", x, out, mask, ops::dropout_scale(p));
   return {out, mask};
 }
 
+Tensor native_dropout_backward(const Tensor& grad_output, const Tensor& mask, double scale) {
+  const char* op = "native_dropout_backward";
+  EMBER_CHECK(grad_output.is_floating_point(), op, ": expected a floating point grad_output, got ",
+              grad_output.dtype(), " of shape ", grad_output.sizes());
+  EMBER_CHECK(mask.dtype() == kBool, op, ": mask should be a bool tensor, got ", mask.dtype(), " of shape ",
+              mask.sizes());
+  EMBER_CHECK(mask.sizes().equals(grad_output.sizes()), op, ": mask of shape ", mask.sizes(),
+              " does not match grad_output of shape ", grad_output.sizes());
+  EMBER_CHECK(mask.device() == grad_output.device(), op, ": mask is on ", mask.device(), ", grad_output on ",
+              grad_output.device());
+  Tensor grad_input = empty(grad_output.sizes(), grad_output.options());
+  if (grad_output.numel() > 0)
+    native_dropout_backward_stub(grad_output.device())(grad_input, grad_output, mask, scale);
+  if (needs_grad({grad_output})) record_masked_scale(op, grad_output, grad_input, mask, scale);
+  return grad_input;
+}
+
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
-  check_args(x, p);
+  check_args("dropout", x, p);
   if (!training || p == 0) return x;
   return std::get<0>(native_dropout(x, p, training, gen));
 }

@@ -1,9 +1,11 @@
 #pragma once
 
-// Dropout: zeroes each element with probability p and scales the rest by 1 / (1 - p).
+// Dropout: zeroes each element with probability p and scales the rest by 1 / (1 - p), as
+// PyTorch's native_dropout: one kernel writes the output and the mask, one the gradient.
 
 #include <tuple>
 
+#include "ember/core/dispatch.h"
 #include "ember/core/generator.h"
 #include "ember/core/tensor.h"
 
@@ -14,8 +16,21 @@ namespace ember {
 Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Generator* gen = nullptr);
 
 // (out, mask) with mask a bool tensor of x's shape, true where the element was kept (all true
-// when !training), as PyTorch's native_dropout; the backward is grad * mask / (1 - p).
+// when !training), as PyTorch's native_dropout; the backward is native_dropout_backward. The
+// mask is exactly bernoulli_(mask, 1 - p, gen), on every device, and takes one generator offset.
 std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, bool training = true,
                                           Generator* gen = nullptr);
+
+// grad_output * mask * scale (0 where mask is false, even for inf or NaN gradients); mask is a
+// bool tensor of grad_output's shape, scale is 1 / (1 - p). Its own backward is itself.
+Tensor native_dropout_backward(const Tensor& grad_output, const Tensor& mask, double scale);
+
+// The kernels see a contiguous floating x, and fresh contiguous out (x's dtype) and mask (bool).
+using NativeDropoutFn = void (*)(const Tensor& out, const Tensor& mask, const Tensor& x, double p,
+                                 PhiloxState rng);
+using NativeDropoutBackwardFn = void (*)(const Tensor& grad_input, const Tensor& grad_output,
+                                         const Tensor& mask, double scale);
+extern DispatchStub<NativeDropoutFn> native_dropout_stub;
+extern DispatchStub<NativeDropoutBackwardFn> native_dropout_backward_stub;
 
 }  // namespace ember

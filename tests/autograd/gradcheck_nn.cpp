@@ -19,6 +19,12 @@ Tensor fixed_dropout(const Tensor& x, double p) {
   return dropout(x, p, true, &gen);
 }
 
+// native_dropout's output (its mask, fixed as above, is not differentiable).
+Tensor fixed_native_dropout(const Tensor& x, double p) {
+  Generator gen(5);
+  return std::get<0>(native_dropout(x, p, true, &gen));
+}
+
 Tensor sdpa(const std::vector<Tensor>& x, const Tensor& mask = {}, bool causal = false) {
   return scaled_dot_product_attention(x[0], x[1], x[2], mask, 0.0, causal);
 }
@@ -100,6 +106,13 @@ const GradcheckRegistrar registrar({
     {"dropout", [](const auto& x) { return fixed_dropout(x[0], 0.4); }, {{3, 4}}, -2, 2, true},
     {"dropout", [](const auto& x) { return fixed_dropout(x[0], 1) + dropout(x[0], 0.5, false); }, {{5}}},
     {"dropout", [](const auto& x) { return std::get<0>(native_dropout(x[0], 0, true)); }, {{2, 2}}},
+    {"native_dropout", [](const auto& x) { return fixed_native_dropout(x[0], 0.3); }, {{4, 3}}, -2, 2, true},
+    {"native_dropout", [](const auto& x) { return fixed_native_dropout(x[0], 1) + x[0]; }, {{3}}},
+    {"native_dropout_backward",
+     [](const auto& x) {
+       return native_dropout_backward(x[0], i64({{1, 0, 1}, {0, 1, 1}}, x[0]).ne(0), 1.5);
+     },
+     {{2, 3}}, -2, 2, true},
     {"embedding",
      [](const auto& x) {
        return embedding(x[0], i64({{0, 2, 4}, {2, 1, 0}}, x[0]));

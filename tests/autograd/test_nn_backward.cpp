@@ -92,7 +92,7 @@ TEST(NnBackward, DropoutGradientIsTheScaledMask) {
   auto [out, mask] = native_dropout(x, 0.25, true, &gen);
   out.sum().backward();
   EXPECT_CLOSE(x.grad(), mask.to(kFloat64) / 0.75);
-  EXPECT_EQ(out.grad_fn()->name(), "dropout");
+  EXPECT_EQ(out.grad_fn()->name(), "native_dropout");
 }
 
 TEST(NnBackward, NormsAreInvariantToShiftingTheirGroups) {

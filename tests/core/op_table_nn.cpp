@@ -112,6 +112,19 @@ std::vector<Sample> group_norm_samples(ScalarType dt) {
   return s;
 }
 
+// --- native_dropout_backward: a gradient and a bool mask of its shape. ---
+std::vector<Sample> dropout_backward_samples(ScalarType dt) {
+  std::vector<Sample> s;
+  Generator gen(3);
+  for (const auto& shapes : unary_shapes()) {
+    const DimVector& shape = shapes[0];
+    s.push_back(sample({rnd(dt, shape), bernoulli(empty(shape, kBool), 0.6, &gen)},
+                       detail::str_cat(IntArrayRef(shape))));
+  }
+  s.push_back(non_contiguous_of(s[0]));
+  return s;
+}
+
 // --- embedding ---
 std::vector<Sample> embedding_samples(ScalarType dt) {
   std::vector<Sample> s = {
@@ -275,6 +288,14 @@ const OpTableRegistrar registrar({
        Generator gen(7);
        return dropout(in[0], 0.3, true, &gen);
      }},
+    {"native_dropout", [](ScalarType dt) { return samples_from_shapes(dt, unary_shapes()); },
+     [](const Inputs& in) {
+       Generator gen(7);
+       auto [out, mask] = native_dropout(in[0], 0.3, true, &gen);
+       return stack({out, mask.to(out.dtype())});
+     }},
+    {"native_dropout_backward", dropout_backward_samples,
+     [](const Inputs& in) { return native_dropout_backward(in[0], in[1], 1 / 0.7); }},
     {"embedding", embedding_samples, [](const Inputs& in) { return embedding(in[0], in[1]); }},
     {"cross_entropy", [](ScalarType dt) { return class_loss_samples(dt, false, true); },
      [](const Inputs& in) { return class_loss(in, false); }},

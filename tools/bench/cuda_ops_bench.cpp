@@ -98,6 +98,20 @@ void elementwise_cases() {
   }
 }
 
+// dropout (p = 0.1, as BERT's) forward + backward: the forward reads x and writes out and the
+// bool mask, the backward reads the gradient and the mask and writes dx.
+void dropout_cases() {
+  const int64_t n = 256LL << 20;
+  for (ScalarType dt : {kBFloat16, kFloat32}) {
+    TensorOptions o = TensorOptions(dt).device(kCUDA);
+    Tensor x = randn({n}, o), dy = randn({n}, o);
+    x.requires_grad_();
+    double bytes = static_cast<double>(n) * (4 * element_size(dt) + 2);
+    run(std::string("dropout fwd+bwd 256M ") + dtype_name(dt), bytes, "tbps",
+        [&] { autograd::grad({dropout(x, 0.1)}, {x}, {dy}); });
+  }
+}
+
 // Forward + backward of a row-wise op on [32768, 1024]: reads x, writes y, reads dy (and y or
 // x), writes dx: 5 passes over the tensor. Gradients come from autograd::grad, so nothing
 // accumulates into .grad between iterations.
@@ -192,6 +206,7 @@ int main(int argc, char** argv) {
   }
   matmul_cases();
   elementwise_cases();
+  dropout_cases();
   rowwise_cases();
   conv_cases();
   adamw_cases();

@@ -60,6 +60,18 @@ def elementwise_cases():
             lambda: torch.autograd.grad(F.gelu(x), (x,), b))
 
 
+def dropout_cases():
+    # p = 0.1 as BERT's; bytes: the forward reads x, writes out and the bool mask, the backward reads
+    # the gradient and the mask and writes dx.
+    n = 256 << 20
+    for dt in (torch.bfloat16, torch.float32):
+        x = torch.randn(n, device=dev, dtype=dt, requires_grad=True)
+        dy = torch.randn_like(x)
+        nbytes = n * (4.0 * x.element_size() + 2)
+        run(f"dropout fwd+bwd 256M {names[dt]}", nbytes, "tbps",
+            lambda: torch.autograd.grad(F.dropout(x, 0.1, training=True), (x,), dy))
+
+
 def rowwise_cases():
     for dt in (torch.float32, torch.bfloat16):
         x = torch.randn(32768, 1024, device=dev, dtype=dt, requires_grad=True)
@@ -117,6 +129,7 @@ def adamw_cases():
 if __name__ == "__main__":
     matmul_cases()
     elementwise_cases()
+    dropout_cases()
     rowwise_cases()
     conv_cases()
     adamw_cases()

@@ -1,0 +1,29 @@
+#pragma once
+
+// The per-element math of dropout (core/ops/dropout.h), written once for the CPU kernels and the
+// CUDA ones, so both devices keep the same elements and round the same way.
+
+#include "ember/core/random_draw.h"
+
+namespace ember::ops {
+
+// What the kept elements are multiplied by; 0 for p == 1, where nothing is kept (no 1 / 0).
+EMBER_HOST_DEVICE inline double dropout_scale(double p) { return p == 1 ? 0.0 : 1.0 / (1.0 - p); }
+
+// Elements 2 * block + j, j in [first, last) of [0, 2), of dropout's keep mask: bernoulli_'s draw
+// with probability 1 - p (core/random_draw.h, two elements per Philox block), so native_dropout
+// keeps exactly what bernoulli_(mask, 1 - p) sets.
+EMBER_HOST_DEVICE inline void dropout_mask_block(PhiloxState rng, double p, uint64_t block, int first,
+                                                 int last, bool* keep) {
+  random_draw::fill_block<bool, double>(RandomKind::Bernoulli, rng, 1.0 - p, 0.0, block, first, last, keep);
+}
+
+// keep ? x * scale : 0 in compute type C (float for f16/bf16/f32): the forward's output and the
+// backward's gradient, so a dropped element is 0 even where x is inf or NaN.
+template <class C>
+struct MaskedScale {
+  C scale;
+  EMBER_HOST_DEVICE C operator()(C keep, C x) const { return keep != C(0) ? x * scale : C(0); }
+};
+
+}  // namespace ember::ops

@@ -1,0 +1,82 @@
+// CUDA kernels of native_dropout and its backward. The forward draws the mask (the Philox
+// numbers bernoulli_ draws, core/ops/dropout_functors.h) and writes it with the output in one
+// pass: each thread step takes one 16-byte load of x, i.e. whole Philox blocks of two elements.
+// The backward is the generic elementwise launcher over (mask, grad).
+#include "ember/core/ops/dropout.h"
+#include "ember/core/ops/dropout_functors.h"
+#include "ember/cuda/elementwise.cuh"
+#include "ember/cuda/nn_kernel_util.cuh"
+
+namespace ember::cuda {
+namespace {
+
+constexpr int kDropoutBlock = 256;
+
+// `vectorized`: x, out and mask are aligned for kVec-wide accesses (else one element at a time).
+template <class T>
+__global__ void __launch_bounds__(kDropoutBlock)
+    native_dropout_kernel(const T* x, T* out, bool* mask, int64_t n, double p, PhiloxState rng, Acc<T> scale,
+                          bool vectorized) {
+  constexpr int kVec = 16 / sizeof(T);  // 8 (f16, bf16), 4 (f32), 2 (f64): even
+  const ops::MaskedScale<Acc<T>> f{scale};
+  const int64_t groups = (n + kVec - 1) / kVec, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += step) {
+    const int64_t first = g * kVec;
+    Vec<bool, kVec> keep;
+#pragma unroll
+    for (int b = 0; b < kVec / 2; ++b)
+      ops::dropout_mask_block(rng, p, static_cast<uint64_t>(first / 2 + b), 0, 2, keep.v + 2 * b);
+    if (vectorized && first + kVec <= n) {
+      const Vec<T, kVec> in = reinterpret_cast<const Vec<T, kVec>*>(x)[g];
+      Vec<T, kVec> o;
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) o.v[j] = from_acc<T>(f(static_cast<Acc<T>>(keep.v[j]), to_acc(in.v[j])));
+      reinterpret_cast<Vec<T, kVec>*>(out)[g] = o;
+      reinterpret_cast<Vec<bool, kVec>*>(mask)[g] = keep;
+    } else {
+#pragma unroll
+      for (int j = 0; j < kVec; ++j)  // unrolled: keep stays in registers
+        if (first + j < n) {
+          out[first + j] = from_acc<T>(f(static_cast<Acc<T>>(keep.v[j]), to_acc(x[first + j])));
+          mask[first + j] = keep.v[j];
+        }
+    }
+  }
+}
+
+void native_dropout_cuda(const Tensor& out, const Tensor& mask, const Tensor& x, double p, PhiloxState rng) {
+  visit_float_dtype("native_dropout", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    constexpr int kVec = 16 / sizeof(T);
+    auto aligned = [](const void* ptr, int bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; };
+    const bool vectorized =
+        aligned(x.data_ptr(), 16) && aligned(out.data_ptr(), 16) && aligned(mask.data_ptr(), kVec);
+    const int64_t n = x.numel();
+    native_dropout_kernel<T>
+        <<<grid_for(ceil_div<int64_t>(n, kVec), kDropoutBlock), kDropoutBlock, 0, current_stream()>>>(
+            static_cast<const T*>(x.data_ptr()), static_cast<T*>(out.data_ptr()), mask.data_ptr<bool>(), n, p,
+            rng, static_cast<Acc<T>>(ops::dropout_scale(p)), vectorized);
+    EMBER_CUDA_LAUNCH_CHECK();
+  });
+}
+
+void native_dropout_backward_cuda(const Tensor& grad_input, const Tensor& grad_output, const Tensor& mask,
+                                  double scale) {
+  ElementwisePlan plan({grad_input, mask, grad_output});
+  auto launch = [&](auto tag) {
+    using C = decltype(tag);
+    gpu_kernel<C, 2, BoolThenStorage>(plan, ops::MaskedScale<C>{static_cast<C>(scale)});
+  };
+  if (grad_input.dtype() == kFloat64) {
+    launch(double{});
+  } else {
+    launch(float{});
+  }
+}
+
+KernelRegistrar<NativeDropoutFn> reg_forward(native_dropout_stub, kCUDA, &native_dropout_cuda);
+KernelRegistrar<NativeDropoutBackwardFn> reg_backward(native_dropout_backward_stub, kCUDA,
+                                                      &native_dropout_backward_cuda);
+
+}  // namespace
+}  // namespace ember::cuda

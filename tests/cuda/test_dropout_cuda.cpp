@@ -1,0 +1,127 @@
+// native_dropout on the GPU: for the same generator state the CUDA mask is the CPU one (and
+// bernoulli_'s on either device) in every float dtype, through the vectorized path (aligned
+// input), the element-wise one (an offset view) and a non-contiguous input; the values and the
+// backward (and its own backward) agree with the CPU; p = 1 gives zeros; device errors.
+#include <cmath>
+
+#include "cuda_test_util.h"
+
+namespace ember::testing {
+namespace {
+
+class DropoutCuda : public CudaTest {};
+
+constexpr ScalarType kFloatDtypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16};
+
+// native_dropout of x (on the CPU) run on the CPU and on the GPU from generators in the same
+// state; checks masks equal, values within the dtype's CUDA tolerance and both generators moved
+// alike. `view` makes the input layout on each device.
+void expect_same_as_cpu(const Tensor& x, double p, Tensor (*view)(const Tensor&)) {
+  Generator gc(2024), gg(2024);
+  gc.set_state({2024, 17});
+  gg.set_state({2024, 17});
+  auto [out_c, mask_c] = native_dropout(view(x), p, true, &gc);
+  auto [out_g, mask_g] = native_dropout(view(x.cuda()), p, true, &gg);
+  ASSERT_TRUE(out_g.is_cuda());
+  ASSERT_TRUE(mask_g.is_cuda());
+  EXPECT_CLOSE(mask_g.cpu(), mask_c);
+  EXPECT_CLOSE(out_g.cpu(), out_c, cuda_tolerance(x.dtype()));
+  EXPECT_EQ(gg.get_state().offset, gc.get_state().offset);
+}
+
+Tensor same(const Tensor& t) { return t; }
+// Starts one element into its buffer: not 16-byte aligned, so the element-wise path runs.
+Tensor offset_by_one(const Tensor& t) {
+  Tensor buf = empty({t.numel() + 1}, t.options());
+  buf.slice(0, 1).copy_(t.reshape({-1}));
+  return buf.slice(0, 1).view(t.sizes());
+}
+Tensor transposed(const Tensor& t) { return t.dim() == 2 ? t.t() : t; }
+
+TEST_F(DropoutCuda, MaskAndValuesMatchTheCpuInEveryDtype) {
+  for (ScalarType dt : kFloatDtypes)
+    for (int64_t n : {1, 7, 8, 4099, (1 << 20) + 3}) {
+      SCOPED_TRACE(std::string(to_string(dt)) + " n " + std::to_string(n));
+      Tensor x = random_tensor({n}, dt, -50, 50);
+      expect_same_as_cpu(x, 0.3, same);
+      expect_same_as_cpu(x, 0.5, offset_by_one);
+    }
+  for (ScalarType dt : kFloatDtypes) {
+    SCOPED_TRACE(std::string(to_string(dt)) + " non-contiguous");
+    Tensor x = random_tensor({123, 77}, dt);
+    expect_same_as_cpu(x, 0.2, transposed);
+    expect_same_as_cpu(x, 0.9, non_contiguous);
+  }
+}
+
+TEST_F(DropoutCuda, MaskIsBernoullisWithTheDefaultGenerator) {
+  Tensor x = random_tensor({1000, 33}, kBFloat16).cuda();
+  manual_seed(5);
+  Tensor ref = empty({1000, 33}, TensorOptions(kBool).device(kCUDA));
+  bernoulli_(ref, 0.9);
+  const uint64_t offset = default_generator(kCUDA).get_state().offset;
+  manual_seed(5);
+  auto [out, mask] = native_dropout(x, 0.1);
+  EXPECT_CLOSE(mask.cpu(), ref.cpu());
+  EXPECT_EQ(default_generator(kCUDA).get_state().offset, offset);
+  // The kept values are x / 0.9 as the CPU computes it (float math, rounded to bf16).
+  EXPECT_CLOSE(out.cpu(), where(mask.cpu(), x.cpu() * (1 / 0.9), 0), cuda_tolerance(kBFloat16));
+}
+
+TEST_F(DropoutCuda, ProbabilityOneGivesZerosAndZeroKeepsAll) {
+  Tensor x = tensor({1.0, INFINITY, -INFINITY, NAN, 3.0}).cuda();
+  auto [out, mask] = native_dropout(x, 1.0);
+  EXPECT_CLOSE(out.cpu(), zeros({5}), Tolerance{0, 0});
+  EXPECT_FALSE(mask.any().item<bool>());
+  auto [same_x, all] = native_dropout(x, 0.0);
+  EXPECT_CLOSE(same_x.cpu(), x.cpu(), Tolerance{0, 0});
+  EXPECT_TRUE(all.all().item<bool>());
+  EXPECT_EQ(std::get<0>(native_dropout(empty({0, 4}, TensorOptions(kFloat32).device(kCUDA)), 0.5)).numel(),
+            0);
+}
+
+TEST_F(DropoutCuda, BackwardMatchesTheCpu) {
+  for (ScalarType dt : kFloatDtypes) {
+    SCOPED_TRACE(std::string(to_string(dt)));
+    Tensor g = random_tensor({257, 9}, dt, -10, 10);
+    Tensor mask = random_tensor({257, 9}, kFloat32, 0, 1).lt(0.7);
+    const double scale = 1 / 0.7;
+    Tensor ref = native_dropout_backward(g, mask, scale);
+    EXPECT_CLOSE(native_dropout_backward(g.cuda(), mask.cuda(), scale).cpu(), ref, cuda_tolerance(dt));
+    EXPECT_CLOSE(native_dropout_backward(g.cuda().t(), mask.cuda().t(), scale).cpu(), ref.t(),
+                 cuda_tolerance(dt));
+    EXPECT_CLOSE(native_dropout_backward(offset_by_one(g.cuda()), mask.cuda(), scale).cpu(), ref,
+                 cuda_tolerance(dt));
+  }
+  // Dropped inf and NaN gradients give 0.
+  Tensor g = tensor({INFINITY, NAN, 2.0}).cuda();
+  Tensor mask = tensor({0, 0, 1}, kInt64).ne(0).cuda();
+  EXPECT_CLOSE(native_dropout_backward(g, mask, 3.0).cpu(), tensor({0.0, 0.0, 6.0}), Tolerance{0, 0});
+}
+
+TEST_F(DropoutCuda, AutogradAndDoubleBackwardMatchTheCpu) {
+  Tensor x = random_tensor({64, 33}, kFloat32);
+  Tensor gy = random_tensor({64, 33}, kFloat32), w = random_tensor({64, 33}, kFloat32);
+  auto grads_on = [&](Device d) {
+    Tensor xd = x.to(d).requires_grad_(), gyd = gy.to(d).requires_grad_();
+    Generator gen(8);
+    Tensor out = std::get<0>(native_dropout(xd, 0.4, true, &gen));
+    Tensor gx = autograd::grad({out}, {xd}, {gyd}, true, true)[0];
+    Tensor ggy = autograd::grad({(gx * w.to(d)).sum()}, {gyd})[0];
+    return std::pair{gx.detach().cpu(), ggy.cpu()};
+  };
+  auto [gx_c, ggy_c] = grads_on(kCPU);
+  auto [gx_g, ggy_g] = grads_on(kCUDA);
+  EXPECT_CLOSE(gx_g, gx_c, cuda_tolerance(kFloat32));
+  EXPECT_CLOSE(ggy_g, ggy_c, cuda_tolerance(kFloat32));
+}
+
+TEST_F(DropoutCuda, DeviceMismatchIsAnError) {
+  Tensor g = empty({2, 3}, TensorOptions(kFloat32).device(kCUDA));
+  Tensor mask = ones({2, 3}, kBool);
+  EXPECT_EMBER_ERROR(native_dropout_backward(g, mask, 2.0), "native_dropout_backward", "mask is on cpu",
+                     "grad_output on cuda");
+}
+
+}  // namespace
+}  // namespace ember::testing
