@@ -1,15 +1,20 @@
-// cuDNN convolutions (its legacy API): conv2d is cudnnConvolutionForward, conv_transpose2d its
-// adjoint cudnnConvolutionBackwardData, conv2d's weight gradient cudnnConvolutionBackwardFilter.
-// All three see one geometry: x [N, C, Hx, Wx], weight [K, C / groups, kh, kw] and
-// y [N, K, Hy, Wy] with y = conv(x). cuDNN pads both sides alike, so an asymmetric problem
-// ("same" padding, output_padding, a backward whose rows do not divide evenly) runs on x and y
-// grown at the end: with zeros where they are inputs, with extra rows dropped afterwards where
-// they are outputs. Tensors packed NHWC (channels-last) run in that format; float64 and anything
-// cuDNN has no NHWC algorithm for run NCHW.
-// Algorithms are chosen once per problem and cached, as PyTorch chooses them: by default the
-// first of cuDNN's heuristic list (cudnnGet*Algorithm_v7; tensor-op math first) whose workspace
-// the caching allocator can give, however large; with cudnn::set_benchmark(true) the fastest
-// that cudnnFind*AlgorithmEx measures. Forward, data and weight gradients choose alike.
+// cuDNN convolutions: conv2d is cuDNN's convolution forward, conv_transpose2d its adjoint (the
+// data gradient), conv2d's weight gradient the filter gradient. All three see one geometry:
+// x [N, C, Hx, Wx], weight [K, C / groups, kh, kw] and y [N, K, Hy, Wy] with y = conv(x). cuDNN
+// pads both sides alike, so an asymmetric problem ("same" padding, output_padding, a backward
+// whose rows do not divide evenly) runs on x and y grown at the end: with zeros where they are
+// inputs, with extra rows dropped afterwards where they are outputs. Tensors packed NHWC
+// (channels-last) run in that format; float64 and anything cuDNN runs in neither API in NHWC run
+// NCHW.
+// Each call first takes cuDNN's backend (graph) API, as PyTorch does through cudnn_frontend: a
+// one-operation graph per problem, whose execution plan is chosen once and cached per thread
+// (cuda/cudnn_backend.h: by default the first of heuristic mode A's list, then the fallback
+// list, that finalizes, gets its workspace and runs; with cudnn::set_benchmark(true) the fastest
+// of the first few). float64, and any problem no backend plan runs, take the legacy API
+// (cudnnConvolutionForward / BackwardData / BackwardFilter), whose algorithm is chosen likewise
+// and cached: the first of cudnnGet*Algorithm_v7's list (tensor-op math first) whose workspace
+// the caching allocator can give, or with benchmark the fastest that cudnnFind*AlgorithmEx
+// measures.
 #include "ember/cuda/conv_cudnn.h"
 
 #include <algorithm>
@@ -17,12 +22,15 @@
 #include <climits>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "ember/core/factories.h"
 #include "ember/core/ops/convolution.h"
+#include "ember/cuda/cudnn_backend.h"
 #include "ember/cuda/cudnn_handle.h"
 #include "ember/cuda/handle_pool.h"
 #include "ember/cuda/plan_cache.h"
@@ -360,13 +368,12 @@ std::vector<Choice> measured_choices(cudnnHandle_t h, const Descs& d, const Call
   return out;
 }
 
-// Runs one call with the cached algorithm, else chooses one (measured with cudnn.benchmark, else
-// the heuristic's; the heuristic's list backs a measurement up), caches the first that runs; false
-// when none runs.
-bool run_call(const Call& c) {
+// Runs one call through the legacy API with the cached algorithm, else chooses one (measured with
+// cudnn.benchmark, else the heuristic's; the heuristic's list backs a measurement up), caches the
+// first that runs; false when none runs.
+bool run_legacy(cudnnHandle_t h, const Call& c) {
   Descs d;
   describe(d, c);
-  cudnnHandle_t h = cudnn_handle();
   const Conv2dParams& p = c.p;
   const bool measure = cudnn::benchmark();
   const ConvPlans::Key key{{static_cast<int64_t>(c.kind),
@@ -407,6 +414,218 @@ bool run_call(const Call& c) {
     cudaGetLastError();  // a refused algorithm leaves nothing that should fail the next one
   }
   return false;
+}
+
+// The backend (graph) API. Tensors in a graph and its variant packs are named by unique ids.
+constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y';
+
+// The attributes of one kind's operation descriptor: x, w, y (as dx, dw, dy where they are
+// gradients), the convolution, alpha and beta.
+struct OpAttributes {
+  cudnnBackendDescriptorType_t type;
+  cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+};
+
+const OpAttributes& op_attributes(Kind k) {
+  static constexpr OpAttributes kOps[] = {
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA},
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA},
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA},
+  };
+  return kOps[static_cast<int>(k)];
+}
+
+// The alignment of t's data in bytes: the largest power of two dividing its address, up to 16.
+int64_t alignment(const Tensor& t) {
+  const auto address = reinterpret_cast<uintptr_t>(t.data_ptr());
+  int64_t a = 1;
+  while (a < 16 && address % (2 * a) == 0) a *= 2;
+  return a;
+}
+
+// The descriptor of t [N, C, H, W], packed in the format (a dim of size 1 gets the stride it
+// would have in the format, whatever t's is).
+cudnn_backend::Descriptor tensor_descriptor(const Tensor& t, int64_t uid, bool nhwc) {
+  const int64_t n = t.size(0), ch = t.size(1), h = t.size(2), w = t.size(3);
+  const int64_t dims[] = {n, ch, h, w};
+  const int64_t nchw_strides[] = {ch * h * w, h * w, w, 1}, nhwc_strides[] = {h * w * ch, 1, w * ch, ch};
+  const cudnnDataType_t dt = data_type(t.dtype());
+  const int64_t align = alignment(t);
+  const bool is_virtual = false;
+  cudnn_backend::Descriptor d(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  d.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
+  d.set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
+  d.set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, nhwc ? nhwc_strides : nchw_strides);
+  d.set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+  d.set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
+  d.set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
+  d.finalize();
+  return d;
+}
+
+// The call's one-operation graph, finalized, after everything it references (the graph is last);
+// empty when cuDNN declines the operation or the graph, with why into `why`. Math in float32
+// for every dtype that gets here (float64 stays on the legacy API); groups follow from the
+// channel counts of x and w.
+std::vector<cudnn_backend::Descriptor> build_graph(cudnnHandle_t h, const Call& c, std::string& why) {
+  std::vector<cudnn_backend::Descriptor> d;
+  d.push_back(tensor_descriptor(c.x, kUidX, c.nhwc));
+  d.push_back(tensor_descriptor(c.w, kUidW, c.nhwc));
+  d.push_back(tensor_descriptor(c.y, kUidY, c.nhwc));
+  const Conv2dParams& p = c.p;
+  const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  const int64_t spatial_dims = 2, padding[] = {p.padding[0], p.padding[1]},
+                stride[] = {p.stride[0], p.stride[1]}, dilation[] = {p.dilation[0], p.dilation[1]};
+  cudnn_backend::Descriptor conv(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  conv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
+  conv.set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+  conv.set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial_dims);
+  conv.set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, padding);
+  conv.set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, padding);
+  conv.set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride);
+  conv.set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilation);
+  conv.finalize();
+  const OpAttributes& a = op_attributes(c.kind);
+  const float alpha = 1, beta = c.accumulate ? 1.f : 0.f;
+  cudnn_backend::Descriptor op(a.type);
+  op.set(a.x, d[0]);
+  op.set(a.w, d[1]);
+  op.set(a.y, d[2]);
+  op.set(a.conv, conv);
+  op.set(a.alpha, CUDNN_TYPE_FLOAT, 1, &alpha);
+  op.set(a.beta, CUDNN_TYPE_FLOAT, 1, &beta);
+  if (cudnnStatus_t st = op.try_finalize(); st != CUDNN_STATUS_SUCCESS) {
+    why = cudnn_backend::describe_failure("cudnnBackendFinalize(convolution operation)", st);
+    return {};
+  }
+  cudnn_backend::Descriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
+  graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, op);
+  if (cudnnStatus_t st = graph.try_finalize(); st != CUDNN_STATUS_SUCCESS) {
+    why = cudnn_backend::describe_failure("cudnnBackendFinalize(operation graph)", st);
+    return {};
+  }
+  d.push_back(std::move(conv));
+  d.push_back(std::move(op));
+  d.push_back(std::move(graph));
+  return d;
+}
+
+// A problem's backend answer: its graph and the plan chosen for it, or why there is none.
+struct BackendPlan {
+  std::vector<cudnn_backend::Descriptor> graph;
+  std::optional<cudnn_backend::Plan> plan;
+  std::string why;
+};
+
+// Backend plans by everything the choice depends on (run_backend's key). Per thread, as
+// PyTorch's: cuDNN does not promise that one plan runs from two threads at once. Leaked, as the
+// handles are.
+using BackendPlans = detail::PlanCache<26, std::shared_ptr<const BackendPlan>>;
+
+BackendPlans& backend_cache() {
+  thread_local auto* cache = new BackendPlans;
+  return *cache;
+}
+
+std::atomic<int64_t> g_backend_calls{0}, g_legacy_calls{0};
+thread_local std::string t_last_fallback;
+
+// Runs one call through the backend API with the problem's cached plan, else chooses one (which
+// runs the call) and caches it, or that there is none: false then, with why in t_last_fallback.
+bool run_backend(cudnnHandle_t h, const Call& c) {
+  const ScalarType dt = c.x.dtype();
+  if (dt == kFloat64) {
+    t_last_fallback = "float64 runs on the legacy API";
+    return false;
+  }
+  const Conv2dParams& p = c.p;
+  const bool tensor_cores = dt != kFloat32 || cudnn::allow_tf32();
+  const bool measure = cudnn::benchmark();
+  const BackendPlans::Key key{{static_cast<int64_t>(c.kind),
+                               detail::current_device(),
+                               static_cast<int64_t>(dt),
+                               c.nhwc,
+                               c.x.size(0),
+                               c.x.size(1),
+                               c.x.size(2),
+                               c.x.size(3),
+                               c.y.size(1),
+                               c.w.size(2),
+                               c.w.size(3),
+                               c.y.size(2),
+                               c.y.size(3),
+                               p.padding[0],
+                               p.padding[1],
+                               p.stride[0],
+                               p.stride[1],
+                               p.dilation[0],
+                               p.dilation[1],
+                               p.groups,
+                               tensor_cores,
+                               measure,
+                               c.accumulate,
+                               alignment(c.x),
+                               alignment(c.w),
+                               alignment(c.y)}};
+  const cudnn_backend::VariantPack data{{kUidX, kUidW, kUidY},
+                                        {c.x.data_ptr(), c.w.data_ptr(), c.y.data_ptr()}};
+  // The cached plan, unless it fails now (its workspace no longer fits): then choose again.
+  if (std::optional<std::shared_ptr<const BackendPlan>> cached = backend_cache().find(key)) {
+    const BackendPlan& b = **cached;
+    if (!b.plan) {
+      t_last_fallback = b.why;
+      return false;
+    }
+    if (cudnn_backend::run(h, *b.plan, data, c.x.device())) return true;
+  }
+  auto b = std::make_shared<BackendPlan>();
+  b->graph = build_graph(h, c, b->why);
+  if (!b->graph.empty()) {
+    // Measuring must not add to a weight gradient's partial sums: its runs write to scratch.
+    Tensor scratch;
+    cudnn_backend::VariantPack timing = data;
+    if (measure && c.accumulate) {
+      scratch = empty({c.w.numel()}, c.w.options());
+      timing.pointers[1] = scratch.data_ptr();
+    }
+    int64_t found = 0;
+    std::vector<cudnn_backend::Candidate> candidates =
+        cudnn_backend::engine_configs(b->graph.back(), tensor_cores, found);
+    b->plan = cudnn_backend::choose_and_run(h, candidates, data, timing, c.x.device(), measure);
+    if (!b->plan)
+      b->why = candidates.empty()
+                   ? ember::detail::str_cat("no engine passed the numerical-note filter (", found,
+                                            " engine configs from heuristics mode A and fallback)")
+                   : ember::detail::str_cat("none of ", candidates.size(),
+                                            " engine configs finalized, got its workspace and ran");
+  }
+  backend_cache().insert(key, b);
+  if (!b->plan) t_last_fallback = b->why;
+  return b->plan.has_value();
+}
+
+// Runs one call, through the backend API when it has a plan, else through the legacy API; false
+// when neither has an algorithm.
+bool run_call(const Call& c) {
+  cudnnHandle_t h = cudnn_handle();
+  if (run_backend(h, c)) {
+    ++g_backend_calls;
+    return true;
+  }
+  if (!run_legacy(h, c)) return false;
+  ++g_legacy_calls;
+  return true;
 }
 
 // The convolution in one memory format: stand-ins packed and fitted, the batch split so that
@@ -484,4 +703,11 @@ KernelRegistrar<Conv2dFn> reg_conv_t(conv_transpose2d_stub, kCUDA, &conv_transpo
 KernelRegistrar<Conv2dWeightFn> reg_conv_w(conv2d_weight_stub, kCUDA, &conv2d_weight_cuda);
 
 }  // namespace
+
+namespace cudnn::detail {
+int64_t backend_calls() { return g_backend_calls.load(); }
+int64_t legacy_calls() { return g_legacy_calls.load(); }
+std::string last_fallback_reason() { return t_last_fallback; }
+}  // namespace cudnn::detail
+
 }  // namespace ember::cuda

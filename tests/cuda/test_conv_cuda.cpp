@@ -183,5 +183,51 @@ TEST_F(ConvCuda, BenchmarkSwitchAndCachedChoices) {
   }
 }
 
+// Which cuDNN API ran a problem's forward, data gradient and weight gradient (three calls).
+struct ApiCalls {
+  int64_t backend, legacy;
+};
+
+ApiCalls api_calls() { return {cuda::cudnn::detail::backend_calls(), cuda::cudnn::detail::legacy_calls()}; }
+
+// float16, bfloat16 and float32 run through cuDNN's backend (graph) API in both formats, for
+// conv2d and conv_transpose2d, heuristic and measured, with the CPU's results; float64 runs on the
+// legacy API.
+TEST_F(ConvCuda, BackendApiRunsFloatTypes) {
+  struct Restore {
+    ~Restore() { cuda::cudnn::set_benchmark(false); }
+  } restore;
+  const ConvCase resnet{"resnet 3x3", {8, 64, 14, 14}, {64, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1};
+  const ConvCase downsample{
+      "resnet 1x1 stride 2", {4, 64, 14, 14}, {128, 64, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1};
+  const ConvCase upsample{
+      "transposed stride 2", {2, 16, 6, 6}, {16, 8, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, {1, 1}};
+  struct Problem {
+    const ConvCase* c;
+    bool transposed;
+  };
+  for (bool bench : {false, true}) {
+    cuda::cudnn::set_benchmark(bench);
+    for (Problem pr : {Problem{&resnet, false}, Problem{&downsample, false}, Problem{&kConvCases[9], false},
+                       Problem{&upsample, true}})
+      for (ScalarType dt : kFloatTypes)
+        for (Layout layout : {Layout::Contiguous, Layout::ChannelsLast}) {
+          SCOPED_TRACE(std::string(pr.c->desc) + " " + std::string(to_string(dt)) + " " + to_string(layout) +
+                       (bench ? " benchmark" : " heuristic"));
+          const ApiCalls before = api_calls();
+          check_case(*pr.c, pr.transposed, dt, layout);
+          const ApiCalls after = api_calls();
+          const bool legacy = dt == kFloat64;
+          EXPECT_EQ(after.backend - before.backend, legacy ? 0 : 3)
+              << cuda::cudnn::detail::last_fallback_reason();
+          EXPECT_EQ(after.legacy - before.legacy, legacy ? 3 : 0)
+              << cuda::cudnn::detail::last_fallback_reason();
+          if (legacy) {
+            EXPECT_NE(cuda::cudnn::detail::last_fallback_reason().find("float64"), std::string::npos);
+          }
+        }
+  }
+}
+
 }  // namespace
 }  // namespace ember::testing

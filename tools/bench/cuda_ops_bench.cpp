@@ -141,7 +141,7 @@ void rowwise_cases() {
 }
 
 // ResNet-50 convolutions (batch 128, bf16, every tensor channels-last), forward + backward (data
-// and weight), with cudnn.benchmark off (heuristics) and on (measured algorithms), as
+// and weight), with cudnn.benchmark off (heuristics) and on (measured engines), as
 // torch_ops_bench.py sets torch.backends.cudnn.benchmark.
 void conv_cases() {
   struct Shape {
@@ -164,7 +164,12 @@ void conv_cases() {
                     "conv2d fwd+bwd bf16 NHWC n128 c%lld %lldx%lld k%lld %lldx%lld s%lld benchmark=%d",
                     (long long)s.c, (long long)s.h, (long long)s.h, (long long)s.k, (long long)s.r,
                     (long long)s.r, (long long)s.stride, bench ? 1 : 0);
+      const int64_t legacy = cuda::cudnn::detail::legacy_calls();
       run(name, flops, "tflops", [&] { autograd::grad({conv2d(x, w, {}, s.stride, pad)}, {x, w}, {dy}); });
+      // On stderr, so that the JSON lines stay as compare.py reads them.
+      if (const int64_t n = cuda::cudnn::detail::legacy_calls() - legacy; n > 0)
+        std::fprintf(stderr, "%s: %lld calls took cuDNN's legacy API (%s)\n", name, (long long)n,
+                     cuda::cudnn::detail::last_fallback_reason().c_str());
     }
   cuda::cudnn::set_benchmark(false);
 }
