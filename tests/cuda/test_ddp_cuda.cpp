@@ -79,13 +79,17 @@ TEST_F(DDPCuda, GradientAsBucketViewMatchesPlainTraining) {
   ASSERT_EQ(ddp->bucket_indices().size(), 2u);
   auto addresses = [&] {
     std::vector<const char*> out;
-    for (const auto& bucket : ddp->bucket_indices())
-      for (size_t k = 0; k < bucket.size(); ++k) {
-        const Tensor g = net->parameters()[bucket[k]].grad();
+    for (const auto& bucket : ddp->bucket_indices()) {
+      const char* next = nullptr;
+      for (size_t i : bucket) {
+        const Tensor g = net->parameters()[i].grad();
         out.push_back(static_cast<const char*>(g.data_ptr()));
-        if (k > 0)
-          EXPECT_EQ(out.back(), out[out.size() - 2] + net->parameters()[bucket[k - 1]].grad().nbytes());
+        if (next) {
+          EXPECT_EQ(out.back(), next) << "parameter " << i << " does not follow the previous one";
+        }
+        next = out.back() + g.nbytes();
       }
+    }
     return out;
   };
   train(*plain, [&](const Tensor& x) { return plain(x); });
