@@ -6,7 +6,7 @@
 // while backward goes on; a callback at the end of backward waits for every bucket and copies
 // the averaged gradients back into .grad. Each bucket's copies are one _foreach_copy_ (one
 // kernel launch per 48 gradients on CUDA). With gradient_as_bucket_view each .grad becomes a view
-// of its bucket once reduced, so later backwards accumulate straight into the buffer and neither
+// of its bucket when the bucket starts, so later backwards accumulate straight into the buffer and neither
 // copy is needed (a .grad set to none is copied in once and pointed at its view again).
 
 #include <functional>
