@@ -17,6 +17,7 @@
 #include "ember/core/ops/dropout.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/ops/embedding.h"
+#include "ember/core/ops/foreach.h"
 #include "ember/core/ops/fused_optim.h"
 #include "ember/core/ops/indexing.h"
 #include "ember/core/ops/linalg.h"

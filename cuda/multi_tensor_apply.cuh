@@ -7,9 +7,10 @@
 //
 // An Op has kDepth (its number of lists), a PerTensor value made once per block by
 // per_tensor(step) (step: the tensor's step count, or null), operator()(PerTensor, S (&e)[kDepth])
-// updating one element of every list, skip() (the whole launch does nothing when true) and
-// stores(d) (whether list d is written back). The fused optimizer steps and the GradScaler's
-// unscale run through it.
+// updating one element of every list, skip() (the whole launch does nothing when true),
+// stores(d) (whether list d is written back) and, optionally, loads(d) (whether list d is read;
+// every list is when absent). The fused optimizer steps, the GradScaler's unscale and
+// _foreach_copy_ run through it.
 #include <cstdint>
 #include <vector>
 
@@ -40,14 +41,22 @@ struct alignas(sizeof(S) * N) Pack {
   S v[N];
 };
 
+template <class Op>
+__device__ __forceinline__ bool loads(const Op& op, int d) {
+  if constexpr (requires { op.loads(d); })
+    return op.loads(d);
+  else
+    return true;
+}
+
 // Updates elements [i, i + N) of one chunk: N per thread, loaded and stored as one Pack per list.
 template <int N, class S, int D, class Op>
 __device__ __forceinline__ void update_pack(S* const (&ptr)[D], int64_t i, const Op& op,
                                             const typename Op::PerTensor& c) {
-  Pack<S, N> r[D];
+  Pack<S, N> r[D] = {};
 #pragma unroll
   for (int d = 0; d < D; ++d)
-    if (ptr[d]) r[d] = *reinterpret_cast<const Pack<S, N>*>(ptr[d] + i);
+    if (ptr[d] && loads(op, d)) r[d] = *reinterpret_cast<const Pack<S, N>*>(ptr[d] + i);
 #pragma unroll
   for (int j = 0; j < N; ++j) {
     S e[D];

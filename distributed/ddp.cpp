@@ -158,7 +158,7 @@ DistributedDataParallelBase::DistributedDataParallelBase(std::shared_ptr<nn::Mod
   for (auto& bucket : buckets)
     for (size_t& i : bucket) i = params.size() - 1 - i;
   reducer_ = std::make_unique<Reducer>(std::move(params), std::move(names), std::move(buckets), group_,
-                                       options_.find_unused_parameters());
+                                       options_.find_unused_parameters(), options_.gradient_as_bucket_view());
 }
 
 bool DistributedDataParallelBase::will_sync() const {

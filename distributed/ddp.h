@@ -39,6 +39,11 @@ struct DistributedDataParallelOptions {
   EMBER_ARG(bool, find_unused_parameters) = false;
   // Broadcast rank 0's buffers (running statistics) before each forward.
   EMBER_ARG(bool, broadcast_buffers) = true;
+  // Each .grad becomes a view of its bucket (from the first backward on): backward accumulates into
+  // the bucket, which saves the gradients' memory and the copies in and out of the buckets. zero_grad(false)
+  // keeps the views; zero_grad() (set to none) costs one copy into the bucket per backward. A
+  // .grad kept across iterations is overwritten by the next backward.
+  EMBER_ARG(bool, gradient_as_bucket_view) = false;
 };
 
 class DistributedDataParallelBase;

@@ -8,6 +8,7 @@
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/ops/foreach.h"
 
 namespace ember::distributed {
 namespace {
@@ -19,6 +20,15 @@ CommWork compress_hook(ProcessGroup& group, GradBucket& bucket, ScalarType dtype
   Tensor compressed = bucket.buffer.to(dtype, /*copy=*/true).div_(group.size());
   std::shared_ptr<Work> work = group.all_reduce(compressed, ReduceOp::SUM);
   return {std::move(work), [buffer = bucket.buffer, compressed] { buffer.copy_(compressed); }};
+}
+
+// Whether `grad` is exactly `view` (the memory of a bucket, not a copy of it).
+bool is_view(const Tensor& grad, const Tensor& view) {
+  return grad.data_ptr() == view.data_ptr() && grad.strides().equals(view.strides());
+}
+
+void copy_lists(const std::vector<Tensor>& dsts, const std::vector<Tensor>& srcs) {
+  if (!dsts.empty()) _foreach_copy_(dsts, srcs);
 }
 
 std::string quoted_names(const std::vector<size_t>& params, const std::vector<std::string>& names) {
@@ -76,20 +86,23 @@ std::vector<std::vector<size_t>> compute_bucket_assignment_by_size(
 
 Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names,
                  std::vector<std::vector<size_t>> buckets, std::shared_ptr<ProcessGroup> group,
-                 bool find_unused_parameters)
+                 bool find_unused_parameters, bool gradient_as_bucket_view)
     : params_(std::move(params)),
       names_(std::move(names)),
       bucket_of_(params_.size(), kNone),
       group_(std::move(group)),
       find_unused_(find_unused_parameters),
+      grad_as_view_(gradient_as_bucket_view),
       hook_(default_hooks::allreduce_hook),
       ready_(params_.size(), 0),
       self_(std::make_shared<Reducer*>(this)) {
   EMBER_CHECK(group_, "Reducer: no process group");
   EMBER_CHECK(names_.size() == params_.size(), "Reducer: ", names_.size(), " names for ", params_.size(),
               " parameters");
+  NoGradGuard no_grad;
   for (size_t b = 0; b < buckets.size(); ++b) {
     Bucket bucket;
+    std::vector<int64_t> offsets;
     int64_t size = 0;
     for (size_t p : buckets[b]) {
       EMBER_CHECK(p < params_.size() && bucket_of_[p] == kNone, "Reducer: parameter index ", p,
@@ -99,14 +112,22 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names,
                   "Reducer: bucket ", b, " mixes dtypes or devices");
       bucket_of_[p] = b;
       bucket.params.push_back(p);
-      bucket.offsets.push_back(size);
+      offsets.push_back(size);
       size += params_[p].numel();
     }
     EMBER_CHECK(!bucket.params.empty(), "Reducer: bucket ", b, " is empty");
     bucket.buffer = empty({size}, params_[bucket.params[0]].options());
+    for (size_t k = 0; k < bucket.params.size(); ++k) {
+      const Tensor& p = params_[bucket.params[k]];
+      bucket.views.push_back(bucket.buffer.narrow(0, offsets[k], p.numel()).view(p.sizes()));
+    }
     bucket.pending = bucket.params.size();
     buckets_.push_back(std::move(bucket));
   }
+  // Gradients that exist already move into their buckets; the others stay undefined (a parameter
+  // unused everywhere keeps no gradient), as in PyTorch.
+  if (grad_as_view_)
+    for (Bucket& b : buckets_) copy_into_buffer(b);
   for (size_t p = 0; p < params_.size(); ++p) {
     EMBER_CHECK(bucket_of_[p] != kNone, "Reducer: parameter ", p, " ('", names_[p], "') is in no bucket");
     params_[p].register_post_accumulate_grad_hook([self = std::weak_ptr<Reducer*>(self_), p](const Tensor&) {
@@ -188,20 +209,32 @@ void Reducer::mark_ready(size_t param) {
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) launch(next_bucket_++);
 }
 
+std::vector<size_t> Reducer::copy_into_buffer(Bucket& b) {
+  std::vector<Tensor> dsts, srcs;
+  std::vector<size_t> undefined;
+  for (size_t k = 0; k < b.params.size(); ++k) {
+    const Tensor& p = params_[b.params[k]];
+    Tensor g = p.grad();
+    if (!g.defined()) {
+      undefined.push_back(k);
+    } else if (!grad_as_view_ || !is_view(g, b.views[k])) {
+      dsts.push_back(b.views[k]);
+      srcs.push_back(g);
+      if (grad_as_view_) p.set_grad(b.views[k]);
+    }
+  }
+  copy_lists(dsts, srcs);
+  return undefined;
+}
+
 void Reducer::launch(size_t index) {
   NoGradGuard no_grad;
   Bucket& b = buckets_[index];
+  // A parameter without a gradient (find_unused_parameters) adds zeros; one with a gradient adds
+  // it, with what no_sync accumulated.
+  for (size_t k : copy_into_buffer(b)) b.views[k].zero_();
   GradBucket grad_bucket{index, b.buffer, {}, index + 1 == buckets_.size()};
-  for (size_t k = 0; k < b.params.size(); ++k) {
-    const Tensor& p = params_[b.params[k]];
-    Tensor slot = b.buffer.narrow(0, b.offsets[k], p.numel());
-    // An unused parameter (find_unused_parameters) adds zeros, or what no_sync accumulated.
-    if (Tensor g = p.grad(); g.defined())
-      slot.view(p.sizes()).copy_(g);
-    else
-      slot.zero_();
-    grad_bucket.parameters.push_back(p);
-  }
+  for (size_t p : b.params) grad_bucket.parameters.push_back(params_[p]);
   b.work = hook_(*group_, grad_bucket);
   EMBER_CHECK(b.work.work, "DistributedDataParallel: the comm hook returned no Work for bucket ", index);
   if (grad_bucket.is_last && find_unused_) used_work_ = group_->all_reduce(used_, ReduceOp::SUM);
@@ -238,16 +271,22 @@ void Reducer::finalize_backward() {
     used_work_->wait();
     used = used_.cpu();  // a host sync, as in PyTorch: only with find_unused_parameters
   }
+  std::vector<Tensor> dsts, srcs;
   for (Bucket& b : buckets_) {
     for (size_t k = 0; k < b.params.size(); ++k) {
       const Tensor& p = params_[b.params[k]];
-      Tensor slot = b.buffer.narrow(0, b.offsets[k], p.numel()).view(p.sizes());
-      if (Tensor g = p.grad(); g.defined())
-        g.copy_(slot);
-      else if (used.defined() && used.data_ptr<int32_t>()[b.params[k]] > 0)
-        p.set_grad(slot.clone());  // unused here, used on another rank; unused everywhere: stays undefined
+      if (Tensor g = p.grad(); g.defined()) {
+        if (!grad_as_view_ || !is_view(g, b.views[k])) {
+          dsts.push_back(g);
+          srcs.push_back(b.views[k]);
+        }
+      } else if (used.defined() && used.data_ptr<int32_t>()[b.params[k]] > 0) {
+        // Unused here, used on another rank; unused everywhere: stays undefined.
+        p.set_grad(grad_as_view_ ? b.views[k] : b.views[k].clone());
+      }
     }
   }
+  copy_lists(dsts, srcs);
   reset();
 }
 

@@ -67,6 +67,48 @@ TEST_F(DDPCuda, WorldOfOneMatchesPlainTraining) {
     EXPECT_CLOSE(net->parameters()[i].cpu(), plain->parameters()[i].cpu(), Tolerance{0, 0});
 }
 
+TEST_F(DDPCuda, GradientAsBucketViewMatchesPlainTraining) {
+  // The same bits as plain training, with every .grad left a view of its bucket: the gradients
+  // of one bucket lie one after the other in GPU memory, at the same place every step.
+  manual_seed(1);
+  TwoLayer plain;
+  manual_seed(1);
+  TwoLayer net;
+  d::DistributedDataParallel ddp(
+      net, pg_, d::DistributedDataParallelOptions().first_bucket_cap_mb(1e-4).gradient_as_bucket_view(true));
+  ASSERT_EQ(ddp->bucket_indices().size(), 2u);
+  auto addresses = [&] {
+    std::vector<const char*> out;
+    for (const auto& bucket : ddp->bucket_indices()) {
+      const char* next = nullptr;
+      for (size_t i : bucket) {
+        const Tensor g = net->parameters()[i].grad();
+        out.push_back(static_cast<const char*>(g.data_ptr()));
+        if (next) {
+          EXPECT_EQ(out.back(), next) << "parameter " << i << " does not follow the previous one";
+        }
+        next = out.back() + g.nbytes();
+      }
+    }
+    return out;
+  };
+  train(*plain, [&](const Tensor& x) { return plain(x); });
+  train(*ddp, [&](const Tensor& x) { return ddp(x); });
+  std::vector<const char*> first = addresses();
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_CLOSE(net->parameters()[i].cpu(), plain->parameters()[i].cpu(), Tolerance{0, 0});
+  // zero_grad(false) keeps the views: the next backward accumulates into the buckets.
+  manual_seed(9);
+  Tensor x = randn({8, 16}).cuda(), y = randn({8, 4}).cuda();
+  ddp->zero_grad(false);
+  plain->zero_grad(false);
+  mse_loss(ddp(x), y).backward();
+  mse_loss(plain(x), y).backward();
+  EXPECT_EQ(addresses(), first);
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_CLOSE(net->parameters()[i].grad().cpu(), plain->parameters()[i].grad().cpu(), Tolerance{0, 0});
+}
+
 TEST_F(DDPCuda, Bf16CompressionRoundsTheGradients) {
   manual_seed(2);
   TwoLayer plain;

@@ -2,7 +2,8 @@
 // training a copy of rank 0's model on the whole batch (every rank's share concatenated): the
 // gradients averaged over ranks are that batch's gradients, so after N SGD steps the parameters
 // agree to float64 rounding. Also: buckets (many, one), no_sync, find_unused_parameters, the
-// broadcasts from rank 0, comm hooks, and the errors.
+// broadcasts from rank 0, comm hooks, and the errors; the same with gradient_as_bucket_view
+// (DDP_GRAD_AS_VIEW=1), and that option against the copies.
 #include <ember/distributed/ddp.h>
 #include <ember/nn/linear.h>
 #include <ember/optim/sgd.h>
@@ -79,11 +80,41 @@ void expect_error(const std::function<void()>& fn, std::initializer_list<const c
   EMBER_CHECK(false, "expected an ember::Error with \"", *parts.begin(), "\"");
 }
 
+bool grad_as_view_from_env() { return std::getenv("DDP_GRAD_AS_VIEW") != nullptr; }
+
 d::DistributedDataParallelOptions options_from_env() {
   d::DistributedDataParallelOptions o;
   if (const char* mb = std::getenv("DDP_BUCKET_MB"))
     o.bucket_cap_mb(std::atof(mb)).first_bucket_cap_mb(std::atof(mb));
-  return o;
+  return o.gradient_as_bucket_view(grad_as_view_from_env());
+}
+
+// The parameters DDP reduces (bucket_indices index into these).
+std::vector<Tensor> trainable(const nn::Module& m) {
+  std::vector<Tensor> out;
+  for (const Tensor& p : m.parameters())
+    if (p.requires_grad()) out.push_back(p);
+  return out;
+}
+
+// Where each parameter's .grad starts in memory, bucket by bucket; throws unless the gradients of
+// each bucket lie one after the other (views of one flat buffer).
+std::vector<const void*> grad_addresses(const std::vector<std::vector<size_t>>& buckets,
+                                        const std::vector<Tensor>& params) {
+  std::vector<const void*> out;
+  for (const auto& bucket : buckets) {
+    const char* next = nullptr;
+    for (size_t i : bucket) {
+      const Tensor g = params[i].grad();
+      EMBER_CHECK(g.defined(), "parameter ", i, " has no gradient");
+      const char* p = static_cast<const char*>(g.data_ptr());
+      EMBER_CHECK(next == nullptr || p == next, "the gradient of parameter ", i,
+                  " does not follow the previous one in its bucket");
+      next = p + g.nbytes();
+      out.push_back(p);
+    }
+  }
+  return out;
 }
 
 // --- Workers ---
@@ -110,6 +141,7 @@ DIST_WORKER(ddp_matches_one_process) {
     net->running.fill_(rank + step);
     opt.zero_grad();
     mse_loss(ddp(share(x, rank)), share(y, rank)).backward();
+    if (grad_as_view_from_env()) grad_addresses(ddp->bucket_indices(), trainable(*net));
     check_close(net->running, full({2}, double(step), kFloat64), "buffer broadcast before forward", kExact);
     opt.step();
     ref_opt.zero_grad();
@@ -144,7 +176,8 @@ DIST_WORKER(ddp_no_sync) {
   int rank = d::get_rank(), world = d::get_world_size();
   Net net = make_net(rank), ref = make_net(0), local = make_net(0);
   freeze_unused(net);
-  d::DistributedDataParallel ddp(net);
+  d::DistributedDataParallel ddp(
+      net, nullptr, d::DistributedDataParallelOptions().gradient_as_bucket_view(grad_as_view_from_env()));
   optim::SGD opt(ddp->parameters(), 0.1);
   optim::SGD ref_opt(ref->parameters(), 0.1);
   for (int step = 0; step < 3; ++step) {
@@ -176,8 +209,11 @@ DIST_WORKER(ddp_find_unused) {
   d::init_process_group("gloo");
   int rank = d::get_rank(), world = d::get_world_size();
   Net net = make_net(rank), ref = make_net(0);
-  d::DistributedDataParallel ddp(
-      net, nullptr, d::DistributedDataParallelOptions().find_unused_parameters(true).bucket_cap_mb(1e-4));
+  d::DistributedDataParallel ddp(net, nullptr,
+                                 d::DistributedDataParallelOptions()
+                                     .find_unused_parameters(true)
+                                     .bucket_cap_mb(1e-4)
+                                     .gradient_as_bucket_view(grad_as_view_from_env()));
   for (int step = 0; step < 3; ++step) {
     auto [x, y] = global_batch(step, world);
     net->zero_grad();
@@ -195,6 +231,50 @@ DIST_WORKER(ddp_find_unused) {
     for (const Tensor& p : net->parameters())
       if (p.grad().defined()) p.sub_(p.grad() * 0.1);
   }
+  d::destroy_process_group();
+}
+
+DIST_WORKER(ddp_grad_as_view_matches_copies) {
+  // Two models trained alike, one with gradient_as_bucket_view: the same bits after every step,
+  // whether zero_grad sets the gradients to none (copied into the bucket, then views again) or
+  // zeroes them (the views kept), with a no_sync micro-batch accumulating into the views.
+  d::init_process_group("gloo");
+  int rank = d::get_rank(), world = d::get_world_size();
+  Net copies = make_net(rank), views = make_net(rank);
+  freeze_unused(copies);
+  freeze_unused(views);
+  auto options = d::DistributedDataParallelOptions().bucket_cap_mb(1e-3).first_bucket_cap_mb(1e-4);
+  d::DistributedDataParallel ddp_copies(copies, nullptr, options);
+  d::DistributedDataParallel ddp_views(views, nullptr, options.gradient_as_bucket_view(true));
+  EMBER_CHECK(ddp_views->bucket_indices().size() > 1, "expected several buckets");
+  optim::SGD opt_copies(ddp_copies->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  optim::SGD opt_views(ddp_views->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  std::vector<Tensor> params = trainable(*views), copied = trainable(*copies);
+  std::vector<const void*> addresses;
+  for (int step = 0; step < 6; ++step) {
+    auto [x, y] = global_batch(step, world);
+    Tensor xr = share(x, rank), yr = share(y, rank);
+    const bool set_to_none = step % 2 == 0;
+    opt_copies.zero_grad(set_to_none);
+    opt_views.zero_grad(set_to_none);
+    if (step >= 3) {
+      auto guard_copies = ddp_copies->no_sync();
+      auto guard_views = ddp_views->no_sync();
+      mse_loss(ddp_copies(xr), yr).backward();
+      mse_loss(ddp_views(xr), yr).backward();
+    }
+    mse_loss(ddp_copies(xr), yr).backward();
+    mse_loss(ddp_views(xr), yr).backward();
+    std::vector<const void*> now = grad_addresses(ddp_views->bucket_indices(), params);
+    EMBER_CHECK(step == 0 || now == addresses, "step ", step, ": the gradients moved to other memory");
+    addresses = now;
+    for (size_t i = 0; i < params.size(); ++i)
+      check_close(params[i].grad(), copied[i].grad(),
+                  "step " + std::to_string(step) + " grad " + std::to_string(i), kExact);
+    opt_copies.step();
+    opt_views.step();
+  }
+  check_params(*views, *copies, "gradient_as_bucket_view", kExact);
   d::destroy_process_group();
 }
 
@@ -246,6 +326,17 @@ TEST_P(DDP, OneBucketPerParameterMatchesToo) {
 }
 TEST_P(DDP, NoSyncAccumulatesLocally) { run_workers("ddp_no_sync", GetParam()); }
 TEST_P(DDP, FindUnusedParameters) { run_workers("ddp_find_unused", GetParam()); }
+TEST_P(DDP, GradientAsBucketViewMatchesOneProcess) {
+  run_workers("ddp_matches_one_process", GetParam(), {{"DDP_GRAD_AS_VIEW", "1"}});
+  run_workers("ddp_matches_one_process", GetParam(), {{"DDP_GRAD_AS_VIEW", "1"}, {"DDP_BUCKET_MB", "1e-5"}});
+}
+TEST_P(DDP, GradientAsBucketViewMatchesCopies) { run_workers("ddp_grad_as_view_matches_copies", GetParam()); }
+TEST_P(DDP, GradientAsBucketViewNoSync) {
+  run_workers("ddp_no_sync", GetParam(), {{"DDP_GRAD_AS_VIEW", "1"}});
+}
+TEST_P(DDP, GradientAsBucketViewFindUnused) {
+  run_workers("ddp_find_unused", GetParam(), {{"DDP_GRAD_AS_VIEW", "1"}});
+}
 INSTANTIATE_TEST_SUITE_P(Gloo, DDP, ::testing::Values(2, 4),
                          [](const auto& info) { return "world" + std::to_string(info.param); });
 
@@ -295,6 +386,51 @@ TEST(DDP, WorldOfOneIsPlainTraining) {
   mse_loss(ddp2(x), y).backward();
   mse_loss(ref(x), y).backward();
   EXPECT_CLOSE(frozen->fc2->weight.grad(), ref->fc2->weight.grad(), kExact);
+}
+
+TEST(DDP, GradientAsBucketViewWorldOfOne) {
+  auto store = std::make_shared<d::TCPStore>("127.0.0.1", 0, std::nullopt, true, milliseconds(5000));
+  auto pg = d::make_process_group_gloo(std::make_shared<d::PrefixStore>("g", store), 0, 1);
+  Net net = make_net(0), ref = make_net(0);
+  freeze_unused(net);
+  freeze_unused(ref);
+  auto [x, y] = global_batch(0, 1);
+  // Gradients that exist before DDP move into the buckets with their values.
+  mse_loss(net(x), y).backward();
+  mse_loss(ref(x), y).backward();
+  d::DistributedDataParallel ddp(
+      net, pg, d::DistributedDataParallelOptions().first_bucket_cap_mb(1e-4).gradient_as_bucket_view(true));
+  std::vector<Tensor> params = trainable(*net), ref_params = trainable(*ref);
+  ASSERT_EQ(ddp->bucket_indices().size(), 2u);
+  std::vector<const void*> addresses = grad_addresses(ddp->bucket_indices(), params);
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_CLOSE(params[i].grad(), ref_params[i].grad(), kExact);
+
+  std::vector<Tensor> buffers;  // the buckets' flat buffers, as the comm hook sees them
+  ddp->register_comm_hook([&](d::ProcessGroup& group, d::GradBucket& bucket) {
+    if (buffers.size() < 2) buffers.push_back(bucket.buffer);
+    return d::default_hooks::allreduce_hook(group, bucket);
+  });
+  optim::SGD opt(params, 0.1), ref_opt(ref_params, 0.1);
+  for (int step = 0; step < 4; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    auto [xs, ys] = global_batch(step, 1);
+    opt.zero_grad(step % 2 == 0);
+    ref_opt.zero_grad(step % 2 == 0);
+    mse_loss(ddp(xs), ys).backward();
+    mse_loss(ref(xs), ys).backward();
+    EXPECT_EQ(grad_addresses(ddp->bucket_indices(), params), addresses);
+    for (size_t i = 0; i < params.size(); ++i) EXPECT_CLOSE(params[i].grad(), ref_params[i].grad(), kExact);
+    opt.step();
+    ref_opt.step();
+  }
+  check_params(*net, *ref, "gradient_as_bucket_view, world of one", kExact);
+  // .grad is the bucket's memory: writing the buffer writes the gradients; zero_grad(false) zeroes
+  // the buffer.
+  ASSERT_EQ(buffers.size(), 2u);
+  buffers[1].fill_(7.0);
+  EXPECT_CLOSE(net->fc1->weight.grad(), full({kHidden, kIn}, 7.0, kFloat64), kExact);
+  net->zero_grad(false);
+  EXPECT_CLOSE(buffers[1], zeros(buffers[1].sizes(), kFloat64), kExact);
 }
 
 TEST(DDP, BucketsStartDuringBackwardInIndexOrder) {

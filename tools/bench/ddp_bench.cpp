@@ -5,7 +5,7 @@
 // exposed_comm_ms = backward with DDP - backward without; hidden = 1 - exposed / all-reduce.
 //
 //   OMP_NUM_THREADS=1 emberrun --nproc-per-node 2 ddp_bench [--device cpu|cuda] [--model mlp|transformer]
-//       [--width 512] [--layers 8] [--batch 32] [--iters 20] [--bucket-mb 25]
+//       [--width 512] [--layers 8] [--batch 32] [--iters 20] [--bucket-mb 25] [--gradient-as-bucket-view 0|1]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -32,6 +32,7 @@ struct Args {
   int64_t width = 512, layers = 8, batch = 32;
   int iters = 20;
   double bucket_mb = 25;
+  int gradient_as_bucket_view = 0;
 };
 
 // Returns nullopt for --help (usage printed).
@@ -44,11 +45,15 @@ std::optional<Args> parse(int argc, char** argv) {
       .option("--layers", &a.layers, "blocks")
       .option("--batch", &a.batch, "rows per rank and step")
       .option("--iters", &a.iters, "timed steps")
-      .option("--bucket-mb", &a.bucket_mb, "DDP's bucket size in MiB");
+      .option("--bucket-mb", &a.bucket_mb, "DDP's bucket size in MiB")
+      .option("--gradient-as-bucket-view", &a.gradient_as_bucket_view,
+              "1: DDP's gradients are views of its buckets (no copies in and out)");
   if (!args.parse(argc, argv)) return std::nullopt;
   EMBER_CHECK(a.device == "cpu" || a.device == "cuda", "ddp_bench: --device is cpu or cuda, got ", a.device);
   EMBER_CHECK(a.model == "mlp" || a.model == "transformer", "ddp_bench: --model is mlp or transformer, got ",
               a.model);
+  EMBER_CHECK(a.gradient_as_bucket_view == 0 || a.gradient_as_bucket_view == 1,
+              "ddp_bench: --gradient-as-bucket-view is 0 or 1, got ", a.gradient_as_bucket_view);
   return a;
 }
 
@@ -126,7 +131,9 @@ int main(int argc, char** argv) {
     plain->to(device);
     wrapped->to(device);
     dist::DistributedDataParallel ddp(wrapped, nullptr,
-                                      dist::DistributedDataParallelOptions().bucket_cap_mb(a.bucket_mb));
+                                      dist::DistributedDataParallelOptions()
+                                          .bucket_cap_mb(a.bucket_mb)
+                                          .gradient_as_bucket_view(a.gradient_as_bucket_view == 1));
     std::vector<int64_t> shape = a.model == "transformer" ? std::vector<int64_t>{a.batch, 64, a.width}
                                                           : std::vector<int64_t>{a.batch, a.width};
     Tensor x = randn(shape).to(device), y = randn(shape).to(device);
@@ -186,15 +193,15 @@ int main(int argc, char** argv) {
       double exposed = bwd_ddp - bwd_plain;
       std::printf(
           "{\"model\": \"%s\", \"device\": \"%s\", \"world\": %d, \"width\": %lld, \"layers\": %lld, "
-          "\"batch\": %lld, \"grad_mb\": %.2f, \"buckets\": %zu, \"backward_ms\": %.3f, \"backward_ddp_ms\": "
-          "%.3f, "
-          "\"step_ms\": %.3f, \"step_ddp_ms\": %.3f, \"allreduce_flat_ms\": %.3f, \"allreduce_buckets_ms\": "
-          "%.3f, "
-          "\"exposed_comm_ms\": %.3f, \"hidden_fraction\": %.2f}\n",
+          "\"batch\": %lld, \"grad_mb\": %.2f, \"buckets\": %zu, \"gradient_as_bucket_view\": %d, "
+          "\"backward_ms\": %.3f, \"backward_ddp_ms\": %.3f, \"step_ms\": %.3f, \"step_ddp_ms\": %.3f, "
+          "\"allreduce_flat_ms\": %.3f, \"allreduce_buckets_ms\": %.3f, \"exposed_comm_ms\": %.3f, "
+          "\"hidden_fraction\": %.2f}\n",
           a.model.c_str(), a.device.c_str(), world, static_cast<long long>(a.width),
           static_cast<long long>(a.layers), static_cast<long long>(a.batch),
-          numel * params[0].element_size() / 1048576.0, bucket_buffers.size(), bwd_plain, bwd_ddp, step_plain,
-          step_ddp, ar_flat, ar_buckets, exposed, 1.0 - std::max(exposed, 0.0) / ar_buckets);
+          numel * params[0].element_size() / 1048576.0, bucket_buffers.size(), a.gradient_as_bucket_view,
+          bwd_plain, bwd_ddp, step_plain, step_ddp, ar_flat, ar_buckets, exposed,
+          1.0 - std::max(exposed, 0.0) / ar_buckets);
       std::fflush(stdout);
     }
     dist::destroy_process_group();
