@@ -66,7 +66,7 @@ Tensor non_contiguous(const Tensor& t) {
   if (t.dim() == 0) return t;
   DimVector big(t.sizes());
   big.back() *= 2;
-  Tensor buf = zeros(big, t.dtype());
+  Tensor buf = zeros(big, TensorOptions(t.dtype()).device(t.device()));
   Tensor view = buf.slice(-1, 0, std::nullopt, 2);
   view.copy_(t);
   return view;
