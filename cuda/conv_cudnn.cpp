@@ -18,6 +18,7 @@
 #include "ember/cuda/conv_cudnn.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <climits>
 #include <cstdint>
@@ -144,7 +145,8 @@ struct Choice {
 };
 
 // Algorithms by everything the choice depends on (run_call's key).
-using ConvPlans = detail::PlanCache<22, Choice>;
+constexpr size_t kProblemFields = 20;  // the problem's part of a plan cache key (plan_key)
+using ConvPlans = detail::PlanCache<kProblemFields + 2, Choice>;
 
 ConvPlans& choice_cache() {
   static auto* cache = new ConvPlans;  // leaked: used until the process ends
@@ -159,6 +161,37 @@ struct Call {
   const Conv2dParams& p;
   bool nhwc, accumulate;
 };
+
+// A plan cache key: what names the problem (kind, device, dtype, format, shapes, parameters), then
+// `extra`, what the cache's choice also depends on.
+template <size_t N>
+std::array<int64_t, kProblemFields + N> plan_key(const Call& c, const std::array<int64_t, N>& extra) {
+  const Conv2dParams& p = c.p;
+  const std::array<int64_t, kProblemFields> problem{static_cast<int64_t>(c.kind),
+                                                    detail::current_device(),
+                                                    static_cast<int64_t>(c.x.dtype()),
+                                                    c.nhwc,
+                                                    c.x.size(0),
+                                                    c.x.size(1),
+                                                    c.x.size(2),
+                                                    c.x.size(3),
+                                                    c.y.size(1),
+                                                    c.w.size(2),
+                                                    c.w.size(3),
+                                                    c.y.size(2),
+                                                    c.y.size(3),
+                                                    p.padding[0],
+                                                    p.padding[1],
+                                                    p.stride[0],
+                                                    p.stride[1],
+                                                    p.dilation[0],
+                                                    p.dilation[1],
+                                                    p.groups};
+  std::array<int64_t, kProblemFields + N> key{};
+  std::copy(problem.begin(), problem.end(), key.begin());
+  std::copy(extra.begin(), extra.end(), key.begin() + kProblemFields);
+  return key;
+}
 
 struct Descs {
   TensorDesc x, y;
@@ -374,30 +407,8 @@ std::vector<Choice> measured_choices(cudnnHandle_t h, const Descs& d, const Call
 bool run_legacy(cudnnHandle_t h, const Call& c) {
   Descs d;
   describe(d, c);
-  const Conv2dParams& p = c.p;
   const bool measure = cudnn::benchmark();
-  const ConvPlans::Key key{{static_cast<int64_t>(c.kind),
-                            detail::current_device(),
-                            static_cast<int64_t>(c.x.dtype()),
-                            c.nhwc,
-                            c.x.size(0),
-                            c.x.size(1),
-                            c.x.size(2),
-                            c.x.size(3),
-                            c.y.size(1),
-                            c.w.size(2),
-                            c.w.size(3),
-                            c.y.size(2),
-                            c.y.size(3),
-                            p.padding[0],
-                            p.padding[1],
-                            p.stride[0],
-                            p.stride[1],
-                            p.dilation[0],
-                            p.dilation[1],
-                            p.groups,
-                            default_math(c.x.dtype()),
-                            measure}};
+  const ConvPlans::Key key = plan_key<2>(c, {default_math(c.x.dtype()), measure});
   // The cached algorithm, unless it fails now (its workspace no longer fits): then choose again.
   if (std::optional<Choice> cached = choice_cache().find(key))
     if (launch(h, d, c, *cached) == CUDNN_STATUS_SUCCESS) return true;
@@ -531,7 +542,7 @@ struct BackendPlan {
 // Backend plans by everything the choice depends on (run_backend's key). Per thread, as
 // PyTorch's: cuDNN does not promise that one plan runs from two threads at once. Leaked, as the
 // handles are.
-using BackendPlans = detail::PlanCache<26, std::shared_ptr<const BackendPlan>>;
+using BackendPlans = detail::PlanCache<kProblemFields + 6, std::shared_ptr<const BackendPlan>>;
 
 BackendPlans& backend_cache() {
   thread_local auto* cache = new BackendPlans;
@@ -549,35 +560,10 @@ bool run_backend(cudnnHandle_t h, const Call& c) {
     t_last_fallback = "float64 runs on the legacy API";
     return false;
   }
-  const Conv2dParams& p = c.p;
   const bool tensor_cores = dt != kFloat32 || cudnn::allow_tf32();
   const bool measure = cudnn::benchmark();
-  const BackendPlans::Key key{{static_cast<int64_t>(c.kind),
-                               detail::current_device(),
-                               static_cast<int64_t>(dt),
-                               c.nhwc,
-                               c.x.size(0),
-                               c.x.size(1),
-                               c.x.size(2),
-                               c.x.size(3),
-                               c.y.size(1),
-                               c.w.size(2),
-                               c.w.size(3),
-                               c.y.size(2),
-                               c.y.size(3),
-                               p.padding[0],
-                               p.padding[1],
-                               p.stride[0],
-                               p.stride[1],
-                               p.dilation[0],
-                               p.dilation[1],
-                               p.groups,
-                               tensor_cores,
-                               measure,
-                               c.accumulate,
-                               alignment(c.x),
-                               alignment(c.w),
-                               alignment(c.y)}};
+  const BackendPlans::Key key =
+      plan_key<6>(c, {tensor_cores, measure, c.accumulate, alignment(c.x), alignment(c.w), alignment(c.y)});
   const cudnn_backend::VariantPack data{{kUidX, kUidW, kUidY},
                                         {c.x.data_ptr(), c.w.data_ptr(), c.y.data_ptr()}};
   // The cached plan, unless it fails now (its workspace no longer fits): then choose again.

@@ -110,30 +110,7 @@ scaling_step() {
   done
   cat "$ember_rows" "$torch_rows" >> "$OUT/bench.log"
   local table
-  table=$(python3 - "$ember_rows" "$torch_rows" "$N" << 'EOF'
-import json, re, sys
-def load(path):
-    rows = {}
-    for line in open(path):
-        line = re.sub(r"^\[rank \d+\]:\s*", "", line.strip())
-        if line.startswith("{"):
-            r = json.loads(line)
-            rows[r["case"]] = r["samples_per_s"]
-    return rows
-ours, theirs, n = load(sys.argv[1]), load(sys.argv[2]), int(sys.argv[3])
-def efficiency(rows, case):
-    one, many = rows.get(f"{case} world 1"), rows.get(f"{case} world {n}")
-    return one, many, (many / (n * one) if one and many else None)
-fmt = lambda x, spec: "-" if x is None else format(x, spec)
-print(f"{'samples/s':<32} {'ember 1':>9} {f'ember {n}':>9} {'eff':>5}  {'torch 1':>9} {f'torch {n}':>9} {'eff':>5}  ratio")
-for case in dict.fromkeys(re.sub(r" world \d+$", "", c) for c in [*ours, *theirs]):
-    e1, en, ee = efficiency(ours, case)
-    t1, tn, te = efficiency(theirs, case)
-    ratio = ee / te if ee and te else None
-    print(f"{case:<32} {fmt(e1, '9.1f')} {fmt(en, '9.1f')} {fmt(ee, '5.2f')}  {fmt(t1, '9.1f')} {fmt(tn, '9.1f')} "
-          f"{fmt(te, '5.2f')}  {fmt(ratio, '.2f')}")
-EOF
-  )
+  table=$(python3 tools/bench/scaling_table.py "$ember_rows" "$torch_rows" "$N")
   echo "$table" | tee -a "$OUT/bench.log"
   local ember_n torch_n
   ember_n=$(grep -c '"case"' "$ember_rows")

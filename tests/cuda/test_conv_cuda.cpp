@@ -154,17 +154,22 @@ TEST_F(ConvCuda, AllowTf32Switch) {
                            Tolerance{1e-4, 1e-3}));
 }
 
+// Puts cuDNN's benchmark mode back off when a test that switches it ends.
+struct BenchmarkOffAtExit {
+  ~BenchmarkOffAtExit() { cuda::cudnn::set_benchmark(false); }
+};
+const ConvCase kResnet3x3{"resnet 3x3", {8, 64, 14, 14}, {64, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1};
+const ConvCase kResnetDownsample{
+    "resnet 1x1 stride 2", {4, 64, 14, 14}, {128, 64, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1};
+
 // cudnn.benchmark (off by default): measured algorithms give the CPU's results in every dtype and
 // layout, forward and both gradients, and a problem keeps its algorithm (the same bits on a
 // repeat call). The heuristic choice also repeats its bits.
 TEST_F(ConvCuda, BenchmarkSwitchAndCachedChoices) {
   EXPECT_FALSE(cuda::cudnn::benchmark());
-  struct Restore {
-    ~Restore() { cuda::cudnn::set_benchmark(false); }
-  } restore;
-  const ConvCase resnet{"resnet 3x3", {8, 64, 14, 14}, {64, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1};
-  const ConvCase downsample{
-      "resnet 1x1 stride 2", {4, 64, 14, 14}, {128, 64, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1};
+  BenchmarkOffAtExit restore;
+  const ConvCase& resnet = kResnet3x3;
+  const ConvCase& downsample = kResnetDownsample;
   for (bool bench : {true, false}) {
     cuda::cudnn::set_benchmark(bench);
     EXPECT_EQ(cuda::cudnn::benchmark(), bench);
@@ -194,12 +199,9 @@ ApiCalls api_calls() { return {cuda::cudnn::detail::backend_calls(), cuda::cudnn
 // conv2d and conv_transpose2d, heuristic and measured, with the CPU's results; float64 runs on the
 // legacy API.
 TEST_F(ConvCuda, BackendApiRunsFloatTypes) {
-  struct Restore {
-    ~Restore() { cuda::cudnn::set_benchmark(false); }
-  } restore;
-  const ConvCase resnet{"resnet 3x3", {8, 64, 14, 14}, {64, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1};
-  const ConvCase downsample{
-      "resnet 1x1 stride 2", {4, 64, 14, 14}, {128, 64, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1};
+  BenchmarkOffAtExit restore;
+  const ConvCase& resnet = kResnet3x3;
+  const ConvCase& downsample = kResnetDownsample;
   const ConvCase upsample{
       "transposed stride 2", {2, 16, 6, 6}, {16, 8, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, {1, 1}};
   struct Problem {

@@ -25,11 +25,16 @@ def rate(r):
     return r.get("error", "")[:40]
 
 
-ours, theirs = load(sys.argv[1]), load(sys.argv[2])
-cases = list(ours) + [c for c in theirs if c not in ours]
-w = max([len(c) for c in cases] + [4])
-print(f"{'case':<{w}} {'ember ms':>9} {'torch ms':>9} {'ratio':>6}  {'ember':>14} {'torch':>14}")
-for case in cases:
-    a, b = ours.get(case, {}), theirs.get(case, {})
-    ratio = f"{b['ms'] / a['ms']:.2f}" if "ms" in a and "ms" in b else "-"
-    print(f"{case:<{w}} {a.get('ms', '-'):>9} {b.get('ms', '-'):>9} {ratio:>6}  {rate(a):>14} {rate(b):>14}")
+def main():
+    ours, theirs = load(sys.argv[1]), load(sys.argv[2])
+    cases = list(ours) + [c for c in theirs if c not in ours]
+    w = max([len(c) for c in cases] + [4])
+    print(f"{'case':<{w}} {'ember ms':>9} {'torch ms':>9} {'ratio':>6}  {'ember':>14} {'torch':>14}")
+    for case in cases:
+        a, b = ours.get(case, {}), theirs.get(case, {})
+        ratio = f"{b['ms'] / a['ms']:.2f}" if "ms" in a and "ms" in b else "-"
+        print(f"{case:<{w}} {a.get('ms', '-'):>9} {b.get('ms', '-'):>9} {ratio:>6}  {rate(a):>14} {rate(b):>14}")
+
+
+if __name__ == "__main__":
+    main()

@@ -7,12 +7,12 @@ Rank 0 prints {"case": "scaling resnet50 bf16 b128 world N", "ms": median step m
     python3 torch_scaling_bench.py --device cpu --model resnet18 --batch 2 --image-size 32 --iters 1 --warmup 0
 --channels-last runs the ResNet in PyTorch's channels-last memory format (ember has no such format: off by
 default, so that both sides run NCHW)."""
-import argparse, json, os, sys, time
+import argparse, json, os, sys
 import torch, torch.nn as nn, torch.nn.functional as F
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_transformer_bench import BertLike  # noqa: E402
+from torch_transformer_bench import BertLike, median_step_ms, sync  # noqa: E402
 
 
 def conv3x3(cin, cout, stride=1):
@@ -107,11 +107,6 @@ def resnet(name, num_classes=1000, zero_init_residual=False):
         return ResNet(*RESNETS[name], num_classes=num_classes, zero_init_residual=zero_init_residual)
 
 
-def sync(dev):
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
-
-
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--model", default="resnet50", choices=[*RESNETS, "bert-base"])
@@ -167,14 +162,7 @@ def main():
     sync(dev)
     if world > 1:
         dist.barrier()
-    times = []
-    for _ in range(a.iters):
-        start = time.perf_counter()
-        step()
-        sync(dev)
-        times.append((time.perf_counter() - start) * 1000)
-    times.sort()
-    ms = times[len(times) // 2]
+    ms = median_step_ms(step, a.iters, dev)
     if rank == 0:
         name = f"scaling {a.model} {a.precision} b{a.batch}{f' s{a.seq}' if bert else ''} world {world}"
         print(json.dumps(dict(case=name, ms=round(ms, 3), samples_per_s=round(world * a.batch / ms * 1000, 1))),

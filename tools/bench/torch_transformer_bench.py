@@ -32,7 +32,19 @@ class BertLike(nn.Module):
 
 def sync(dev):
     if dev.type == "cuda":
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(dev)
+
+
+def median_step_ms(step, iters, dev):
+    """Median wall time of `iters` calls of step, each synchronized (ms)."""
+    times = []
+    for _ in range(iters):
+        start = time.perf_counter()
+        step()
+        sync(dev)
+        times.append((time.perf_counter() - start) * 1000)
+    times.sort()
+    return times[len(times) // 2]
 
 
 def profile_step(dev, name, step):
@@ -72,14 +84,7 @@ def run_mode(a, dev, mode):
     sync(dev)
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    times = []
-    for _ in range(a.iters):
-        start = time.perf_counter()
-        step()
-        sync(dev)
-        times.append((time.perf_counter() - start) * 1000)
-    times.sort()
-    ms = times[len(times) // 2]
+    ms = median_step_ms(step, a.iters, dev)
     if a.profile:
         profile_step(dev, name, step)
     row = dict(case=name, ms=round(ms, 3), tokens_per_s=round(a.batch * a.seq / ms * 1000, 1))
