@@ -30,7 +30,8 @@ using nn_detail::param_as;
 
 const OpRegistrar registrar({
     {"layer_norm", AutocastPolicy::Float32, true},
-    {"batch_norm", AutocastPolicy::Float32, true},
+    // On neither of PyTorch's autocast lists: it runs in its input's dtype (statistics in float32).
+    {"batch_norm", AutocastPolicy::None, true},
     {"group_norm", AutocastPolicy::Float32, true},
 });
 
@@ -197,14 +198,6 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& x, const Tens
                                                      const Tensor& running_var,
                                                      const Tensor& weight, const Tensor& bias,
                                                      bool training, double momentum, double eps) {
-  // The running statistics are updated in place: never cast (a copy would lose the update).
-  if (amp::detail::autocast_pending)
-    return amp::autocast_call(
-        "batch_norm",
-        [&](const Tensor& xc, const Tensor& wc, const Tensor& bc) {
-          return native_batch_norm(xc, running_mean, running_var, wc, bc, training, momentum, eps);
-        },
-        x, weight, bias);
   const char* op = "batch_norm";
   check_nc_input(op, x);
   EMBER_CHECK(running_mean.defined() == running_var.defined(), op,
