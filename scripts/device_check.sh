@@ -10,6 +10,9 @@
 #   CPU_TESTS=0 scripts/device_check.sh     the CUDA tests only (CI runs the CPU ones)
 #   TRANSFORMER=1 scripts/device_check.sh   also transformer_bench next to PyTorch's (issue 6's table;
 #                                           TRANSFORMER_ARGS passes sizes and modes to both)
+#   NCU=1 TESTS=0 BENCH=0 scripts/device_check.sh
+#                                           per-kernel time and DRAM bytes under ncu of each benchmark
+#                                           case in NCU_CASES (';'-separated names), both sides
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/ember-device}
@@ -60,6 +63,23 @@ if [ "${BENCH:-1}" = 1 ] && [ -x "$BUILD_DIR/tools/bench/cuda_ops_bench" ]; then
   "$BUILD_DIR/tools/bench/cuda_ops_bench" "${BENCH_FILTER:-}" > "$OUT/bench_ember.jsonl" 2> "$OUT/bench_ember.err"
   python3 tools/bench/torch_ops_bench.py "${BENCH_FILTER:-}" > "$OUT/bench_torch.jsonl" 2> "$OUT/bench_torch.err"
 fi
+# ncu over one benchmark case at a time: its warm-up calls are the kernels profiled (the first
+# NCU_KERNELS launches, the inputs' random fills included); tools/bench/ncu_summary.py prints a row
+# per kernel. Clocks are left alone (METHOD.md).
+ncu_lines=()
+if [ "${NCU:-0}" = 1 ] && [ -x "$BUILD_DIR/tools/bench/cuda_ops_bench" ]; then
+  IFS=';' read -r -a ncu_cases <<< "${NCU_CASES:-softmax fwd+bwd [32768,1024] bf16;layer_norm fwd+bwd [32768,1024] bf16;gelu fwd+bwd 256M bf16}"
+  metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
+  : > "$OUT/ncu_ember.csv"
+  : > "$OUT/ncu_torch.csv"
+  for c in "${ncu_cases[@]}"; do
+    ncu --clock-control none --csv --metrics $metrics -c "${NCU_KERNELS:-24}" \
+      "$BUILD_DIR/tools/bench/cuda_ops_bench" "$c" >> "$OUT/ncu_ember.csv" 2>&1
+    ncu --clock-control none --csv --metrics $metrics -c "${NCU_KERNELS:-24}" \
+      python3 tools/bench/torch_ops_bench.py "$c" >> "$OUT/ncu_torch.csv" 2>&1
+  done
+  mapfile -t ncu_lines < <(python3 tools/bench/ncu_summary.py "$OUT/ncu_ember.csv" "$OUT/ncu_torch.csv")
+fi
 if [ "${TRANSFORMER:-0}" = 1 ] && [ -x "$BUILD_DIR/tools/bench/transformer_bench" ]; then
   # shellcheck disable=SC2086  # TRANSFORMER_ARGS is a list of arguments
   "$BUILD_DIR/tools/bench/transformer_bench" ${TRANSFORMER_ARGS:-} > "$OUT/transformer_ember.jsonl" 2>&1
@@ -76,6 +96,7 @@ printf '%-10s %s\n' configure "rc=$configure_rc" build "rc=$build_rc (warnings: 
   cuda-tests "rc=$cuda_rc $(grep -E 'tests passed' "$OUT/ctest_cuda.log" 2>/dev/null)"
 for l in ${sanitizer_lines[@]+"${sanitizer_lines[@]}"}; do printf '%-10s %s\n' sanitizer "$l"; done
 [ -s "$OUT/bench_ember.jsonl" ] && python3 tools/bench/compare.py "$OUT/bench_ember.jsonl" "$OUT/bench_torch.jsonl"
+for l in ${ncu_lines[@]+"${ncu_lines[@]}"}; do echo "$l"; done
 [ -s "$OUT/transformer_ember.jsonl" ] &&
   python3 tools/bench/compare.py "$OUT/transformer_ember.jsonl" "$OUT/transformer_torch.jsonl"
 sanitizer_ok=1
