@@ -8,10 +8,14 @@
 
 #include <algorithm>
 #include <cuda/std/limits>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <type_traits>
 
 #include "ember/core/dtype.h"
 #include "ember/core/error.h"
+#include "ember/cuda/device.h"
 #include "ember/cuda/launch.cuh"
 
 namespace ember::cuda {
@@ -424,6 +428,22 @@ int max_block_threads(K kernel) {
   cudaFuncAttributes attr{};
   EMBER_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
   return attr.maxThreadsPerBlock / kWarpSize * kWarpSize;
+}
+
+// Blocks of `kernel` that run at once on the current device at `threads` per block. The runtime
+// is asked once per kernel, block size and device: the query is host time on every launch else.
+inline int64_t resident_blocks(const void* kernel, int threads) {
+  static std::mutex mu;
+  static std::map<std::tuple<const void*, int, int>, int64_t> cache;
+  const int device = current_device();
+  std::lock_guard<std::mutex> lock(mu);
+  auto [it, added] = cache.try_emplace({kernel, threads, device}, 0);
+  if (added) {
+    int per_sm = 0;
+    EMBER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+    it->second = static_cast<int64_t>(std::max(per_sm, 1)) * get_device_properties(device).multi_processor_count;
+  }
+  return it->second;
 }
 
 // Rows of K elements of T through the kernel `kernel_of(split)` (split a

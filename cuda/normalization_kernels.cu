@@ -21,27 +21,37 @@ __device__ __forceinline__ A quiet_nan() {
   return ::cuda::std::numeric_limits<A>::quiet_NaN();
 }
 
-// y = (x - mean) * rstd [* w] [+ b]: the CPU kernel's order of operations.
-template <class A>
+// y = (x - mean) * rstd [* w] [+ b]: the CPU kernel's order of operations; w and b of type P.
+template <class A, class P>
 struct Normalize {
   A mean, rstd;
-  const A* w;
-  const A* b;
+  const P* w;
+  const P* b;
   __device__ A operator()(int64_t i, A x) const {
     A y = (x - mean) * rstd;
-    if (w) y *= w[i];
-    if (b) y += b[i];
+    if (w) y *= to_acc(w[i]);
+    if (b) y += to_acc(b[i]);
     return y;
   }
 };
 
+// Calls f(P{}) for the type of layer_norm's parameters: x's own T (a bf16 model's weights, read
+// with no cast) or its compute type.
+template <class T, class F>
+void visit_param_type(ScalarType param, F&& f) {
+  if (param == dtype_of<T> || std::is_same_v<T, Acc<T>>)
+    f(T{});
+  else
+    f(Acc<T>{});
+}
+
 // Rows of N contiguous elements, split as RowSplit S says; `out` null computes the moments only
 // (row_moments). A row in registers gets its mean, then the sum of squared deviations from it
 // (exact, and no division per element as in Welford's update); a longer row Welford moments,
-// then a second read.
-template <class T, int VEC, RowSplit S>
-__global__ void layer_norm_kernel(T* out, Acc<T>* mean, Acc<T>* rstd, const T* x, const Acc<T>* w,
-                                  const Acc<T>* b, int64_t rows, int64_t N, double eps) {
+// then a second read. w and b are of type P.
+template <class T, class P, int VEC, RowSplit S>
+__global__ void layer_norm_kernel(T* out, Acc<T>* mean, Acc<T>* rstd, const T* x, const P* w, const P* b,
+                                  int64_t rows, int64_t N, double eps) {
   using A = Acc<T>;
   using R = RowRegs<T, VEC>;
   __shared__ Welford<A> shared[kWarpSize];
@@ -77,19 +87,19 @@ __global__ void layer_norm_kernel(T* out, Acc<T>* mean, Acc<T>* rstd, const T* x
     if (grp.t == 0) mean[row] = mu, rstd[row] = rs;
     if (!out) continue;
     if constexpr (S == RowSplit::kBlockTwoPass) {
-      map_row<T, VEC>(xr, out + row * N, N, grp.t, grp.g, Normalize<A>{mu, rs, w, b});
+      map_row<T, VEC>(xr, out + row * N, N, grp.t, grp.g, Normalize<A, P>{mu, rs, w, b});
     } else {
       auto* po = reinterpret_cast<Vec<T, VEC>*>(out + row * N);
       for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
-        Vec<A, VEC> wv, bv;
+        Vec<P, VEC> wv, bv;
         if (w) wv = load_columns<VEC>(w, v * VEC);
         if (b) bv = load_columns<VEC>(b, v * VEC);
         Vec<T, VEC> o;
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {
           A y = (r.at(k, j) - mu) * rs;
-          if (w) y *= wv.v[j];
-          if (b) y += bv.v[j];
+          if (w) y *= to_acc(wv.v[j]);
+          if (b) y += to_acc(bv.v[j]);
           o.v[j] = from_acc<T>(y);
         }
         po[v] = o;
@@ -98,7 +108,7 @@ __global__ void layer_norm_kernel(T* out, Acc<T>* mean, Acc<T>* rstd, const T* x
   }
 }
 
-template <class T>
+template <class T, class P>
 void launch_layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
                        const Tensor& w, const Tensor& b, double eps) {
   using A = Acc<T>;
@@ -107,13 +117,13 @@ void launch_layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd
   const T* px = static_cast<const T*>(x.data_ptr());
   auto* pm = static_cast<A*>(mean.data_ptr());
   auto* pr = static_cast<A*>(rstd.data_ptr());
-  const A* pw = w.defined() ? static_cast<const A*>(w.data_ptr()) : nullptr;
-  const A* pb = b.defined() ? static_cast<const A*>(b.data_ptr()) : nullptr;
+  const P* pw = w.defined() ? static_cast<const P*>(w.data_ptr()) : nullptr;
+  const P* pb = b.defined() ? static_cast<const P*>(b.data_ptr()) : nullptr;
   cudaStream_t stream = current_stream();
   with_vector_width<T>(N, {po, px, pw, pb}, [&](auto vec) {
     launch_row_kernel<T>(
         rows, N, kWarpsPerBlock,
-        [](auto split) { return layer_norm_kernel<T, decltype(vec)::value, decltype(split)::value>; },
+        [](auto split) { return layer_norm_kernel<T, P, decltype(vec)::value, decltype(split)::value>; },
         [&](auto kernel, auto, unsigned grid, int threads) {
           kernel<<<grid, threads, 0, stream>>>(po, pm, pr, px, pw, pb, rows, N, eps);
         });
@@ -122,14 +132,19 @@ void launch_layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd
 
 void layer_norm_cuda(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
                      const Tensor& weight, const Tensor& bias, double eps) {
+  const Tensor& param = weight.defined() ? weight : bias;
   visit_float_dtype("layer_norm", x.dtype(), [&](auto tag) {
-    launch_layer_norm<decltype(tag)>(out, mean, rstd, x, weight, bias, eps);
+    using T = decltype(tag);
+    visit_param_type<T>(param.defined() ? param.dtype() : x.dtype(), [&](auto ptag) {
+      launch_layer_norm<T, decltype(ptag)>(out, mean, rstd, x, weight, bias, eps);
+    });
   });
 }
 
 void row_moments_cuda(const Tensor& mean, const Tensor& rstd, const Tensor& x, double eps) {
   visit_float_dtype("row_moments", x.dtype(), [&](auto tag) {
-    launch_layer_norm<decltype(tag)>(Tensor(), mean, rstd, x, {}, {}, eps);
+    using T = decltype(tag);
+    launch_layer_norm<T, T>(Tensor(), mean, rstd, x, {}, {}, eps);
   });
 }
 
@@ -162,11 +177,11 @@ struct RowSumsCombine {
 
 // Rows of N contiguous elements, split as RowSplit S says. Writes dx unless null; with `partial`
 // (rows in registers only), sums gy * xhat and gy over the block's rows into
-// partial[blockIdx.x] = [dw | db].
-template <class T, int VEC, RowSplit S>
+// partial[blockIdx.x] = [dw | db]. w is of type P.
+template <class T, class P, int VEC, RowSplit S>
 __global__ void layer_norm_backward_kernel(T* dx, Acc<T>* partial, const T* gy, const T* x,
-                                           const Acc<T>* mean, const Acc<T>* rstd, const Acc<T>* w,
-                                           int64_t rows, int64_t N) {
+                                           const Acc<T>* mean, const Acc<T>* rstd, const P* w, int64_t rows,
+                                           int64_t N) {
   using A = Acc<T>;
   using R = RowRegs<T, VEC>;
   constexpr bool kInRegs = S != RowSplit::kBlockTwoPass;
@@ -184,7 +199,7 @@ __global__ void layer_norm_backward_kernel(T* dx, Acc<T>* partial, const T* gy, 
     const A mu = mean[row], rs = rstd[row];
     // xhat and gxhat = gy * w of element c.
     auto xhat = [&](A xv) { return (xv - mu) * rs; };
-    auto gxhat = [&](int64_t c, A gv) { return w ? gv * w[c] : gv; };
+    auto gxhat = [&](int64_t c, A gv) { return w ? gv * to_acc(w[c]) : gv; };
     RowSums<A> s = RowSums<A>::identity();
     if constexpr (kInRegs) {
       R gk, xk;
@@ -192,10 +207,11 @@ __global__ void layer_norm_backward_kernel(T* dx, Acc<T>* partial, const T* gy, 
       xk.load(xr, nvec, grp.t, grp.g);
       // gxhat of slot k's elements, with w read as vectors.
       auto gxhat_slot = [&](int k, int64_t v) {
+        Vec<P, VEC> wv;
+        if (w) wv = load_columns<VEC>(w, v * VEC);
         Vec<A, VEC> r;
-        if (w) r = load_columns<VEC>(w, v * VEC);
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) r.v[j] = w ? gk.at(k, j) * r.v[j] : gk.at(k, j);
+        for (int j = 0; j < VEC; ++j) r.v[j] = w ? gk.at(k, j) * to_acc(wv.v[j]) : gk.at(k, j);
         return r;
       };
       for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
@@ -282,10 +298,10 @@ __global__ void layer_norm_param_partial_kernel(Acc<T>* partial, const T* gy, co
   p[c] = st.a, p[N + c] = st.b;
 }
 
-// dw[c] and db[c] = the sums over the `splits` blocks of partial [splits, 2, N]: threads (32, 32)
-// across 32 columns and down the splits.
-template <class A>
-__global__ void column_sum_kernel(A* dw, A* db, const A* partial, int64_t splits, int64_t N) {
+// dw[c] and db[c] (of type P) = the sums over the `splits` blocks of partial [splits, 2, N]:
+// threads (32, 32) across 32 columns and down the splits.
+template <class A, class P>
+__global__ void column_sum_kernel(P* dw, P* db, const A* partial, int64_t splits, int64_t N) {
   __shared__ RowSums<A> shared[kWarpSize * kWarpSize];
   const int64_t c = blockIdx.x * static_cast<int64_t>(kWarpSize) + threadIdx.x;
   RowSums<A> st = RowSums<A>::identity();
@@ -296,19 +312,11 @@ __global__ void column_sum_kernel(A* dw, A* db, const A* partial, int64_t splits
   __syncthreads();
   if (threadIdx.y > 0 || c >= N) return;
   for (unsigned y = 1; y < blockDim.y; ++y) st = RowSumsCombine{}(st, shared[y * kWarpSize + threadIdx.x]);
-  if (dw) dw[c] = st.a;
-  if (db) db[c] = st.b;
+  if (dw) dw[c] = from_acc<P>(st.a);
+  if (db) db[c] = from_acc<P>(st.b);
 }
 
-// Blocks of `kernel` that run at once on the device, at `threads` per block.
-template <class K>
-int64_t resident_blocks(K kernel, int threads) {
-  int per_sm = 0;
-  EMBER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
-  return static_cast<int64_t>(std::max(per_sm, 1)) * get_device_properties().multi_processor_count;
-}
-
-template <class T>
+template <class T, class P>
 void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& gy,
                                 const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& w) {
   using A = Acc<T>;
@@ -318,7 +326,7 @@ void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor
   const T* px = static_cast<const T*>(x.data_ptr());
   const auto* pm = static_cast<const A*>(mean.data_ptr());
   const auto* pr = static_cast<const A*>(rstd.data_ptr());
-  const A* pw = w.defined() ? static_cast<const A*>(w.data_ptr()) : nullptr;
+  const P* pw = w.defined() ? static_cast<const P*>(w.data_ptr()) : nullptr;
   const bool params = dw.defined() || db.defined();
   cudaStream_t stream = current_stream();
   Tensor partial;
@@ -328,14 +336,14 @@ void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor
     launch_row_kernel<T>(
         rows, N, kBackwardWarps,
         [](auto split) {
-          return layer_norm_backward_kernel<T, decltype(vec)::value, decltype(split)::value>;
+          return layer_norm_backward_kernel<T, P, decltype(vec)::value, decltype(split)::value>;
         },
         [&](auto kernel, auto split, unsigned grid, int threads) {
           constexpr RowSplit S = decltype(split)::value;
           fused = params && S != RowSplit::kBlockTwoPass;
           if (!pdx && !fused) return;
           // As many blocks as run at once: each adds up its rows' column sums in registers.
-          splits = std::min<int64_t>(grid, resident_blocks(kernel, threads));
+          splits = std::min<int64_t>(grid, resident_blocks(reinterpret_cast<const void*>(kernel), threads));
           if (fused) partial = empty({splits, 2, N}, mean.options());
           kernel<<<static_cast<unsigned>(splits), threads, 0, stream>>>(
               pdx, fused ? static_cast<A*>(partial.data_ptr()) : nullptr, pgy, px, pm, pr, pw, rows, N);
@@ -356,18 +364,22 @@ void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor
            stream>>>(static_cast<A*>(partial.data_ptr()), pgy, px, pm, pr, rows, N, chunk);
     EMBER_CUDA_LAUNCH_CHECK();
   }
-  column_sum_kernel<A>
+  column_sum_kernel<A, P>
       <<<static_cast<unsigned>(ceil_div<int64_t>(N, kWarpSize)), dim3(kWarpSize, kWarpSize), 0, stream>>>(
-          dw.defined() ? static_cast<A*>(dw.data_ptr()) : nullptr,
-          db.defined() ? static_cast<A*>(db.data_ptr()) : nullptr, static_cast<const A*>(partial.data_ptr()),
+          dw.defined() ? static_cast<P*>(dw.data_ptr()) : nullptr,
+          db.defined() ? static_cast<P*>(db.data_ptr()) : nullptr, static_cast<const A*>(partial.data_ptr()),
           splits, N);
   EMBER_CUDA_LAUNCH_CHECK();
 }
 
 void layer_norm_backward_cuda(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& gy,
                               const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight) {
+  const Tensor& param = weight.defined() ? weight : dw.defined() ? dw : db;
   visit_float_dtype("layer_norm_backward", x.dtype(), [&](auto tag) {
-    launch_layer_norm_backward<decltype(tag)>(dx, dw, db, gy, x, mean, rstd, weight);
+    using T = decltype(tag);
+    visit_param_type<T>(param.defined() ? param.dtype() : x.dtype(), [&](auto ptag) {
+      launch_layer_norm_backward<T, decltype(ptag)>(dx, dw, db, gy, x, mean, rstd, weight);
+    });
   });
 }
 

@@ -8,6 +8,8 @@
 #   SANITIZER=1 scripts/device_check.sh     also compute-sanitizer memcheck over the CUDA tests
 #   SANITIZER=1 SANITIZER_TOOLS="memcheck racecheck synccheck" SANITIZER_FILTER='-*Large*' ...
 #   CPU_TESTS=0 scripts/device_check.sh     the CUDA tests only (CI runs the CPU ones)
+#   CUDA_FILTER='*LayerNorm*' ...           those CUDA tests, in one process (ctest starts one per
+#                                           test, about 0.5 s of CUDA set-up each)
 #   TRANSFORMER=1 scripts/device_check.sh   also transformer_bench next to PyTorch's (issue 6's table;
 #                                           TRANSFORMER_ARGS passes sizes and modes to both)
 #   NCU=1 TESTS=0 BENCH=0 scripts/device_check.sh
@@ -32,7 +34,11 @@ if [ "${TESTS:-1}" = 1 ]; then
   if [ "${CPU_TESTS:-1}" = 1 ]; then
     ctest --test-dir "$BUILD_DIR" -L cpu --output-on-failure > "$OUT/ctest_cpu.log" 2>&1; cpu_rc=$?
   fi
-  ctest --test-dir "$BUILD_DIR" -L cuda --output-on-failure --timeout 300 > "$OUT/ctest_cuda.log" 2>&1; cuda_rc=$?
+  if [ -n "${CUDA_FILTER:-}" ]; then
+    "$BUILD_DIR/tests/ember_cuda_tests" --gtest_filter="$CUDA_FILTER" > "$OUT/ctest_cuda.log" 2>&1; cuda_rc=$?
+  else
+    ctest --test-dir "$BUILD_DIR" -L cuda --output-on-failure --timeout 300 > "$OUT/ctest_cuda.log" 2>&1; cuda_rc=$?
+  fi
 fi
 # compute-sanitizer over ember_cuda_tests, one tool at a time; the big-tensor and multi-GPU tests
 # are left out by default (10-100x slower under the sanitizer); each tool stops after
@@ -63,19 +69,19 @@ if [ "${BENCH:-1}" = 1 ] && [ -x "$BUILD_DIR/tools/bench/cuda_ops_bench" ]; then
   "$BUILD_DIR/tools/bench/cuda_ops_bench" "${BENCH_FILTER:-}" > "$OUT/bench_ember.jsonl" 2> "$OUT/bench_ember.err"
   python3 tools/bench/torch_ops_bench.py "${BENCH_FILTER:-}" > "$OUT/bench_torch.jsonl" 2> "$OUT/bench_torch.err"
 fi
-# ncu over one benchmark case at a time: its warm-up calls are the kernels profiled (the first
-# NCU_KERNELS launches, the inputs' random fills included); tools/bench/ncu_summary.py prints a row
-# per kernel. Clocks are left alone (METHOD.md).
+# ncu over one benchmark case at a time: its warm-up calls are the kernels profiled (the benches
+# bracket them with cudaProfilerStart/Stop; at most NCU_KERNELS launches); tools/bench/ncu_summary.py
+# prints a row per kernel. Clocks are left alone (METHOD.md).
 ncu_lines=()
 if [ "${NCU:-0}" = 1 ] && [ -x "$BUILD_DIR/tools/bench/cuda_ops_bench" ]; then
   IFS=';' read -r -a ncu_cases <<< "${NCU_CASES:-softmax fwd+bwd [32768,1024] bf16;layer_norm fwd+bwd [32768,1024] bf16;gelu fwd+bwd 256M bf16}"
-  metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
+  metrics=$(python3 tools/bench/ncu_summary.py --metrics)
   : > "$OUT/ncu_ember.csv"
   : > "$OUT/ncu_torch.csv"
   for c in "${ncu_cases[@]}"; do
-    ncu --clock-control none --csv --metrics $metrics -c "${NCU_KERNELS:-24}" \
+    ncu --clock-control none --profile-from-start off --csv --metrics "$metrics" -c "${NCU_KERNELS:-24}" \
       "$BUILD_DIR/tools/bench/cuda_ops_bench" "$c" >> "$OUT/ncu_ember.csv" 2>&1
-    ncu --clock-control none --csv --metrics $metrics -c "${NCU_KERNELS:-24}" \
+    ncu --clock-control none --profile-from-start off --csv --metrics "$metrics" -c "${NCU_KERNELS:-24}" \
       python3 tools/bench/torch_ops_bench.py "$c" >> "$OUT/ncu_torch.csv" 2>&1
   done
   mapfile -t ncu_lines < <(python3 tools/bench/ncu_summary.py "$OUT/ncu_ember.csv" "$OUT/ncu_torch.csv")
@@ -89,11 +95,12 @@ fi
 cat "$OUT/env.txt"
 grep -E "CUDA backend" "$OUT/configure.log"
 [ $build_rc -ne 0 ] && grep -E "error" "$OUT/build.log" | head -30
-[ "$cuda_rc" != - ] && [ "$cuda_rc" != 0 ] && grep -E "^\s*[0-9]+ - .*Failed|\(Failed\)|Timeout|Exception" "$OUT/ctest_cuda.log" | head -60
+[ "$cuda_rc" != - ] && [ "$cuda_rc" != 0 ] &&
+  grep -E "^\s*[0-9]+ - .*Failed|\(Failed\)|Timeout|Exception|^\[  FAILED" "$OUT/ctest_cuda.log" | head -60
 echo "---- summary"
 printf '%-10s %s\n' configure "rc=$configure_rc" build "rc=$build_rc (warnings: $(grep -c 'warning:' "$OUT/build.log"))" \
   cpu-tests "rc=$cpu_rc $(grep -E 'tests passed' "$OUT/ctest_cpu.log" 2>/dev/null)" \
-  cuda-tests "rc=$cuda_rc $(grep -E 'tests passed' "$OUT/ctest_cuda.log" 2>/dev/null)"
+  cuda-tests "rc=$cuda_rc $(grep -E 'tests passed|^\[  PASSED|^\[  FAILED  \] [0-9]+ test' "$OUT/ctest_cuda.log" 2>/dev/null)"
 for l in ${sanitizer_lines[@]+"${sanitizer_lines[@]}"}; do printf '%-10s %s\n' sanitizer "$l"; done
 [ -s "$OUT/bench_ember.jsonl" ] && python3 tools/bench/compare.py "$OUT/bench_ember.jsonl" "$OUT/bench_torch.jsonl"
 for l in ${ncu_lines[@]+"${ncu_lines[@]}"}; do echo "$l"; done

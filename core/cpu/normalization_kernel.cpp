@@ -39,6 +39,9 @@ void layer_norm_kernel(const Tensor& out, const Tensor& mean, const Tensor& rstd
     using C = decltype(tag);
     C* mp = mean.data_ptr<C>();
     C* rp = rstd.data_ptr<C>();
+    std::vector<C> wbuf(N), bbuf(N);  // the parameters in C, when they come in x's dtype
+    const C* w = weight.defined() ? load_compute<C>(weight.data_ptr(), weight.dtype(), N, wbuf.data()) : nullptr;
+    const C* bs = bias.defined() ? load_compute<C>(bias.data_ptr(), bias.dtype(), N, bbuf.data()) : nullptr;
     parallel_for(0, M, rows_per_task(N), [&](int64_t b, int64_t e) {
       std::vector<C> ibuf(dt == dtype_of<C> ? 0 : N), obuf(ibuf.size());
       for (int64_t r = b; r < e; ++r) {
@@ -47,8 +50,8 @@ void layer_norm_kernel(const Tensor& out, const Tensor& mean, const Tensor& rstd
         ArrayMap<C> y(y_ptr, N);
         auto [mu, rs] = mean_rstd(xr, eps);
         y = (xr - mu) * rs;
-        if (weight.defined()) y *= ConstArrayMap<C>(weight.data_ptr<C>(), N);
-        if (bias.defined()) y += ConstArrayMap<C>(bias.data_ptr<C>(), N);
+        if (w) y *= ConstArrayMap<C>(w, N);
+        if (bs) y += ConstArrayMap<C>(bs, N);
         store_compute<C>(y_ptr, byte_ptr(out, r * N), dt, N);
         mp[r] = mu;
         rp[r] = rs;
@@ -73,8 +76,10 @@ void layer_norm_backward_kernel(const Tensor& dx, const Tensor& dw, const Tensor
     using C = decltype(tag);
     const C* mp = mean.data_ptr<C>();
     const C* rp = rstd.data_ptr<C>();
-    ArrayX<C> ones = ArrayX<C>::Ones(weight.defined() ? 0 : N);
-    ConstArrayMap<C> w(weight.defined() ? weight.data_ptr<C>() : ones.data(), N);
+    ArrayX<C> wbuf = ArrayX<C>::Ones(N);  // the weight in C (ones without one)
+    ConstArrayMap<C> w(weight.defined() ? load_compute<C>(weight.data_ptr(), weight.dtype(), N, wbuf.data())
+                                        : wbuf.data(),
+                       N);
     Eigen::Array<C, Eigen::Dynamic, Eigen::Dynamic> pw, pb;  // [N, chunks]
     if (params) pw.setZero(N, chunks), pb.setZero(N, chunks);
     parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
@@ -97,8 +102,12 @@ void layer_norm_backward_kernel(const Tensor& dx, const Tensor& dw, const Tensor
         }
       }
     });
-    if (dw.defined()) ArrayMap<C>(dw.data_ptr<C>(), N) = pw.rowwise().sum();
-    if (db.defined()) ArrayMap<C>(db.data_ptr<C>(), N) = pb.rowwise().sum();
+    ArrayX<C> sum(N);
+    for (auto [out, part] : {std::pair{&dw, &pw}, std::pair{&db, &pb}}) {
+      if (!out->defined()) continue;
+      sum = part->rowwise().sum();
+      store_compute<C>(sum.data(), out->data_ptr(), out->dtype(), N);
+    }
   });
 }
 

@@ -85,21 +85,29 @@ Tensor param_grad(const GradContext& g, size_t input, const Tensor& t, IntArrayR
   return g.needs(input) ? t.sum(dims).reshape(sizes) : Tensor();
 }
 
+// The dtype layer_norm's kernels take the weight and bias in: their own when the ones given share
+// x's dtype or the compute dtype `cd` (a bf16 model's parameters need no cast kernels), else `cd`.
+ScalarType layer_norm_param_dtype(const Tensor& weight, const Tensor& bias, ScalarType x, ScalarType cd) {
+  const Tensor& p = weight.defined() ? weight : bias;
+  if (!p.defined() || (p.dtype() != x && p.dtype() != cd)) return cd;
+  return !weight.defined() || !bias.defined() || weight.dtype() == bias.dtype() ? p.dtype() : cd;
+}
+
 // layer_norm's gradients (x, weight, bias) from the fused kernel, each computed only when `want`
 // says so; first order only (nothing recorded). x and gy are [M, N] in any layout, mean and rstd
-// hold M values and w is undefined or has N. dw and db come in the compute dtype.
+// hold M values and w is undefined or has N. w is read and dw and db come in dtype `pd`.
 std::vector<Tensor> layer_norm_backward_fused(const Tensor& gy, const Tensor& x, const Tensor& mean,
                                               const Tensor& rstd, const Tensor& w, int64_t M, int64_t N,
-                                              IntArrayRef wsizes, std::array<bool, 3> want) {
-  TensorOptions co = mean.options();
+                                              IntArrayRef wsizes, ScalarType pd, std::array<bool, 3> want) {
+  TensorOptions po = mean.options().dtype(pd);
   Tensor dx = want[0] ? empty(x.sizes(), x.options()) : Tensor();
-  Tensor dw = want[1] ? empty(wsizes, co) : Tensor();
-  Tensor db = want[2] ? empty(wsizes, co) : Tensor();
+  Tensor dw = want[1] ? empty(wsizes, po) : Tensor();
+  Tensor db = want[2] ? empty(wsizes, po) : Tensor();
   if (M > 0 && N > 0 && (want[0] || want[1] || want[2])) {
     layer_norm_backward_stub(x.device())(
         want[0] ? dx.view({M, N}) : dx, want[1] ? dw.view({N}) : dw, want[2] ? db.view({N}) : db,
         gy.to(x.dtype()).contiguous().view({M, N}), x.contiguous().view({M, N}), mean.view({M}),
-        rstd.view({M}), w.defined() ? w.to(co.dtype()).contiguous().view({N}) : w);
+        rstd.view({M}), w.defined() ? w.to(pd).contiguous().view({N}) : w);
   } else {
     for (Tensor* t : {&dw, &db})
       if (t->defined()) t->zero_();
@@ -147,6 +155,7 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, IntArrayRe
       x.dim() >= nd && IntArrayRef(x.sizes().data() + x.dim() - nd, nd).equals(normalized_shape),
       op, ": input of shape ", x.sizes(), " does not end with normalized_shape ", normalized_shape);
   ScalarType cd = compute_dtype(x.dtype());
+  ScalarType pd = layer_norm_param_dtype(weight, bias, x.dtype(), cd);
   int64_t N = numel_of(normalized_shape);
   DimVector stat_shape(x.sizes().begin(), x.sizes().end() - nd);
   int64_t M = numel_of(stat_shape);
@@ -156,8 +165,8 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, IntArrayRe
   Tensor rstd = empty(stat_shape, TensorOptions(cd).device(x.device()));
   {
     NoGradGuard no_grad;  // recorded below as one op
-    Tensor w = param_as(op, weight, "weight", normalized_shape, x, cd);
-    Tensor b = param_as(op, bias, "bias", normalized_shape, x, cd);
+    Tensor w = param_as(op, weight, "weight", normalized_shape, x, pd);
+    Tensor b = param_as(op, bias, "bias", normalized_shape, x, pd);
     if (M > 0)
       layer_norm_stub(x.device())(out.view({M, N}), mean.view({M}), rstd.view({M}),
                                   x.contiguous().view({M, N}), w, b, eps);
@@ -168,12 +177,12 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, IntArrayRe
     DimVector wsizes(normalized_shape);
     record(
         op, {x, weight, bias}, {out},
-        [sx, sw, smean, srstd, wsizes, M, N, cd, eps](const GradContext& g) -> std::vector<Tensor> {
+        [sx, sw, smean, srstd, wsizes, M, N, cd, pd, eps](const GradContext& g) -> std::vector<Tensor> {
           // First order (the usual backward): one fused kernel. Under create_graph, the formula
           // below records its own graph.
           Tensor x0 = g(sx), w = g(sw);
           if (!needs_grad({g.grad(), x0, w}))
-            return layer_norm_backward_fused(g.grad(), x0, g(smean), g(srstd), w, M, N, wsizes,
+            return layer_norm_backward_fused(g.grad(), x0, g(smean), g(srstd), w, M, N, wsizes, pd,
                                              {g.needs(0), g.needs(1), g.needs(2)});
           Tensor x = x0.reshape({M, N}).to(cd), gy = g.grad().reshape({M, N});
           auto [mean, rstd] =

@@ -43,14 +43,15 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& x, int64_t nu
 
 // Kernel families. x and out are contiguous and share a floating dtype; statistics, weight,
 // bias, scale and shift are contiguous in the compute dtype (float64 for float64, else float32).
-// layer_norm: x is [M, N]; mean and rstd are [M]; weight and bias [N] or undefined.
+// layer_norm: x is [M, N]; mean and rstd are [M]; weight and bias [N] or undefined, both in x's
+// dtype or both in the compute dtype.
 using LayerNormFn = void (*)(const Tensor& out, const Tensor& mean, const Tensor& rstd,
                              const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
 // layer_norm's backward over x [M, N] (M, N > 0): with xhat = (x - mean) * rstd and gxhat = gy * w
 // (gy without weight), dx = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat)) along each
 // row, dw = sum over rows of gy * xhat and db = sum of gy. gy and dx are contiguous in x's dtype;
-// mean and rstd [M], weight [N] and dw and db [N] in the compute dtype. An undefined dx, dw or db
-// is not computed (at least one is defined).
+// mean and rstd [M] in the compute dtype; weight [N] and dw and db [N] all in x's dtype or all in
+// the compute dtype. An undefined dx, dw or db is not computed (at least one is defined).
 using LayerNormBackwardFn = void (*)(const Tensor& dx, const Tensor& dw, const Tensor& db,
                                      const Tensor& gy, const Tensor& x, const Tensor& mean,
                                      const Tensor& rstd, const Tensor& weight);

@@ -4,6 +4,7 @@
 // back between CUDA events, as in a training loop where the host queues ahead), the achieved
 // TFLOP/s or TB/s at that time, and call_ms, the median of single calls between their own events.
 //   cuda_ops_bench [filter-substring]
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -31,9 +32,12 @@ struct Timing {
       call_ms;  // median of single calls between their own events (adds the host's time to the first launch)
 };
 
-// Milliseconds per call of `step`, after `warm` untimed calls.
+// Milliseconds per call of `step`, after `warm` untimed calls. The warm-up calls are the profiled
+// range (ncu --profile-from-start off: the case's kernels, not its inputs' set-up).
 Timing time_ms(const std::function<void()>& step, int warm = 5, int iters = 20, int runs = 5) {
+  check(cudaProfilerStart());
   for (int i = 0; i < warm; ++i) step();
+  check(cudaProfilerStop());
   check(cudaDeviceSynchronize());
   cudaEvent_t s, e;
   check(cudaEventCreate(&s));

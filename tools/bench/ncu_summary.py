@@ -1,10 +1,15 @@
-"""Per-kernel time and DRAM traffic from `ncu --csv` output (scripts/device_check.sh NCU=1): one
-row per kernel name with its launch count, mean duration, mean bytes read and written, and the
-bandwidth those bytes make over that duration.
-    python3 ncu_summary.py ncu.csv [more.csv ...]"""
+"""Per-kernel figures from `ncu --csv` output (scripts/device_check.sh NCU=1): one row per kernel
+name with its launch count, mean duration, mean bytes read and written, the bandwidth those bytes
+make over that duration, registers per thread, achieved occupancy and the SM throughput (% of
+peak: near 100 means instructions, not memory, bound the kernel).
+    python3 ncu_summary.py ncu.csv [more.csv ...]
+    python3 ncu_summary.py --metrics      the metric list to pass to ncu --metrics"""
 import collections, csv, sys
 
-METRICS = ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum")
+TIME, READ, WRITE = "gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum"
+REGS, OCCUPANCY, SM = ("launch__registers_per_thread", "sm__warps_active.avg.pct_of_peak_sustained_active",
+                       "sm__throughput.avg.pct_of_peak_sustained_elapsed")
+METRICS = (TIME, READ, WRITE, REGS, OCCUPANCY, SM)
 
 
 def kernels(path):
@@ -20,22 +25,29 @@ def kernels(path):
         if head is None:
             continue
         k = out.setdefault((run, r[kid]), {"name": r[kname]})
-        k[r[mname]] = float(r[mvalue].replace(",", ""))
+        try:
+            k[r[mname]] = float(r[mvalue].replace(",", ""))
+        except ValueError:  # "n/a" where a metric does not apply
+            pass
     return list(out.values())
 
 
 def main():
+    if sys.argv[1:] == ["--metrics"]:
+        print(",".join(METRICS))
+        return
     for path in sys.argv[1:]:
         print(f"== {path}")
         by_name = collections.OrderedDict()
         for k in kernels(path):
             by_name.setdefault(k["name"], []).append(k)
-        print(f"{'n':>3} {'us':>9} {'read MB':>9} {'write MB':>9} {'TB/s':>6}  kernel")
+        print(f"{'n':>3} {'us':>8} {'rd MB':>7} {'wr MB':>7} {'TB/s':>5} {'regs':>4} {'occ%':>4} {'sm%':>4}  kernel")
         for name, ks in by_name.items():
             mean = {m: sum(k.get(m, 0) for k in ks) / len(ks) for m in METRICS}
-            ns, rd, wr = (mean[m] for m in METRICS)
+            ns, rd, wr = mean[TIME], mean[READ], mean[WRITE]
             tbps = (rd + wr) / ns / 1e3 if ns else 0
-            print(f"{len(ks):3d} {ns / 1e3:9.1f} {rd / 1e6:9.1f} {wr / 1e6:9.1f} {tbps:6.2f}  {name[:100]}")
+            print(f"{len(ks):3d} {ns / 1e3:8.1f} {rd / 1e6:7.1f} {wr / 1e6:7.1f} {tbps:5.2f} {mean[REGS]:4.0f} "
+                  f"{mean[OCCUPANCY]:4.0f} {mean[SM]:4.0f}  {name[:90]}")
 
 
 if __name__ == "__main__":

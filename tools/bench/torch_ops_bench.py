@@ -15,8 +15,11 @@ names = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
 
 
 def time_ms(step, warm=5, iters=20, runs=5):
+    # The warm-up calls are the profiled range (ncu --profile-from-start off), as in cuda_ops_bench.
+    torch.cuda.profiler.start()
     for _ in range(warm):
         step()
+    torch.cuda.profiler.stop()
     torch.cuda.synchronize()
 
     def between_events(calls):
