@@ -225,13 +225,14 @@ __global__ void layer_norm_backward_kernel(T* dx, Acc<T>* partial, const T* gy, 
       });
       if (!dx) continue;
       s = grp.allreduce(s, RowSumsCombine{}, shared);
-      const A ma = s.a / static_cast<A>(N), mb = s.b / static_cast<A>(N);
+      // dx = rs * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat)) as two multiply-adds.
+      const A c0 = -rs * (s.a / static_cast<A>(N)), c1 = -rs * (s.b / static_cast<A>(N));
       auto* pdx = reinterpret_cast<Vec<T, VEC>*>(dx + row * N);
       for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
         const Vec<A, VEC> gxh = gxhat_slot(k, v);
         Vec<T, VEC> o;
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) o.v[j] = from_acc<T>(rs * (gxh.v[j] - ma - xhat(xk.at(k, j)) * mb));
+        for (int j = 0; j < VEC; ++j) o.v[j] = from_acc<T>(fma(gxh.v[j], rs, fma(xhat(xk.at(k, j)), c1, c0)));
         pdx[v] = o;
       });
     } else {
@@ -298,20 +299,22 @@ __global__ void layer_norm_param_partial_kernel(Acc<T>* partial, const T* gy, co
   p[c] = st.a, p[N + c] = st.b;
 }
 
-// dw[c] and db[c] (of type P) = the sums over the `splits` blocks of partial [splits, 2, N]:
-// threads (32, 32) across 32 columns and down the splits.
+// dw[c] and db[c] (of type P) = the sums over the `splits` blocks of partial [splits, 2, N]: a
+// block of threads (kSumCols, kSumRows) takes kSumCols columns (one 32-byte sector of floats) down
+// all the splits, so that N / kSumCols blocks spread over the SMs.
+constexpr int kSumCols = 8, kSumRows = 32;
 template <class A, class P>
 __global__ void column_sum_kernel(P* dw, P* db, const A* partial, int64_t splits, int64_t N) {
-  __shared__ RowSums<A> shared[kWarpSize * kWarpSize];
-  const int64_t c = blockIdx.x * static_cast<int64_t>(kWarpSize) + threadIdx.x;
+  __shared__ RowSums<A> shared[kSumRows][kSumCols];
+  const int64_t c = blockIdx.x * static_cast<int64_t>(kSumCols) + threadIdx.x;
   RowSums<A> st = RowSums<A>::identity();
   if (c < N)
-    for (int64_t s = threadIdx.y; s < splits; s += blockDim.y)
+    for (int64_t s = threadIdx.y; s < splits; s += kSumRows)
       st = {st.a + partial[s * 2 * N + c], st.b + partial[s * 2 * N + N + c]};
-  shared[threadIdx.y * kWarpSize + threadIdx.x] = st;
+  shared[threadIdx.y][threadIdx.x] = st;
   __syncthreads();
   if (threadIdx.y > 0 || c >= N) return;
-  for (unsigned y = 1; y < blockDim.y; ++y) st = RowSumsCombine{}(st, shared[y * kWarpSize + threadIdx.x]);
+  for (int y = 1; y < kSumRows; ++y) st = RowSumsCombine{}(st, shared[y][threadIdx.x]);
   if (dw) dw[c] = from_acc<P>(st.a);
   if (db) db[c] = from_acc<P>(st.b);
 }
@@ -365,7 +368,7 @@ void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor
     EMBER_CUDA_LAUNCH_CHECK();
   }
   column_sum_kernel<A, P>
-      <<<static_cast<unsigned>(ceil_div<int64_t>(N, kWarpSize)), dim3(kWarpSize, kWarpSize), 0, stream>>>(
+      <<<static_cast<unsigned>(ceil_div<int64_t>(N, kSumCols)), dim3(kSumCols, kSumRows), 0, stream>>>(
           dw.defined() ? static_cast<P*>(dw.data_ptr()) : nullptr,
           db.defined() ? static_cast<P*>(db.data_ptr()) : nullptr, static_cast<const A*>(partial.data_ptr()),
           splits, N);
