@@ -149,13 +149,12 @@ void row_moments_cuda(const Tensor& mean, const Tensor& rstd, const Tensor& x, d
 }
 
 // --- layer_norm backward. One kernel reads each row of gy and x once into registers for the row
-// sums and dx (and, for dw and db, per-thread column sums: a thread owns the same columns in
-// every row); each block leaves its column sums in a [blocks, 2, N] buffer that a second kernel
-// adds up. Rows too long for registers are read twice for dx, and a separate kernel sums dw and
+// sums and dx, and for dw and db adds up column sums (a thread owns the same columns in every row):
+// per warp in shared memory, or per thread in registers for a block per row; each block leaves
+// its column sums in a [blocks, 2, N] buffer that a second kernel adds up. Rows too long for registers are read twice for dx, and a separate kernel sums dw and
 // db. ---
 
-// Warps per block of the warp-per-row backward: its registers (the row of gy and x, and the column
-// sums) allow about 12 warps per SM, so three blocks of 4 rather than one of 8.
+// Warps per block of the warp-per-row backward: each adds its column sums in 8 KB of shared memory.
 constexpr int kBackwardWarps = 4;
 
 // Row sums of gxhat and gxhat * xhat, reduced together.
@@ -175,6 +174,60 @@ struct RowSumsCombine {
   }
 };
 
+// dw and db column sums of a warp-per-row block, in shared memory with a copy per warp: in
+// registers they would take 64 of the kernel's registers and a third of the warps an SM holds.
+// A thread owns its entries (no synchronization until the end); entries are 16-byte vectors
+// with lanes fastest, so a warp's accesses do not conflict. [warp][dw, db][slot][part][lane].
+template <class A, int VEC, int kSlots>
+struct SharedColumnSums {
+  static constexpr int kPer = VEC * sizeof(A) >= 16 ? static_cast<int>(16 / sizeof(A)) : VEC;
+  static constexpr int kParts = VEC / kPer;
+  static constexpr int kEntries = kSlots * kParts * kWarpSize;  // per warp and sum
+  using E = Vec<A, kPer>;
+
+  // This thread's entries in `all` (the block's), zeroed.
+  __device__ static E* own(E* all) {
+    E* mine = all + threadIdx.x / kWarpSize * 2 * kEntries + threadIdx.x % kWarpSize;
+    E zero;
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) zero.v[j] = A(0);
+#pragma unroll
+    for (int e = 0; e < 2 * kEntries; e += kWarpSize) mine[e] = zero;
+    return mine;
+  }
+
+  // Adds a slot's VEC terms of each sum to the thread's entries.
+  __device__ static void add(E* mine, int k, const A (&tw)[VEC], const A (&tb)[VEC]) {
+#pragma unroll
+    for (int q = 0; q < kParts; ++q) {
+      E& ew = mine[(k * kParts + q) * kWarpSize];
+      E& eb = mine[kEntries + (k * kParts + q) * kWarpSize];
+      E w = ew, b = eb;
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) w.v[j] += tw[q * kPer + j], b.v[j] += tb[q * kPer + j];
+      ew = w, eb = b;
+    }
+  }
+
+  // After a __syncthreads: the block's sums over its `warps`, in warp order (the result does not
+  // vary from run to run), into out = [dw | db] of N columns.
+  __device__ static void write(const E* all, int warps, A* out, int64_t N) {
+    for (int e = threadIdx.x; e < 2 * kEntries; e += blockDim.x) {
+      const int which = e / kEntries, lane = e % kWarpSize, kq = e % kEntries / kWarpSize;
+      const int64_t c = (static_cast<int64_t>(kq / kParts) * kWarpSize + lane) * VEC + kq % kParts * kPer;
+      if (c >= N) continue;
+      E sum = all[e];
+      for (int w = 1; w < warps; ++w) {
+        const E& more = all[w * 2 * kEntries + e];
+#pragma unroll
+        for (int j = 0; j < kPer; ++j) sum.v[j] += more.v[j];
+      }
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) out[which * N + c + j] = sum.v[j];
+    }
+  }
+};
+
 // Rows of N contiguous elements, split as RowSplit S says. Writes dx unless null; with `partial`
 // (rows in registers only), sums gy * xhat and gy over the block's rows into
 // partial[blockIdx.x] = [dw | db]. w is of type P.
@@ -185,13 +238,23 @@ __global__ void layer_norm_backward_kernel(T* dx, Acc<T>* partial, const T* gy, 
   using A = Acc<T>;
   using R = RowRegs<T, VEC>;
   constexpr bool kInRegs = S != RowSplit::kBlockTwoPass;
-  constexpr int kCols = kInRegs ? kRowRegs<T> : 1;
+  // Column sums: a warp-per-row block's in shared memory, a block-per-row group's in registers
+  // (a row of a block's sums would not fit in shared memory).
+  constexpr bool kSharedSums = S == RowSplit::kWarp;
+  using Shared = SharedColumnSums<A, VEC, R::kSlots>;
+  constexpr int kCols = kInRegs && !kSharedSums ? kRowRegs<T> : 1;
   __shared__ RowSums<A> shared[kWarpSize];
+  __shared__ typename Shared::E shared_sums[kSharedSums ? kBackwardWarps * 2 * Shared::kEntries : 1];
   const RowGroup<S> grp;
   const int64_t nvec = N / VEC;
   A acc_w[kCols], acc_b[kCols];
+  [[maybe_unused]] typename Shared::E* own_sums = nullptr;
+  if constexpr (kSharedSums) {
+    own_sums = Shared::own(shared_sums);
+  } else {
 #pragma unroll
-  for (int j = 0; j < kCols; ++j) acc_w[j] = acc_b[j] = A(0);
+    for (int j = 0; j < kCols; ++j) acc_w[j] = acc_b[j] = A(0);
+  }
 
   for (int64_t row = grp.first; row < rows; row += grp.step) {
     const T* gr = gy + row * N;
@@ -216,11 +279,19 @@ __global__ void layer_norm_backward_kernel(T* dx, Acc<T>* partial, const T* gy, 
       };
       for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
         const Vec<A, VEC> gxh = gxhat_slot(k, v);
+        A tw[VEC], tb[VEC];  // the slot's terms of dw and db
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {
-          const A gj = gk.at(k, j), xh = xhat(xk.at(k, j));
+          const A xh = xhat(xk.at(k, j));
           s.a += gxh.v[j], s.b += gxh.v[j] * xh;
-          if (partial) acc_w[k * VEC + j] += gj * xh, acc_b[k * VEC + j] += gj;
+          tb[j] = gk.at(k, j), tw[j] = tb[j] * xh;
+        }
+        if (!partial) return;
+        if constexpr (kSharedSums) {
+          Shared::add(own_sums, k, tw, tb);
+        } else {
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) acc_w[k * VEC + j] += tw[j], acc_b[k * VEC + j] += tb[j];
         }
       });
       if (!dx) continue;
@@ -248,29 +319,15 @@ __global__ void layer_norm_backward_kernel(T* dx, Acc<T>* partial, const T* gy, 
   }
   if constexpr (kInRegs) {
     if (!partial) return;
-    // The block's column sums: a block-per-row group writes its own; warps add theirs in shared
-    // memory one after the other (a fixed order: the result does not vary from run to run).
-    A* pw = partial + blockIdx.x * 2 * N;  // then db's N sums
-    auto for_each_col = [&](auto&& f) {
+    A* pw = partial + blockIdx.x * 2 * N;  // the block's column sums, then db's N
+    if constexpr (kSharedSums) {
+      __syncthreads();
+      Shared::write(shared_sums, blockDim.x / kWarpSize, pw, N);
+    } else {
       for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) f(v * VEC + j, acc_w[k * VEC + j], acc_b[k * VEC + j]);
+        for (int j = 0; j < VEC; ++j) pw[v * VEC + j] = acc_w[k * VEC + j], pw[N + v * VEC + j] = acc_b[k * VEC + j];
       });
-    };
-    if constexpr (S == RowSplit::kWarp) {
-      __shared__ A sums[2 * kWarpSize * kRowRegs<T>];
-      const int warp = threadIdx.x / kWarpSize;
-      for (int k = 0; k < kBackwardWarps; ++k) {
-        if (warp == k)
-          for_each_col([&](int64_t c, A aw, A ab) {
-            sums[c] = k == 0 ? aw : sums[c] + aw;
-            sums[N + c] = k == 0 ? ab : sums[N + c] + ab;
-          });
-        __syncthreads();
-      }
-      for (int64_t c = threadIdx.x; c < 2 * N; c += blockDim.x) pw[c] = sums[c];
-    } else {
-      for_each_col([&](int64_t c, A aw, A ab) { pw[c] = aw, pw[N + c] = ab; });
     }
   }
 }

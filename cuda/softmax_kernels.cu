@@ -72,14 +72,20 @@ __global__ void softmax_rows_kernel(T* out, const T* in, int64_t rows, int64_t K
         const SoftmaxOut<A> f({m, grp.allreduce(s, SumOp{}, A(0), shared_acc)}, true);
         store_slots<T, VEC, R::kSlots>(o, nvec, grp.t, grp.g,
                                        [&](int64_t, int k, int j) { return r.at(k, j) - f.shift; });
-      } else {  // exp(x - m) / s: each exp taken once and kept (in place of x, which is done with)
-        A e[R::kSlots][VEC];
+      } else {  // exp(x - m) / s: each exp taken once and kept, over x for float and double
+        [[maybe_unused]] A kept[std::is_same_v<T, A> ? 1 : R::kSlots][VEC];
+        auto e = [&](int k, int j) -> A& {
+          if constexpr (std::is_same_v<T, A>)
+            return r.v[k].v[j];
+          else
+            return kept[k][j];
+        };
         for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
 #pragma unroll
-          for (int j = 0; j < VEC; ++j) s += e[k][j] = numerator<T>(r.at(k, j), m);
+          for (int j = 0; j < VEC; ++j) s += e(k, j) = numerator<T>(r.at(k, j), m);
         });
         const SoftmaxOut<A> f({m, grp.allreduce(s, SumOp{}, A(0), shared_acc)}, false);
-        store_slots<T, VEC, R::kSlots>(o, nvec, grp.t, grp.g, [&](int64_t, int k, int j) { return e[k][j] * f.inv; });
+        store_slots<T, VEC, R::kSlots>(o, nvec, grp.t, grp.g, [&](int64_t, int k, int j) { return e(k, j) * f.inv; });
       }
     }
   }
