@@ -42,8 +42,8 @@ Tensor unary(const char* name, UnaryOp op, const Tensor& x, Formula formula, int
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         name, [&](const Tensor& t) { return unary(name, op, t, formula, saves, p, dtype); }, x);
-  Tensor out =
-      empty(x.sizes(), TensorOptions(dtype.value_or(result_dtype(name, op, x.dtype()))).device(x.device()));
+  Tensor out = empty_like_layout(
+      x.sizes(), TensorOptions(dtype.value_or(result_dtype(name, op, x.dtype()))).device(x.device()), {x});
   if (out.numel() > 0) unary_stub(x.device())(op, out, x, p);
   if (needs_grad({x})) {
     SavedTensor sx(saves & kInput ? x : Tensor(), false), so(saves & kOutput ? out : Tensor(), true);
