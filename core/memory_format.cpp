@@ -114,7 +114,8 @@ DimVector dense_strides_like(IntArrayRef sizes, ArrayRef<IntArrayRef> operand_st
   return strides;
 }
 
-Tensor empty_like_layout(IntArrayRef shape, const TensorOptions& options, std::initializer_list<Tensor> inputs) {
+Tensor empty_like_layout(IntArrayRef shape, const TensorOptions& options,
+                         std::initializer_list<Tensor> inputs) {
   bool contiguous = true, same_shape = true;
   for (const Tensor& t : inputs) {
     contiguous = contiguous && t.is_contiguous();
@@ -133,7 +134,8 @@ Tensor empty_like_layout(IntArrayRef shape, const TensorOptions& options, std::i
   }
   // Each input's strides broadcast to `shape`: 0 for the dims it lacks or has of size 1.
   constexpr size_t kMaxInputs = 4;
-  EMBER_CHECK(inputs.size() <= kMaxInputs, "empty_like_layout: ", inputs.size(), " inputs, at most ", kMaxInputs);
+  EMBER_CHECK(inputs.size() <= kMaxInputs, "empty_like_layout: ", inputs.size(), " inputs, at most ",
+              kMaxInputs);
   const int64_t nd = static_cast<int64_t>(shape.size());
   std::array<DimVector, kMaxInputs> broadcast;
   std::array<IntArrayRef, kMaxInputs> refs;

@@ -47,6 +47,7 @@ DimVector dense_strides_like(IntArrayRef sizes, ArrayRef<IntArrayRef> operand_st
 // from its inputs: contiguous when every input is; channels-last when every input is; else
 // the dims ordered as the inputs' strides order them (dense_strides_like, inputs broadcast to
 // `shape`). An NHWC input thus gives an NHWC result, also with a bias [C, 1, 1] or a scalar.
-Tensor empty_like_layout(IntArrayRef shape, const TensorOptions& options, std::initializer_list<Tensor> inputs);
+Tensor empty_like_layout(IntArrayRef shape, const TensorOptions& options,
+                         std::initializer_list<Tensor> inputs);
 
 }  // namespace ember

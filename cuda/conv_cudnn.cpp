@@ -638,8 +638,7 @@ void convolution(Kind kind, const Tensor& x, const Tensor& w, const Tensor& y, c
     return;
   }
   // NHWC when some tensor is channels-last (PyTorch's rule); cuDNN has no float64 NHWC kernels.
-  const bool nhwc =
-      x.dtype() != kFloat64 && !(x.is_contiguous() && w.is_contiguous() && y.is_contiguous());
+  const bool nhwc = x.dtype() != kFloat64 && !(x.is_contiguous() && w.is_contiguous() && y.is_contiguous());
   if (nhwc && run_in_format(kind, x, w, y, p, true)) return;
   EMBER_CHECK(run_in_format(kind, x, w, y, p, false), op, ": cuDNN has no algorithm for input ", x.sizes(),
               ", weight ", w.sizes(), ", output ", y.sizes(), " (", x.dtype(), "), stride (", p.stride[0],

@@ -169,8 +169,8 @@ Tensor run(const char* name, BinaryOp op, const Tensor& a, const Tensor& b, Scal
            ops::ElementwiseParams p = {}) {
   Device device = common_device(name, {a, b});
   Dtypes dt = binary_dtypes(name, op, common);
-  Tensor out = empty_like_layout(broadcast_shapes(name, a.sizes(), b.sizes()), TensorOptions(dt.out).device(device),
-                                 {a, b});
+  Tensor out = empty_like_layout(broadcast_shapes(name, a.sizes(), b.sizes()),
+                                 TensorOptions(dt.out).device(device), {a, b});
   if (out.numel() > 0) binary_stub(device)(op, dt.compute, out, a, b, p);
   if (differentiable(op) && needs_grad({a, b})) record_binary(name, op, a, a, b, out, p.a);
   return out;

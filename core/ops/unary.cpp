@@ -82,8 +82,9 @@ constexpr double kTwoOverSqrtPi = 1.12837916709551257390;  // 2 / sqrt(pi)
 
 // Formulas shared by an op and its in-place variant.
 Tensor neg_grad(const Tensor& g, const Tensor&, const Tensor&, const ops::ElementwiseParams&) { return -g; }
+// The mask first: its layout (the output's) is the gradient's, as PyTorch's threshold_backward.
 Tensor relu_grad(const Tensor& g, const Tensor&, const Tensor& out, const ops::ElementwiseParams&) {
-  return g * (out > 0);
+  return (out > 0) * g;
 }
 Tensor exp_grad(const Tensor& g, const Tensor&, const Tensor& out, const ops::ElementwiseParams&) {
   return g * out;
