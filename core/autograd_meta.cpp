@@ -32,10 +32,7 @@ class FunctionNode final : public Node {
 // Whether grad is laid out as a gradient of `leaf` should be: with the leaf's strides (size-1 dims
 // aside) when the leaf is dense, else contiguous.
 bool obeys_layout_contract(const Tensor& grad, const Tensor& leaf) {
-  if (!leaf.is_non_overlapping_and_dense()) return grad.is_contiguous();
-  for (int64_t d = 0; d < leaf.dim(); ++d)
-    if (leaf.size(d) != 1 && grad.stride(d) != leaf.stride(d)) return false;
-  return true;
+  return leaf.is_non_overlapping_and_dense() ? same_dense_layout(grad, leaf) : grad.is_contiguous();
 }
 
 // The sink of a leaf: adds incoming gradients into its .grad (PyTorch's AccumulateGrad).

@@ -150,6 +150,13 @@ Tensor empty_like_layout(IntArrayRef shape, const TensorOptions& options,
   return empty_strided(shape, dense_strides_like(shape, ArrayRef<IntArrayRef>(refs.data(), k)), options);
 }
 
+bool same_dense_layout(const Tensor& t, const Tensor& like) {
+  if (!like.is_non_overlapping_and_dense()) return false;
+  for (int64_t d = 0; d < like.dim(); ++d)
+    if (like.size(d) != 1 && t.stride(d) != like.stride(d)) return false;
+  return true;
+}
+
 bool Tensor::is_contiguous(MemoryFormat memory_format) const {
   EMBER_CHECK(memory_format != MemoryFormat::Preserve,
               "is_contiguous: memory format Preserve is not supported, use Contiguous or ChannelsLast");

@@ -37,6 +37,10 @@ bool is_channels_last_strides(IntArrayRef sizes, IntArrayRef strides);
 // No two elements share memory and they fill a block without gaps, in some order of the dims.
 bool is_non_overlapping_and_dense(IntArrayRef sizes, IntArrayRef strides);
 
+// Whether t and `like` (of one shape) are both dense with the same strides wherever a dim has
+// more than one element: flat kernels (the fused optimizers) may then walk them side by side.
+bool same_dense_layout(const Tensor& t, const Tensor& like);
+
 // Dense strides that order the dims as operands' strides do, as PyTorch's TensorIterator orders an
 // output's dims: dims sorted fastest first by the first operand whose strides tell them apart (a
 // stride of 0, a broadcast dim, tells nothing); ties keep the row-major order. Each operand's

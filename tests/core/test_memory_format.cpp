@@ -305,6 +305,30 @@ TEST(MemoryFormat, ModuleToChannelsLastKeepsParameterIdentity) {
   EXPECT_EQ(strides(conv->weight), (Strides{27, 9, 3, 1}));
 }
 
+TEST(MemoryFormat, FusedOptimizersTakeChannelsLastParams) {
+  // Params, gradients and state all NHWC (what Module::to(ChannelsLast), the gradient layout
+  // contract and zeros_like give): the flat kernels update them as the contiguous ones.
+  Tensor p = values(), g = values().cos();
+  std::vector<Tensor> pl = {nhwc(p)}, gl = {nhwc(g)}, ml = {zeros_like(pl[0])}, vl = {zeros_like(pl[0])};
+  std::vector<Tensor> pc = {p.clone()}, gc = {g}, mc = {zeros_like(p)}, vc = {zeros_like(p)};
+  EXPECT_TRUE(ml[0].is_contiguous(kCL));
+  FusedAdamArgs adam{.lr = 0.1, .weight_decay = 0.01};
+  fused_adam_(pl, gl, ml, vl, {}, {zeros({1})}, adam);
+  fused_adam_(pc, gc, mc, vc, {}, {zeros({1})}, adam);
+  EXPECT_TRUE(pl[0].is_contiguous(kCL));
+  EXPECT_CLOSE(pl[0], pc[0]);
+  EXPECT_CLOSE(vl[0], vc[0]);
+  std::vector<Tensor> bl = {zeros_like(pl[0])}, bc = {zeros_like(p)};
+  FusedSgdArgs sgd{.lr = 0.1, .momentum = 0.9};
+  fused_sgd_(pl, gl, bl, sgd);
+  fused_sgd_(pc, gc, bc, sgd);
+  EXPECT_CLOSE(pl[0], pc[0]);
+  // A gradient in another layout than its param cannot be walked alongside it.
+  EXPECT_EMBER_ERROR(fused_sgd_(pl, {g}, bl, sgd),
+                     "fused_sgd_: grads[0] (shape [2, 3, 4, 5], strides [60, 20, 5, 1])",
+                     "must be contiguous, or dense with the strides of params[0] [60, 1, 15, 3]");
+}
+
 TEST(MemoryFormat, ElementwiseLoopWalksNhwcMemoryAsOneRun) {
   // NHWC output and inputs: one run over all 120 elements at unit strides, so the CPU kernels
   // take their direct (vectorizable) loop; a bias [C, 1, 1] input keeps C innermost.
