@@ -116,12 +116,10 @@ DimVector dense_strides_like(IntArrayRef sizes, ArrayRef<IntArrayRef> operand_st
 
 Tensor empty_like_layout(IntArrayRef shape, const TensorOptions& options,
                          std::initializer_list<Tensor> inputs) {
-  bool contiguous = true, same_shape = true;
-  for (const Tensor& t : inputs) {
-    contiguous = contiguous && t.is_contiguous();
-    same_shape = same_shape && t.sizes().equals(shape);
-  }
-  if (contiguous) return empty(shape, options);
+  if (std::all_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.is_contiguous(); }))
+    return empty(shape, options);  // the common case, first
+  bool same_shape = true;
+  for (const Tensor& t : inputs) same_shape = same_shape && t.sizes().equals(shape);
   if (same_shape) {  // TensorIterator's fast setups
     bool channels_last = true, dense_alike = true;
     const Tensor& first = *inputs.begin();
