@@ -347,22 +347,21 @@ TEST(MemoryFormat, ElementwiseLoopWalksNhwcMemoryAsOneRun) {
     runs.push_back(n);
   });
   EXPECT_EQ(runs, std::vector<int64_t>(40, 3));
-  // coalesce_dims (shared with the CUDA plan): NCHW-indexed dims of NHWC operands, bytes.
-  LoopDims dims;
-  for (auto [size, stride] : {std::pair<int64_t, int64_t>{2, 240}, {3, 4}, {4, 60}, {5, 12}})
-    dims.push_back({size, {stride, stride, 0, 0}});
-  coalesce_dims(dims, 2);
-  ASSERT_EQ(dims.size(), 1u);
-  EXPECT_EQ(dims[0].size, 120);
-  EXPECT_EQ(dims[0].strides[0], 4);
-  // A contiguous output with an NHWC input stays in the output's order, nothing merges.
-  dims.clear();
-  for (auto [size, so, si] :
-       {std::tuple<int64_t, int64_t, int64_t>{2, 240, 240}, {3, 80, 4}, {4, 20, 60}, {5, 4, 12}})
-    dims.push_back({size, {so, si, 0, 0}});
-  coalesce_dims(dims, 2);
-  ASSERT_EQ(dims.size(), 4u);
-  EXPECT_EQ(dims[3].strides[0], 4);
+  // coalesce_dims (shared with the CUDA plan): NCHW-indexed dims [2, 3, 4, 5] of NHWC operands
+  // (byte strides of float32) merge into one; a contiguous output with an NHWC input keeps the
+  // output's order, and only H and W, adjacent in both, merge.
+  LoopDims nhwc_dims{{2, {240, 240, 0, 0}}, {3, {4, 4, 0, 0}}, {4, {60, 60, 0, 0}}, {5, {12, 12, 0, 0}}};
+  coalesce_dims(nhwc_dims, 2);
+  ASSERT_EQ(nhwc_dims.size(), 1u);
+  EXPECT_EQ(nhwc_dims[0].size, 120);
+  EXPECT_EQ(nhwc_dims[0].strides[0], 4);
+  LoopDims mixed{{2, {240, 240, 0, 0}}, {3, {80, 4, 0, 0}}, {4, {20, 60, 0, 0}}, {5, {4, 12, 0, 0}}};
+  coalesce_dims(mixed, 2);
+  ASSERT_EQ(mixed.size(), 3u);
+  EXPECT_EQ(mixed[1].size, 3);
+  EXPECT_EQ(mixed[2].size, 20);
+  EXPECT_EQ(mixed[2].strides[0], 4);
+  EXPECT_EQ(mixed[2].strides[1], 12);
 }
 
 }  // namespace
