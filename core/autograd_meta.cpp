@@ -29,6 +29,12 @@ class FunctionNode final : public Node {
   BackwardFn fn_;
 };
 
+// Whether grad is laid out as a gradient of `leaf` should be: with the leaf's strides (size-1 dims
+// aside) when the leaf is dense, else contiguous.
+bool obeys_layout_contract(const Tensor& grad, const Tensor& leaf) {
+  return leaf.is_non_overlapping_and_dense() ? same_dense_layout(grad, leaf) : grad.is_contiguous();
+}
+
 // The sink of a leaf: adds incoming gradients into its .grad (PyTorch's AccumulateGrad).
 class AccumulateGrad final : public Node {
  public:
@@ -42,8 +48,16 @@ class AccumulateGrad final : public Node {
     for (const auto& hook : meta.hooks)
       if (Tensor r = hook(g); r.defined()) g = r;
     if (!meta.grad.defined()) {
-      // Keep the graph only for create_graph; never alias a buffer someone else holds.
-      meta.grad = GradMode::is_enabled() ? g : (g.use_count() > 1 ? g.clone() : g.detach());
+      // Keep the graph only for create_graph; never alias a buffer someone else holds. A copy
+      // takes the leaf's strides when the leaf is dense (PyTorch's gradient layout contract), so
+      // an NHWC parameter gets an NHWC gradient.
+      if (GradMode::is_enabled())
+        meta.grad = g;
+      else if (g.use_count() > 1 || !obeys_layout_contract(g, leaf_))
+        meta.grad =
+            leaf_.is_non_overlapping_and_dense() ? empty_like(leaf_, g.options()).copy_(g) : g.contiguous();
+      else
+        meta.grad = g.detach();
     } else if (GradMode::is_enabled()) {
       meta.grad = meta.grad + g;
     } else {

@@ -47,10 +47,11 @@ const Tensor& Tensor::fill_(const Scalar& value) const {
 
 namespace {
 
-// A copy into a new tensor (clone, to) is differentiable: the gradient comes back unchanged, on
-// the source's device (the engine casts it back to the source's dtype).
+// A copy into a new tensor (clone, to), laid out by options.memory_format (unset: Preserve), is
+// differentiable: the gradient comes back unchanged, on the source's device (the engine casts it
+// back to the source's dtype).
 Tensor copy_of(const Tensor& src, const TensorOptions& options) {
-  Tensor out = empty(src.sizes(), options);
+  Tensor out = empty_like(src, options);
   {
     NoGradGuard no_grad;
     out.copy_(src);
@@ -64,17 +65,21 @@ Tensor copy_of(const Tensor& src, const TensorOptions& options) {
 
 }  // namespace
 
-Tensor Tensor::clone() const { return copy_of(*this, options()); }
-
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::clone(MemoryFormat memory_format) const {
+  check_memory_format_rank("clone", memory_format, sizes());
+  return copy_of(*this, options().memory_format(memory_format));
+}
 
 Tensor Tensor::to(const TensorOptions& options, bool copy) const {
   ScalarType dt = options.has_dtype() ? options.dtype() : dtype();
   Device dev = options.device();
+  const MemoryFormat format = options.memory_format_opt().value_or(MemoryFormat::Preserve);
+  check_memory_format_rank("to", format, sizes());
   if (!copy && dt == dtype() && dev.type == device().type &&
-      (dev.index < 0 || dev.index == device().index || device().index < 0))
+      (dev.index < 0 || dev.index == device().index || device().index < 0) &&
+      (format == MemoryFormat::Preserve || format == suggest_memory_format()))
     return *this;
-  return copy_of(*this, TensorOptions(dt).device(dev));
+  return copy_of(*this, TensorOptions(dt).device(dev).memory_format(format));
 }
 
 Tensor Tensor::to(ScalarType dt, bool copy) const { return to(TensorOptions(dt).device(device()), copy); }

@@ -30,6 +30,11 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions optio
 
 Tensor empty(IntArrayRef sizes, TensorOptions options) {
   check_sizes("empty", sizes);
+  const MemoryFormat format = options.memory_format_opt().value_or(MemoryFormat::Contiguous);
+  EMBER_CHECK(format != MemoryFormat::Preserve, "empty: memory format Preserve is not supported, use ",
+              "Contiguous or ChannelsLast");
+  if (format == MemoryFormat::ChannelsLast)
+    return empty_strided(sizes, channels_last_strides("empty", sizes), options);
   return empty_strided(sizes, contiguous_strides(sizes), options);
 }
 
@@ -48,9 +53,14 @@ Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions options) {
 }
 
 Tensor empty_like(const Tensor& t, std::optional<TensorOptions> options) {
-  return empty(
-      t.sizes(),
-      options.value_or(t.options()).dtype(options && options->has_dtype() ? options->dtype() : t.dtype()));
+  TensorOptions o =
+      options.value_or(t.options()).dtype(options && options->has_dtype() ? options->dtype() : t.dtype());
+  if (o.memory_format_opt().value_or(MemoryFormat::Preserve) != MemoryFormat::Preserve)
+    return empty(t.sizes(), o);
+  // Preserve, as PyTorch: t's strides when t is dense, else its order of dims made dense.
+  o = o.memory_format(std::nullopt);
+  if (t.is_non_overlapping_and_dense()) return empty_strided(t.sizes(), t.strides(), o);
+  return empty_strided(t.sizes(), dense_strides_like(t.sizes(), {t.strides()}), o);
 }
 Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> options) { return full_like(t, 0, options); }
 Tensor ones_like(const Tensor& t, std::optional<TensorOptions> options) { return full_like(t, 1, options); }

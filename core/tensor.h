@@ -52,6 +52,11 @@ class Tensor {
   bool is_floating_point() const { return ember::is_floating_point(dtype()); }
   int64_t storage_offset() const { return impl().storage_offset(); }
   bool is_contiguous() const { return impl().is_contiguous(); }
+  // Dense in `memory_format`'s order of dims (Contiguous or ChannelsLast; core/memory_format.cpp).
+  bool is_contiguous(MemoryFormat memory_format) const;
+  bool is_non_overlapping_and_dense() const;
+  // ChannelsLast when the strides order the dims as NHWC does (PyTorch's rule), else Contiguous.
+  MemoryFormat suggest_memory_format() const;
   size_t element_size() const { return ember::element_size(dtype()); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
   TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
@@ -117,19 +122,23 @@ class Tensor {
   Tensor unsqueeze(int64_t dim) const;
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
   Tensor unflatten(int64_t dim, IntArrayRef sizes) const;
-  Tensor contiguous() const;
+  // This tensor when already dense in `memory_format`, else a copy that is.
+  Tensor contiguous(MemoryFormat memory_format = MemoryFormat::Contiguous) const;
   std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
   std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
   std::vector<Tensor> split(IntArrayRef split_sizes, int64_t dim = 0) const;
   std::vector<Tensor> unbind(int64_t dim = 0) const;
 
   // --- Copies and conversions ---
-  Tensor clone() const;
+  // Preserve: the copy keeps this tensor's strides when it is dense, else its order of dims.
+  Tensor clone(MemoryFormat memory_format = MemoryFormat::Preserve) const;
   Tensor& copy_(const Tensor& src);
   const Tensor& copy_(const Tensor& src) const;
   Tensor to(ScalarType dtype, bool copy = false) const;
   Tensor to(Device device, bool copy = false) const;
   Tensor to(Device device, ScalarType dtype, bool copy = false) const;
+  // options.memory_format (unset: Preserve) lays out the copy; `to(x.options().memory_format(
+  // MemoryFormat::ChannelsLast))` converts an NCHW tensor to NHWC memory.
   Tensor to(const TensorOptions& options, bool copy = false) const;
   Tensor cpu() const { return to(Device(kCPU)); }
   Tensor cuda() const { return to(Device(kCUDA)); }

@@ -95,23 +95,7 @@ cudnnDataType_t data_type(ScalarType t) {
   }
 }
 
-// Whether t [N, C, H, W] is packed NCHW, or NHWC when `nhwc`; a dim of size 1 takes any stride.
-bool packed_in(const Tensor& t, bool nhwc) {
-  static constexpr int kNchw[] = {3, 2, 1, 0}, kNhwc[] = {1, 3, 2, 0};  // fastest dim first
-  const int* order = nhwc ? kNhwc : kNchw;
-  int64_t expected = 1;
-  for (int i = 0; i < 4; ++i) {
-    const int d = order[i];
-    if (t.size(d) != 1 && t.stride(d) != expected) return false;
-    expected *= t.size(d);
-  }
-  return true;
-}
-
-Tensor empty_packed(IntArrayRef sizes, TensorOptions options, bool nhwc) {
-  if (!nhwc) return empty(sizes, options);
-  return empty({sizes[0], sizes[2], sizes[3], sizes[1]}, options).permute({0, 3, 1, 2});
-}
+MemoryFormat format_of(bool nhwc) { return nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous; }
 
 // One spatial dim's x- and y-side sizes fitted to cuDNN's geometry,
 // y = (x + 2 * pad - span) / stride + 1, growing x or y (never shrinking).
@@ -127,8 +111,8 @@ std::pair<int64_t, int64_t> fit(int64_t x, int64_t y, int64_t k, int64_t pad, in
 // What cuDNN works on in place of t: t itself when packed in the format and of spatial size
 // h x w, else a packed tensor of that size holding t's values (when `input`, zeros beyond t).
 Tensor stand_in(const Tensor& t, int64_t h, int64_t w, bool nhwc, bool input) {
-  if (packed_in(t, nhwc) && t.size(2) == h && t.size(3) == w) return t;
-  Tensor s = empty_packed({t.size(0), t.size(1), h, w}, t.options(), nhwc);
+  if (t.is_contiguous(format_of(nhwc)) && t.size(2) == h && t.size(3) == w) return t;
+  Tensor s = empty({t.size(0), t.size(1), h, w}, t.options().memory_format(format_of(nhwc)));
   if (input) {
     if (h != t.size(2) || w != t.size(3)) s.zero_();
     s.narrow(2, 0, t.size(2)).narrow(3, 0, t.size(3)).copy_(t);
@@ -654,8 +638,7 @@ void convolution(Kind kind, const Tensor& x, const Tensor& w, const Tensor& y, c
     return;
   }
   // NHWC when some tensor is channels-last (PyTorch's rule); cuDNN has no float64 NHWC kernels.
-  const bool nhwc =
-      x.dtype() != kFloat64 && !(packed_in(x, false) && packed_in(w, false) && packed_in(y, false));
+  const bool nhwc = x.dtype() != kFloat64 && !(x.is_contiguous() && w.is_contiguous() && y.is_contiguous());
   if (nhwc && run_in_format(kind, x, w, y, p, true)) return;
   EMBER_CHECK(run_in_format(kind, x, w, y, p, false), op, ": cuDNN has no algorithm for input ", x.sizes(),
               ", weight ", w.sizes(), ", output ", y.sizes(), " (", x.dtype(), "), stride (", p.stride[0],

@@ -23,12 +23,6 @@ std::pair<uintptr_t, uintptr_t> byte_range(const Tensor& t) {
   return {lo, hi + static_cast<uintptr_t>(es)};
 }
 
-struct Dim {
-  int64_t size;
-  std::array<int64_t, kMaxOperands> strides;
-};
-using DimList = SmallVector<Dim, kMaxDims>;  // no heap allocation below 7 dims
-
 }  // namespace
 
 bool partially_overlaps(const Tensor& out, const Tensor& in) {
@@ -55,7 +49,7 @@ ElementwisePlan::ElementwisePlan(std::initializer_list<Tensor> operands) {
   EMBER_CHECK(out.is_cuda(), "elementwise: CUDA kernel got an output on ", out.device());
   numel_ = out.numel();
   const int64_t nd = out.dim();
-  DimList dims;
+  LoopDims dims;
   for (int64_t d = 0; d < nd; ++d)
     if (out.size(d) != 1) dims.push_back({out.size(d), {}});
   int k = 0;
@@ -90,30 +84,18 @@ ElementwisePlan::ElementwisePlan(std::initializer_list<Tensor> operands) {
     }
     ++k;
   }
-  // Outermost first by the output's strides (an in-place op on a transposed view walks memory
-  // in order), then merge neighbours that every operand walks as one dim.
-  std::stable_sort(dims.begin(), dims.end(),
-                   [](const Dim& a, const Dim& b) { return a.strides[0] > b.strides[0]; });
-  DimList merged;
-  for (const Dim& d : dims) {
-    bool merge = !merged.empty();
-    for (int j = 0; j < n_ && merge; ++j) merge = merged.back().strides[j] == d.strides[j] * d.size;
-    if (merge) {
-      merged.back().size *= d.size;
-      merged.back().strides = d.strides;
-    } else {
-      merged.push_back(d);
-    }
-  }
-  if (merged.empty()) {  // one element
-    Dim one{1, {}};
+  // Outermost first by the output's strides (an in-place op on a transposed view, an NHWC
+  // output, walk memory in order), neighbours that every operand walks as one dim merged.
+  coalesce_dims(dims, n_);
+  if (dims.empty()) {  // one element
+    LoopDim one{1, {}};
     for (int j = 0; j < n_; ++j)
       one.strides[j] = scalar_[j] == ScalarKind::None ? static_cast<int64_t>(element_size(dtypes_[j])) : 0;
-    merged.push_back(one);
+    dims.push_back(one);
   }
-  for (size_t d = merged.size(); d-- > 0;) {
-    sizes_.push_back(merged[d].size);
-    for (int j = 0; j < n_; ++j) strides_[j].push_back(merged[d].strides[j]);
+  for (size_t d = dims.size(); d-- > 0;) {
+    sizes_.push_back(dims[d].size);
+    for (int j = 0; j < n_; ++j) strides_[j].push_back(dims[d].strides[j]);
   }
   contiguous_ = sizes_.size() == 1;
   for (int j = 0; j < n_; ++j)

@@ -9,12 +9,13 @@
 #include <functional>
 #include <vector>
 
+#include "ember/core/loop_dims.h"
 #include "ember/core/tensor.h"
 
 namespace ember::cuda {
 
-inline constexpr int kMaxOperands = 4;  // the output and up to three inputs (where)
-inline constexpr int kMaxDims = 6;      // dims one launch's offset calculator walks
+inline constexpr int kMaxOperands = kMaxLoopOperands;  // the output and up to three inputs (where)
+inline constexpr int kMaxDims = 6;                     // dims one launch's offset calculator walks
 
 // How an input that is one value everywhere reaches a kernel: a 0-dim CPU tensor (a wrapped
 // Scalar) is read here and passed by value; a one-element CUDA tensor is read once per thread.

@@ -203,6 +203,12 @@ void Module::to(Device device, ScalarType dtype) {
   convert([=](const Tensor& t) { return t.is_floating_point() ? t.to(device, dtype) : t.to(device); });
 }
 
+void Module::to(MemoryFormat memory_format) {
+  convert([memory_format](const Tensor& t) {
+    return t.dim() == 4 ? t.to(t.options().memory_format(memory_format)) : t;
+  });
+}
+
 void Module::zero_grad(bool set_to_none) {
   NoGradGuard no_grad;
   for (const Tensor& p : parameters()) {

@@ -81,6 +81,9 @@ class Module : public std::enable_shared_from_this<Module> {
   void to(Device device);
   void to(ScalarType dtype);
   void to(Device device, ScalarType dtype);
+  // Lays out every 4-D parameter and buffer (and gradient) in `memory_format`, as PyTorch's
+  // `model.to(memory_format=torch.channels_last)`; the others stay as they are.
+  void to(MemoryFormat memory_format);
   void zero_grad(bool set_to_none = true);
   void requires_grad_(bool requires_grad = true);
 

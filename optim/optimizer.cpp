@@ -180,8 +180,7 @@ bool Optimizer::use_fused(const OptimizerParamGroup& group, const std::vector<Te
   if (std::optional<bool> fused = group.options().get_fused()) return *fused;
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor &p = params[i], &g = grads[i];
-    if (!p.is_cuda() || !p.is_contiguous() || !g.is_contiguous() || g.dtype() != p.dtype() ||
-        g.device() != p.device())
+    if (!p.is_cuda() || !same_dense_layout(g, p) || g.dtype() != p.dtype() || g.device() != p.device())
       return false;
   }
   return true;

@@ -7,6 +7,7 @@
 #include <array>
 #include <utility>
 
+#include "ember/core/loop_dims.h"
 #include "ember/core/parallel.h"
 #include "ember/core/tensor.h"
 
@@ -14,7 +15,7 @@ namespace ember::cpu {
 
 class ElementwiseIter {
  public:
-  static constexpr int kMaxOperands = 4;
+  static constexpr int kMaxOperands = kMaxLoopOperands;
 
   // operands[0] is the output; inputs must broadcast to its shape.
   explicit ElementwiseIter(std::initializer_list<Tensor> operands);

@@ -169,7 +169,8 @@ Tensor run(const char* name, BinaryOp op, const Tensor& a, const Tensor& b, Scal
            ops::ElementwiseParams p = {}) {
   Device device = common_device(name, {a, b});
   Dtypes dt = binary_dtypes(name, op, common);
-  Tensor out = empty(broadcast_shapes(name, a.sizes(), b.sizes()), TensorOptions(dt.out).device(device));
+  Tensor out = empty_like_layout(broadcast_shapes(name, a.sizes(), b.sizes()),
+                                 TensorOptions(dt.out).device(device), {a, b});
   if (out.numel() > 0) binary_stub(device)(op, dt.compute, out, a, b, p);
   if (differentiable(op) && needs_grad({a, b})) record_binary(name, op, a, a, b, out, p.a);
   return out;
@@ -296,7 +297,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   EMBER_CHECK(cond.dtype() == kBool, "where: expected condition to be a bool tensor, got ", cond.dtype());
   Device device = common_device("where", {cond, a, b});
   DimVector shape = broadcast_shapes("where", broadcast_shapes("where", cond.sizes(), a.sizes()), b.sizes());
-  Tensor out = empty(shape, TensorOptions(result_type(a, b)).device(device));
+  Tensor out = empty_like_layout(shape, TensorOptions(result_type(a, b)).device(device), {cond, a, b});
   if (out.numel() > 0) where_stub(device)(out, cond, a, b);
   if (needs_grad({a, b})) {
     DimVector sa(a.sizes()), sb(b.sizes());
@@ -321,6 +322,7 @@ Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) {
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
   EMBER_CHECK(mask.dtype() == kBool, "masked_fill: expected a bool mask, got ", mask.dtype());
   Device device = common_device("masked_fill", {x, mask});
+  // Contiguous whatever x's layout, as PyTorch (its masked_fill fills a contiguous clone).
   Tensor out = empty(broadcast_shapes("masked_fill", x.sizes(), mask.sizes()), x.options().device(device));
   if (out.numel() > 0) where_stub(device)(out, mask, wrap(value), x);
   if (needs_grad({x})) {

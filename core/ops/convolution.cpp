@@ -151,32 +151,13 @@ DimVector out_spatial(const char* op, bool transposed, const Tensor& x, const Te
   return out;
 }
 
-// Channels-last (NHWC-contiguous, as torch.channels_last) and not also plain contiguous.
-bool is_channels_last(const Tensor& t) {
-  if (t.dim() != 4 || t.is_contiguous()) return false;
-  int64_t expected = 1;
-  for (int64_t d : {1, 3, 2, 0}) {
-    if (t.size(d) != 1 && t.stride(d) != expected) return false;
-    expected *= t.size(d);
-  }
-  return true;
-}
-
-// The memory format a 2D kernel runs in: channels-last when an input is (PyTorch's rule) and the
-// kernel is a CUDA one (cuDNN has NHWC kernels; the CPU ones take contiguous tensors only).
-bool use_channels_last(const Tensor& a, const Tensor& b) {
-  return a.is_cuda() && (is_channels_last(a) || is_channels_last(b));
-}
-
-Tensor in_format(const Tensor& t, bool channels_last) {
-  if (!channels_last) return t.contiguous();
-  if (is_channels_last(t)) return t;
-  return t.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
-}
-
-Tensor empty_in_format(IntArrayRef sizes, const TensorOptions& options, bool channels_last) {
-  if (!channels_last) return empty(sizes, options);
-  return empty({sizes[0], sizes[2], sizes[3], sizes[1]}, options).permute({0, 3, 1, 2});
+// The memory format a 2D kernel runs in: channels-last when an input's strides suggest it
+// (PyTorch's rule) and the kernel is a CUDA one (cuDNN has NHWC kernels; the CPU ones take
+// contiguous tensors only).
+MemoryFormat conv_format(const Tensor& a, const Tensor& b) {
+  const bool nhwc = a.is_cuda() && (a.suggest_memory_format() == MemoryFormat::ChannelsLast ||
+                                    b.suggest_memory_format() == MemoryFormat::ChannelsLast);
+  return nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
 }
 
 // The 2D kernels as a differentiable op: p.padding is added before the input, and the output's
@@ -190,11 +171,11 @@ Tensor run_conv(bool transposed, const Tensor& x, const Tensor& w, const Tensor&
 // output's gradient gy. Bilinear in (x, gy): <c, conv_weight_grad(x, gy)> = <conv2d(x, c), gy>.
 Tensor conv_weight_grad(const Tensor& x, const Tensor& gy, const Conv2dParams& p, int64_t kh,
                         int64_t kw) {
-  const bool cl = use_channels_last(x, gy);
-  Tensor out = empty_in_format({gy.size(1), x.size(1) / p.groups, kh, kw}, x.options(), cl);
+  const MemoryFormat f = conv_format(x, gy);
+  Tensor out = empty({gy.size(1), x.size(1) / p.groups, kh, kw}, x.options().memory_format(f));
   if (out.numel() > 0) {
     NoGradGuard no_grad;
-    conv2d_weight_stub(x.device())(out, in_format(x, cl), in_format(gy, cl), p);
+    conv2d_weight_stub(x.device())(out, x.contiguous(f), gy.contiguous(f), p);
   }
   if (needs_grad({x, gy})) {
     SavedTensor sx(gy.requires_grad() ? x : Tensor(), false);
@@ -212,13 +193,12 @@ Tensor conv_weight_grad(const Tensor& x, const Tensor& gy, const Conv2dParams& p
 Tensor run_conv(bool transposed, const Tensor& x, const Tensor& w, const Tensor& bias,
                 const Conv2dParams& p, int64_t oh, int64_t ow) {
   const int64_t cout = transposed ? w.size(1) * p.groups : w.size(0);
-  const bool cl = use_channels_last(x, w);
-  Tensor out = empty_in_format({x.size(0), cout, oh, ow}, x.options(), cl);
+  const MemoryFormat f = conv_format(x, w);
+  Tensor out = empty({x.size(0), cout, oh, ow}, x.options().memory_format(f));
   if (out.numel() > 0) {
     NoGradGuard no_grad;  // format copies are internal
     const DispatchStub<Conv2dFn>& stub = transposed ? conv_transpose2d_stub : conv2d_stub;
-    stub(x.device())(out, in_format(x, cl), in_format(w, cl),
-                     bias.defined() ? bias.contiguous() : bias, p);
+    stub(x.device())(out, x.contiguous(f), w.contiguous(f), bias.defined() ? bias.contiguous() : bias, p);
   }
   if (needs_grad({x, w, bias})) {
     // x is needed only for the weight's gradient, w only for the input's.

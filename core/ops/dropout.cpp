@@ -44,11 +44,14 @@ std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, bool traini
   if (!training || p == 0) return {x.clone(), ones(x.sizes(), TensorOptions(kBool).device(x.device()))};
   // One generator offset per call, even for an empty x: as bernoulli_, so RNG replay agrees.
   const PhiloxState rng = (gen ? *gen : default_generator(x.device().type)).next();
-  Tensor out = empty(x.sizes(), x.options());
-  Tensor mask = empty(x.sizes(), TensorOptions(kBool).device(x.device()));
+  // The kernels walk memory in order: out and mask take x's strides (x made dense if it is not),
+  // so an NHWC x gives an NHWC output, as PyTorch.
+  Tensor dense = x.is_non_overlapping_and_dense() ? x : x.contiguous();
+  Tensor out = empty_like(dense);
+  Tensor mask = empty_like(dense, TensorOptions(kBool).device(x.device()));
   if (x.numel() > 0) {
     NoGradGuard no_grad;  // recorded below, on x itself
-    native_dropout_stub(x.device())(out, mask, x.contiguous(), p, rng);
+    native_dropout_stub(x.device())(out, mask, dense, p, rng);
   }
   if (needs_grad({x})) record_masked_scale("native_dropout", x, out, mask, ops::dropout_scale(p));
   return {out, mask};
@@ -64,7 +67,7 @@ Tensor native_dropout_backward(const Tensor& grad_output, const Tensor& mask, do
               " does not match grad_output of shape ", grad_output.sizes());
   EMBER_CHECK(mask.device() == grad_output.device(), op, ": mask is on ", mask.device(), ", grad_output on ",
               grad_output.device());
-  Tensor grad_input = empty(grad_output.sizes(), grad_output.options());
+  Tensor grad_input = empty_like_layout(grad_output.sizes(), grad_output.options(), {grad_output, mask});
   if (grad_output.numel() > 0)
     native_dropout_backward_stub(grad_output.device())(grad_input, grad_output, mask, scale);
   if (needs_grad({grad_output})) record_masked_scale(op, grad_output, grad_input, mask, scale);

@@ -25,7 +25,8 @@ std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, bool traini
 // bool tensor of grad_output's shape, scale is 1 / (1 - p). Its own backward is itself.
 Tensor native_dropout_backward(const Tensor& grad_output, const Tensor& mask, double scale);
 
-// The kernels see a contiguous floating x, and fresh contiguous out (x's dtype) and mask (bool).
+// The kernels see a dense floating x, and fresh out (x's dtype) and mask (bool) with x's strides:
+// all three are walked as flat memory.
 using NativeDropoutFn = void (*)(const Tensor& out, const Tensor& mask, const Tensor& x, double p,
                                  PhiloxState rng);
 using NativeDropoutBackwardFn = void (*)(const Tensor& grad_input, const Tensor& grad_output,

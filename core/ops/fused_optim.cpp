@@ -1,5 +1,5 @@
 // Frontends of the fused optimizer steps: every list checked here, so the kernels may assume one
-// device, one dtype, matching shapes and contiguous memory.
+// device, one dtype, matching shapes and dense memory laid out alike (walked as flat arrays).
 #include "ember/core/ops/fused_optim.h"
 
 #include <algorithm>
@@ -30,7 +30,7 @@ void check_scalar(const char* op, const char* what, const Tensor& t, Device devi
 }
 
 // `list` (named `what`) holds one tensor per param, of its param's shape and dtype, on its
-// device, contiguous.
+// device, dense with its param's strides (contiguous, or channels-last params and all their state).
 void check_list(const char* op, const char* what, ArrayRef<Tensor> list, ArrayRef<Tensor> params) {
   EMBER_CHECK(list.size() == params.size(), op, ": ", what, " has ", list.size(), " tensors, params has ",
               params.size());
@@ -43,8 +43,9 @@ void check_list(const char* op, const char* what, ArrayRef<Tensor> list, ArrayRe
                 "] has dtype ", p.dtype());
     EMBER_CHECK(t.device() == p.device(), op, ": ", what, "[", i, "] is on ", t.device(), ", params[", i,
                 "] on ", p.device());
-    EMBER_CHECK(t.is_contiguous(), op, ": ", what, "[", i, "] (shape ", t.sizes(), ", strides ", t.strides(),
-                ") must be contiguous");
+    EMBER_CHECK(same_dense_layout(t, p), op, ": ", what, "[", i, "] (shape ", t.sizes(), ", strides ",
+                t.strides(), ") must be contiguous, or dense with the strides of params[", i, "] ",
+                p.strides());
   }
 }
 

@@ -34,7 +34,8 @@ struct FusedSgdArgs {
   bool is_first_step = false;  // momentum buffers are set to the gradient instead of updated
 };
 
-// One Adam (AdamW) step, in place. All tensors on one device and contiguous; params of one
+// One Adam (AdamW) step, in place. All tensors on one device, dense and laid out as their param
+// (contiguous, or channels-last params with channels-last state and gradients); params of one
 // floating dtype, the other lists of their param's dtype and shape (max_exp_avg_sqs empty unless
 // amsgrad); state_steps float32 with one element each. Each step count is incremented, then
 // its bias corrections are used, as PyTorch's _fused_adam_ after its _foreach_add_(steps, 1).
@@ -55,7 +56,8 @@ void fused_sgd_(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor
 std::vector<std::vector<size_t>> group_by_device_and_dtype(ArrayRef<Tensor> tensors);
 
 // The kernels see checked, non-empty lists: same length (max_exp_avg_sqs / momentum_buffers may
-// be empty), one device, one dtype, contiguous (zero-size tensors included: they skip them).
+// be empty), one device, one dtype, dense memory laid out alike (zero-size tensors included: they
+// skip them).
 using FusedAdamFn = void (*)(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> exp_avgs,
                              ArrayRef<Tensor> exp_avg_sqs, ArrayRef<Tensor> max_exp_avg_sqs,
                              ArrayRef<Tensor> state_steps, const FusedAdamArgs& args,

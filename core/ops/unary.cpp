@@ -42,8 +42,8 @@ Tensor unary(const char* name, UnaryOp op, const Tensor& x, Formula formula, int
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         name, [&](const Tensor& t) { return unary(name, op, t, formula, saves, p, dtype); }, x);
-  Tensor out =
-      empty(x.sizes(), TensorOptions(dtype.value_or(result_dtype(name, op, x.dtype()))).device(x.device()));
+  Tensor out = empty_like_layout(
+      x.sizes(), TensorOptions(dtype.value_or(result_dtype(name, op, x.dtype()))).device(x.device()), {x});
   if (out.numel() > 0) unary_stub(x.device())(op, out, x, p);
   if (needs_grad({x})) {
     SavedTensor sx(saves & kInput ? x : Tensor(), false), so(saves & kOutput ? out : Tensor(), true);
@@ -82,8 +82,9 @@ constexpr double kTwoOverSqrtPi = 1.12837916709551257390;  // 2 / sqrt(pi)
 
 // Formulas shared by an op and its in-place variant.
 Tensor neg_grad(const Tensor& g, const Tensor&, const Tensor&, const ops::ElementwiseParams&) { return -g; }
+// The mask first: its layout (the output's) is the gradient's, as PyTorch's threshold_backward.
 Tensor relu_grad(const Tensor& g, const Tensor&, const Tensor& out, const ops::ElementwiseParams&) {
-  return g * (out > 0);
+  return (out > 0) * g;
 }
 Tensor exp_grad(const Tensor& g, const Tensor&, const Tensor& out, const ops::ElementwiseParams&) {
   return g * out;
