@@ -64,7 +64,8 @@ Result run(const Case& c, const Tensor& x, const Tensor& gy, const Tensor& w, co
 void expect_matches_cpu(const Case& c) {
   SCOPED_TRACE(::testing::PrintToString(c.shape) + " " + std::string(to_string(c.dtype)) + " params " +
                std::string(to_string(c.param_dtype)) + (c.training ? " training" : " eval") +
-               (c.affine ? " affine" : "") + (c.cl ? " channels-last" : "") + (c.misalign ? " misaligned" : ""));
+               (c.affine ? " affine" : "") + (c.cl ? " channels-last" : "") +
+               (c.misalign ? " misaligned" : ""));
   Tensor x = (random_tensor(c.shape, kFloat32) * 2 + 3).to(c.dtype);
   Tensor gy = random_tensor(c.shape, kFloat32).to(c.dtype);
   Tensor w = random_tensor({c.shape[1]}, kFloat32).to(c.param_dtype);
