@@ -55,7 +55,9 @@ Result run(const Case& c, const Tensor& x, const Tensor& gy, const Tensor& w, co
   if (c.affine) leaves.insert(leaves.end(), {wd, bd});
   auto g = autograd::grad({y}, leaves, {place(gy)});
   EXPECT_EQ(is_channels_last_dense(g[0]), is_channels_last_dense(xd));
-  if (c.cl && c.shape[1] > 1) EXPECT_TRUE(is_channels_last_dense(xd));
+  if (c.cl && c.shape[1] > 1) {
+    EXPECT_TRUE(is_channels_last_dense(xd));
+  }
   Result r{y.cpu(), rm.cpu(), rv.cpu(), g[0].cpu(), Tensor(), Tensor()};
   if (c.affine) r.dw = g[1].cpu(), r.db = g[2].cpu();
   return r;
