@@ -101,8 +101,9 @@ def batch_norm_cases():
         w = torch.randn(256, device=dev, requires_grad=True)
         b = torch.randn(256, device=dev, requires_grad=True)
         rm, rv = torch.zeros(256, device=dev), torch.ones(256, device=dev)
-        run(f"batch_norm fwd+bwd [128,256,56,56] bf16 {'NHWC' if cl else 'NCHW'}", 5.0 * x.numel() * x.element_size(),
-            "tbps", lambda: torch.autograd.grad(F.batch_norm(x, rm, rv, w, b, True), (x, w, b), dy))
+        name = f"batch_norm fwd+bwd [128,256,56,56] bf16 {'NHWC' if cl else 'NCHW'}"
+        run(name, 5.0 * x.numel() * x.element_size(), "tbps",
+            lambda: torch.autograd.grad(F.batch_norm(x, rm, rv, w, b, True), (x, w, b), dy))
 
 
 def conv_cases():
