@@ -1,9 +1,8 @@
 // CUDA kernels of the normalization family. layer_norm and row_moments: each row read once into
 // registers (a warp per row up to 1024 elements, a block per row up to 32768, 16-byte loads) for
 // its mean and variance, then normalized and mapped by the affine weights from there; its
-// backward likewise, with dw and db summed per block in registers. channel_moments: Welford
-// partials of blocks spread over each channel, merged in a second small kernel. channel_affine:
-// one fused multiply-add per element.
+// backward likewise, with dw and db summed per block in registers. channel_affine (group_norm's
+// last step): one fused multiply-add per element.
 #include <algorithm>
 
 #include "ember/core/factories.h"
@@ -443,67 +442,6 @@ void layer_norm_backward_cuda(const Tensor& dx, const Tensor& dw, const Tensor& 
   });
 }
 
-// Block (c, s) of the grid: Welford moments of channel c over the s-th of `splits` slices of
-// its A * B elements (x is [A, C, B]); partial is [3][C][splits] (mean, m2, n).
-template <class T>
-__global__ void channel_partial_kernel(Acc<T>* partial, const T* x, int64_t A_, int64_t C, int64_t B,
-                                       int64_t chunk) {
-  using A = Acc<T>;
-  __shared__ Welford<A> shared[kWarpSize];
-  const int64_t c = blockIdx.x, s = blockIdx.y, splits = gridDim.y;
-  const int64_t begin = s * chunk, end = begin + chunk < A_ * B ? begin + chunk : A_ * B;
-  const bool narrow = A_ * B <= static_cast<int64_t>(UINT32_MAX);
-  Welford<A> st = Welford<A>::identity();
-  for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
-    const int64_t a = narrow ? static_cast<uint32_t>(j) / static_cast<uint32_t>(B) : j / B;
-    st.add(to_acc(x[(a * C + c) * B + (j - a * B)]));
-  }
-  st = block_allreduce(st, WelfordCombine{}, shared);
-  if (threadIdx.x == 0) {
-    const int64_t k = c * splits + s, stride = C * splits;
-    partial[k] = st.mean, partial[stride + k] = st.m2, partial[2 * stride + k] = st.n;
-  }
-}
-
-// One thread per channel merges its partials in order: mean and biased variance.
-template <class A>
-__global__ void channel_merge_kernel(A* mean, A* var, const A* partial, int64_t C, int64_t splits) {
-  const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (c >= C) return;
-  const int64_t stride = C * splits;
-  Welford<A> st = Welford<A>::identity();
-  for (int64_t s = 0; s < splits; ++s) {
-    const int64_t k = c * splits + s;
-    st = WelfordCombine{}(st, Welford<A>{partial[k], partial[stride + k], partial[2 * stride + k]});
-  }
-  mean[c] = st.n > A(0) ? st.mean : quiet_nan<A>();
-  var[c] = st.m2 / st.n;
-}
-
-void channel_moments_cuda(const Tensor& mean, const Tensor& var, const Tensor& x) {
-  const int64_t A_ = x.size(0), C = x.size(1), B = x.size(2);
-  cudaStream_t stream = current_stream();
-  visit_float_dtype("channel_moments", x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    using A = Acc<T>;
-    // Enough blocks to fill the GPU, each with at least 4 elements per thread.
-    const int64_t count = A_ * B;
-    const int64_t splits = std::clamp<int64_t>(
-        std::min(kTargetBlocks / std::max<int64_t>(C, 1), ceil_div<int64_t>(count, 4 * kMomentThreads)), 1,
-        65535);
-    const int64_t chunk = ceil_div<int64_t>(count, splits);
-    Tensor partial = empty({3, C, splits}, mean.options());
-    auto* pp = static_cast<A*>(partial.data_ptr());
-    channel_partial_kernel<T>
-        <<<dim3(static_cast<unsigned>(C), static_cast<unsigned>(splits)), kMomentThreads, 0, stream>>>(
-            pp, static_cast<const T*>(x.data_ptr()), A_, C, B, chunk);
-    EMBER_CUDA_LAUNCH_CHECK();
-    channel_merge_kernel<A><<<grid_for(C, kMomentThreads), kMomentThreads, 0, stream>>>(
-        static_cast<A*>(mean.data_ptr()), static_cast<A*>(var.data_ptr()), pp, C, splits);
-    EMBER_CUDA_LAUNCH_CHECK();
-  });
-}
-
 // out = x * scale[c] + shift[c] over x [A, C, B], VEC elements at a time (B % VEC == 0, so a
 // vector never straddles two channels).
 template <class T, int VEC>
@@ -550,7 +488,6 @@ KernelRegistrar<LayerNormFn> reg_layer_norm(layer_norm_stub, kCUDA, &layer_norm_
 KernelRegistrar<LayerNormBackwardFn> reg_layer_norm_backward(layer_norm_backward_stub, kCUDA,
                                                              &layer_norm_backward_cuda);
 KernelRegistrar<RowMomentsFn> reg_row_moments(row_moments_stub, kCUDA, &row_moments_cuda);
-KernelRegistrar<ChannelMomentsFn> reg_channel_moments(channel_moments_stub, kCUDA, &channel_moments_cuda);
 KernelRegistrar<ChannelAffineFn> reg_channel_affine(channel_affine_stub, kCUDA, &channel_affine_cuda);
 
 }  // namespace

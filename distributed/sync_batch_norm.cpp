@@ -4,7 +4,6 @@
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
 #include "ember/core/ops/normalization.h"
-#include "ember/core/ops/shape_ops.h"
 #include "ember/distributed/distributed.h"
 
 namespace ember::distributed {
@@ -52,9 +51,10 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
   // [world, 2C + 1] and combined as in Chan et al.'s parallel variance (no cancellation).
   Tensor local = zeros({2 * C + 1}, opts);
   if (count > 0) {
+    // invstd with eps = 0 is 1 / sqrt(var).
     Tensor mean = local.narrow(0, 0, C), m2 = local.narrow(0, C, C);
-    channel_moments_stub(x.device())(mean, m2, in.view({A, C, B}));
-    m2.mul_(static_cast<double>(count));
+    batch_norm_stats_stub(x.device())(mean, m2, {}, {}, in.view({A, C, B}), 0, 0);
+    m2.pow_(-2).mul_(static_cast<double>(count));
     local.narrow(0, 2 * C, 1).fill_(static_cast<double>(count));
   }
   Tensor gathered = empty({group->size(), 2 * C + 1}, opts);
@@ -75,36 +75,43 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
     running_var.mul_(1 - momentum).add_((m2 / (n - 1)).to(running_var.dtype()), momentum);
   }
 
-  // out = x * scale + shift with scale = invstd * weight and shift = bias - mean * scale.
-  Tensor scale = weight.defined() ? invstd * weight.to(cd) : invstd;
-  Tensor shift = bias.defined() ? bias.to(cd) - mean * scale : -(mean * scale);
   Tensor out = empty(x.sizes(), x.options());
-  if (count > 0) channel_affine_stub(x.device())(out.view({A, C, B}), in.view({A, C, B}), scale, shift);
+  if (count > 0)
+    batch_norm_elemt_stub(x.device())(out.view({A, C, B}), in.view({A, C, B}), mean, invstd,
+                                      weight.defined() ? weight.contiguous() : weight,
+                                      bias.defined() ? bias.contiguous() : bias);
   if (!grad) return out;
 
   SavedTensor sx(x, false), sw(weight, false), smean(mean, false), sinvstd(invstd, false), sn(n, false);
   ScalarType bias_dtype = bias.defined() ? bias.dtype() : cd;
-  record("sync_batch_norm", {x, weight, bias}, {out},
-         [sx, sw, smean, sinvstd, sn, group, A, C, B, cd,
-          bias_dtype](const GradContext& g) -> std::vector<Tensor> {
+  record(
+      "sync_batch_norm", {x, weight, bias}, {out},
+      [sx, sw, smean, sinvstd, sn, group, A, C, B, bias_dtype](const GradContext& g) -> std::vector<Tensor> {
            NoGradGuard no_grad;  // the all-reduce below is not differentiable
            Tensor x = g(sx), w = g(sw);
-           Tensor x3 = x.reshape({A, C, B}).to(cd), gy = g.grad().reshape({A, C, B}).to(cd);
-           Tensor invstd = g(sinvstd), xmu = x3 - g(smean).view({1, C, 1});
+        if (w.defined()) w = w.contiguous();
+        Tensor x3 = x.contiguous().view({A, C, B}), gy = g.grad().to(x.dtype()).contiguous().view({A, C, B});
+        Tensor mean = g(smean), invstd = g(sinvstd);
            // [sum(dy), sum(dy * (x - mean))] per channel: this rank's, then the group's.
-           Tensor sums = cat({gy.sum({0, 2}), (gy * xmu).sum({0, 2})});
-           Tensor dw = g.needs(1) ? (sums.narrow(0, C, C) * invstd).to(w.dtype()) : Tensor();
-           Tensor db = g.needs(2) ? sums.narrow(0, 0, C).to(bias_dtype, /*copy=*/true) : Tensor();
+        Tensor sums = empty({2 * C}, mean.options());
+        Tensor dw = g.needs(1) ? empty({C}, w.options()) : Tensor();
+        Tensor db = g.needs(2) ? empty({C}, mean.options().dtype(bias_dtype)) : Tensor();
+        if (x.numel() > 0) {
+          batch_norm_backward_reduce_stub(x.device())(sums.narrow(0, 0, C), sums.narrow(0, C, C), dw, db, gy,
+                                                      x3, mean, invstd);
+        } else {
+          sums.zero_();
+          for (Tensor* t : {&dw, &db})
+            if (t->defined()) t->zero_();
+        }
            Tensor dx;
            if (g.needs(0)) {
              group->all_reduce(sums)->wait();
-             Tensor n = g(sn);
-             Tensor mean_dy = sums.narrow(0, 0, C) / n, mean_dy_xmu = sums.narrow(0, C, C) / n;
-             Tensor k = w.defined() ? invstd * w.to(cd) : invstd;
-             dx = ((gy - mean_dy.view({1, C, 1}) - xmu * (invstd.square() * mean_dy_xmu).view({1, C, 1})) *
-                   k.view({1, C, 1}))
-                      .to(x.dtype())
-                      .reshape(x.sizes());
+          sums.div_(g(sn));
+          dx = empty(x.sizes(), x.options());
+          if (x.numel() > 0)
+            batch_norm_backward_elemt_stub(x.device())(dx.view({A, C, B}), gy, x3, mean, invstd, w,
+                                                       sums.narrow(0, 0, C), sums.narrow(0, C, C), 1.0);
            }
            return {dx, dw, db};
          });

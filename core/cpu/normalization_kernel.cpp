@@ -1,7 +1,7 @@
-// CPU kernels of the normalization family: fused layer_norm and its backward, per-row and
-// per-channel moments, and the per-channel affine map batch_norm and group_norm finish with.
-// Statistics use two passes (mean, then squares of x - mean), which stays accurate when
-// |mean| >> std.
+// CPU kernels of the normalization family: fused layer_norm and its backward, per-row moments
+// and the per-channel affine map group_norm finishes with, batch_norm's statistics, elementwise
+// map and backward. Statistics use two passes (mean, then squares of x - mean), which stays
+// accurate when |mean| >> std.
 #include <cmath>
 #include <vector>
 
@@ -128,37 +128,171 @@ void row_moments_kernel(const Tensor& mean, const Tensor& rstd, const Tensor& x,
   });
 }
 
-// Per-channel sums over A and B of f(x[a] as a [C, B] array), accumulated in double: partial
-// sums per fixed chunk of A, added in order, so the result does not depend on the thread count.
+// --- batch_norm: x [A, C, B] contiguous (B = 1 for channels-last). ---
+
+// Slabs of x per fixed chunk (not one per thread, so sums do not depend on the thread count).
+int64_t slab_chunk(const Tensor& x) { return rows_per_task(x.size(1) * x.size(2)); }
+
+// Visits x (with y and out of its shape and dtype, either undefined) chunk by chunk as Eigen
+// [C, n] arrays: f(k, xa, ya, oa) for chunk k, with a whole chunk as one column-major block when
+// B = 1 (a column per row of x), else one row-major [C, B] slab at a time. ya is xa when y is
+// undefined; oa, when out is defined, is stored to it afterwards.
 template <class C, class F>
-Eigen::ArrayXd channel_sums(const Tensor& x, const F& f) {
-  int64_t A = x.size(0), Cn = x.size(1), B = x.size(2);
-  ScalarType dt = x.dtype();
-  int64_t chunk = rows_per_task(Cn * B), chunks = (A + chunk - 1) / chunk;
-  Eigen::ArrayXXd partial = Eigen::ArrayXXd::Zero(Cn, chunks);
-  parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
-    std::vector<C> buf(dt == dtype_of<C> ? 0 : Cn * B);
+void for_each_channel_block(const Tensor& x, const Tensor& y, const Tensor& out, const F& f) {
+  const int64_t A = x.size(0), Cn = x.size(1), B = x.size(2), chunk = slab_chunk(x);
+  const ScalarType dt = x.dtype();
+  const int64_t block = B == 1 ? chunk * Cn : Cn * B;
+  parallel_for(0, (A + chunk - 1) / chunk, 1, [&](int64_t b, int64_t e) {
+    std::vector<C> xb(dt == dtype_of<C> ? 0 : block), yb(y.defined() ? xb.size() : 0),
+        ob(out.defined() ? xb.size() : 0);
+    auto run = [&]<int kOrder>(int64_t k, int64_t off, int64_t cols) {
+      using Arr = Eigen::Array<C, Eigen::Dynamic, Eigen::Dynamic, kOrder>;
+      const int64_t n = Cn * cols;
+      Eigen::Map<const Arr> xa(load_compute<C>(byte_ptr(x, off), dt, n, xb.data()), Cn, cols);
+      Eigen::Map<const Arr> ya(
+          y.defined() ? load_compute<C>(byte_ptr(y, off), dt, n, yb.data()) : xa.data(), Cn, cols);
+      C* op = out.defined() ? out_compute<C>(byte_ptr(out, off), dt, ob.data()) : nullptr;
+      Eigen::Map<Arr> oa(op, Cn, op ? cols : 0);
+      f(k, xa, ya, oa);
+      if (op) store_compute<C>(op, byte_ptr(out, off), dt, n);
+    };
     for (int64_t k = b; k < e; ++k) {
-      for (int64_t a = k * chunk; a < std::min(A, (k + 1) * chunk); ++a) {
-        ConstRowMajorMap<C> xa(load_compute<C>(byte_ptr(x, a * Cn * B), dt, Cn * B, buf.data()), Cn,
-                               B);
-        partial.col(k) += f(xa).rowwise().sum().template cast<double>();
-      }
+      const int64_t a0 = k * chunk, a1 = std::min(A, a0 + chunk);
+      if (B == 1)
+        run.template operator()<Eigen::ColMajor>(k, a0 * Cn, a1 - a0);
+      else
+        for (int64_t a = a0; a < a1; ++a)
+          run.template operator()<Eigen::RowMajor>(k, a * Cn * B, B);
     }
   });
-  return partial.rowwise().sum();
 }
 
-void channel_moments_kernel(const Tensor& mean, const Tensor& var, const Tensor& x) {
-  double count = static_cast<double>(x.size(0) * x.size(2));
-  visit_float_compute(x.dtype(), [&](auto tag) {
+// K per-channel sums over A and B, accumulated in double as [C, K]: f(p, xa, ya) adds a block's
+// sums into p's K columns (its chunk's partial sums, added in order at the end).
+template <int K, class C, class F>
+Eigen::ArrayXXd channel_sums(const Tensor& x, const Tensor& y, const F& f) {
+  const int64_t Cn = x.size(1), chunks = (x.size(0) + slab_chunk(x) - 1) / slab_chunk(x);
+  Eigen::ArrayXXd partial = Eigen::ArrayXXd::Zero(Cn, K * chunks);
+  for_each_channel_block<C>(x, y, Tensor(), [&](int64_t k, const auto& xa, const auto& ya, auto&) {
+    f(partial.middleCols(k * K, K), xa, ya);
+  });
+  Eigen::ArrayXXd sums = Eigen::ArrayXXd::Zero(Cn, K);
+  for (int64_t k = 0; k < chunks; ++k) sums += partial.middleCols(k * K, K);
+  return sums;
+}
+
+// A [C] tensor of any floating dtype as C values; `fill` for an undefined one.
+template <class C>
+ArrayX<C> load_channels(const Tensor& t, int64_t n, C fill) {
+  ArrayX<C> v = ArrayX<C>::Constant(n, fill);
+  if (t.defined())
+    load_as<C>(static_cast<const char*>(t.data_ptr()), static_cast<int64_t>(t.element_size()),
+               t.dtype(), n, v.data());
+  return v;
+}
+
+template <class C>
+void store_channels(const Tensor& t, const ArrayX<C>& v) {
+  if (t.defined())
+    store_as<C>(v.data(), static_cast<char*>(t.data_ptr()), static_cast<int64_t>(t.element_size()),
+                t.dtype(), v.size());
+}
+
+void batch_norm_stats_kernel(const Tensor& mean, const Tensor& invstd, const Tensor& running_mean,
+                             const Tensor& running_var, const Tensor& x, double momentum,
+                             double eps) {
+  const int64_t Cn = mean.size(0);
+  visit_float_compute(mean.dtype(), [&](auto tag) {
     using C = decltype(tag);
-    ArrayX<C> mu =
-        (channel_sums<C>(x, [](const auto& xa) { return xa; }) / count).template cast<C>();
-    Eigen::ArrayXd sq =
-        channel_sums<C>(x, [&](const auto& xa) { return (xa.colwise() - mu).square(); });
-    ArrayMap<C>(mean.data_ptr<C>(), mu.size()) = mu;
-    ArrayMap<C>(var.data_ptr<C>(), mu.size()) = (sq / count).template cast<C>();
+    ArrayX<C> mu, var;
+    if (!x.defined()) {
+      mu = load_channels<C>(running_mean, Cn, 0);
+      var = load_channels<C>(running_var, Cn, 0);
+    } else {
+      const double count = static_cast<double>(x.size(0) * x.size(2));
+      mu = (channel_sums<1, C>(x, {},
+                               [](auto p, const auto& xa, const auto&) {
+                                 p.col(0) += xa.rowwise().sum().template cast<double>();
+                               })
+                .col(0) /
+            count)
+               .template cast<C>();
+      var = (channel_sums<1, C>(
+                 x, {},
+                 [&](auto p, const auto& xa, const auto&) {
+                   p.col(0) += (xa.colwise() - mu).square().rowwise().sum().template cast<double>();
+                 })
+                 .col(0) /
+             count)
+                .template cast<C>();
+      if (running_mean.defined()) {
+        const C m = static_cast<C>(momentum), unbiased = static_cast<C>(count / (count - 1));
+        store_channels<C>(running_mean, (1 - m) * load_channels<C>(running_mean, Cn, 0) + m * mu);
+        store_channels<C>(running_var,
+                          (1 - m) * load_channels<C>(running_var, Cn, 0) + m * unbiased * var);
+      }
+    }
+    ArrayMap<C>(mean.data_ptr<C>(), Cn) = mu;
+    ArrayMap<C>(invstd.data_ptr<C>(), Cn) = (var + static_cast<C>(eps)).sqrt().inverse();
+  });
+}
+
+void batch_norm_elemt_kernel(const Tensor& out, const Tensor& x, const Tensor& mean,
+                             const Tensor& invstd, const Tensor& weight, const Tensor& bias) {
+  const int64_t Cn = mean.size(0);
+  visit_float_compute(mean.dtype(), [&](auto tag) {
+    using C = decltype(tag);
+    ConstArrayMap<C> mu(mean.data_ptr<C>(), Cn);
+    const ArrayX<C> scale =
+        ConstArrayMap<C>(invstd.data_ptr<C>(), Cn) * load_channels<C>(weight, Cn, 1);
+    const ArrayX<C> shift = load_channels<C>(bias, Cn, 0);
+    for_each_channel_block<C>(x, {}, out, [&](int64_t, const auto& xa, const auto&, auto& oa) {
+      oa = ((xa.colwise() - mu).colwise() * scale).colwise() + shift;
+    });
+  });
+}
+
+void batch_norm_backward_reduce_kernel(const Tensor& sum_dy, const Tensor& sum_dy_xmu,
+                                       const Tensor& dw, const Tensor& db, const Tensor& dy,
+                                       const Tensor& x, const Tensor& mean, const Tensor& invstd) {
+  const int64_t Cn = mean.size(0);
+  visit_float_compute(mean.dtype(), [&](auto tag) {
+    using C = decltype(tag);
+    ConstArrayMap<C> mu(mean.data_ptr<C>(), Cn);
+    Eigen::ArrayXXd sums = channel_sums<2, C>(dy, x, [&](auto p, const auto& ga, const auto& xa) {
+      p.col(0) += ga.rowwise().sum().template cast<double>();
+      p.col(1) += (ga * (xa.colwise() - mu)).rowwise().sum().template cast<double>();
+    });
+    ArrayX<C> sdy = sums.col(0).template cast<C>(), sdx = sums.col(1).template cast<C>();
+    ArrayMap<C>(sum_dy.data_ptr<C>(), Cn) = sdy;
+    ArrayMap<C>(sum_dy_xmu.data_ptr<C>(), Cn) = sdx;
+    store_channels<C>(dw, sdx * ConstArrayMap<C>(invstd.data_ptr<C>(), Cn));
+    store_channels<C>(db, sdy);
+  });
+}
+
+void batch_norm_backward_elemt_kernel(const Tensor& dx, const Tensor& dy, const Tensor& x,
+                                      const Tensor& mean, const Tensor& invstd,
+                                      const Tensor& weight, const Tensor& sum_dy,
+                                      const Tensor& sum_dy_xmu, double inv_count) {
+  const int64_t Cn = mean.size(0);
+  visit_float_compute(mean.dtype(), [&](auto tag) {
+    using C = decltype(tag);
+    ConstArrayMap<C> mu(mean.data_ptr<C>(), Cn), is(invstd.data_ptr<C>(), Cn);
+    const ArrayX<C> scale = is * load_channels<C>(weight, Cn, 1);
+    if (!sum_dy.defined()) {
+      for_each_channel_block<C>(dy, {}, dx, [&](int64_t, const auto& ga, const auto&, auto& oa) {
+        oa = ga.colwise() * scale;
+      });
+      return;
+    }
+    // dx = (dy - mean(dy) - (x - mean) * proj) * scale, proj = invstd^2 * mean(dy * (x - mean)).
+    const C k = static_cast<C>(inv_count);
+    const ArrayX<C> mean_dy = ConstArrayMap<C>(sum_dy.data_ptr<C>(), Cn) * k;
+    const ArrayX<C> proj = is.square() * ConstArrayMap<C>(sum_dy_xmu.data_ptr<C>(), Cn) * k;
+    for_each_channel_block<C>(dy, x, dx, [&](int64_t, const auto& ga, const auto& xa, auto& oa) {
+      oa = ((ga.colwise() - mean_dy) - (xa.colwise() - mu).colwise() * proj).colwise() * scale;
+    });
   });
 }
 
@@ -192,10 +326,16 @@ KernelRegistrar<LayerNormFn> reg_layer_norm(layer_norm_stub, kCPU, &layer_norm_k
 KernelRegistrar<LayerNormBackwardFn> reg_layer_norm_backward(layer_norm_backward_stub, kCPU,
                                                              &layer_norm_backward_kernel);
 KernelRegistrar<RowMomentsFn> reg_row_moments(row_moments_stub, kCPU, &row_moments_kernel);
-KernelRegistrar<ChannelMomentsFn> reg_channel_moments(channel_moments_stub, kCPU,
-                                                      &channel_moments_kernel);
 KernelRegistrar<ChannelAffineFn> reg_channel_affine(channel_affine_stub, kCPU,
                                                     &channel_affine_kernel);
+KernelRegistrar<BatchNormStatsFn> reg_batch_norm_stats(batch_norm_stats_stub, kCPU,
+                                                       &batch_norm_stats_kernel);
+KernelRegistrar<BatchNormElemtFn> reg_batch_norm_elemt(batch_norm_elemt_stub, kCPU,
+                                                       &batch_norm_elemt_kernel);
+KernelRegistrar<BatchNormBackwardReduceFn> reg_batch_norm_backward_reduce(
+    batch_norm_backward_reduce_stub, kCPU, &batch_norm_backward_reduce_kernel);
+KernelRegistrar<BatchNormBackwardElemtFn> reg_batch_norm_backward_elemt(
+    batch_norm_backward_elemt_stub, kCPU, &batch_norm_backward_elemt_kernel);
 
 }  // namespace
 }  // namespace ember::cpu

@@ -1,6 +1,7 @@
 // Frontends of layer_norm, batch_norm and group_norm: shape checks, statistics, then the
-// device's kernels. batch_norm and group_norm share the per-channel affine kernel: their
-// statistics become a scale and shift per channel.
+// device's kernels. batch_norm runs in its input's layout (NCHW or channels-last) with a
+// statistics pass and an elementwise pass each way; group_norm's statistics become a scale and
+// shift per channel for the per-channel affine kernel.
 #include "ember/core/ops/normalization.h"
 
 #include <array>
@@ -19,8 +20,13 @@ namespace ember {
 constinit DispatchStub<LayerNormFn> layer_norm_stub("layer_norm");
 constinit DispatchStub<LayerNormBackwardFn> layer_norm_backward_stub("layer_norm_backward");
 constinit DispatchStub<RowMomentsFn> row_moments_stub("row_moments");
-constinit DispatchStub<ChannelMomentsFn> channel_moments_stub("channel_moments");
 constinit DispatchStub<ChannelAffineFn> channel_affine_stub("channel_affine");
+constinit DispatchStub<BatchNormStatsFn> batch_norm_stats_stub("batch_norm_stats");
+constinit DispatchStub<BatchNormElemtFn> batch_norm_elemt_stub("batch_norm_elemt");
+constinit DispatchStub<BatchNormBackwardReduceFn> batch_norm_backward_reduce_stub(
+    "batch_norm_backward_reduce");
+constinit DispatchStub<BatchNormBackwardElemtFn> batch_norm_backward_elemt_stub(
+    "batch_norm_backward_elemt");
 
 namespace {
 
@@ -50,13 +56,30 @@ Tensor channel_affine(const Tensor& x, int64_t A, int64_t C, int64_t B, const Te
   return out;
 }
 
-// The per-channel scale and shift that apply (x - mean) * invstd * weight + bias.
-std::pair<Tensor, Tensor> scale_shift(const Tensor& mean, const Tensor& invstd,
-                                      const Tensor& weight, const Tensor& bias) {
-  Tensor scale = weight.defined() ? invstd * weight : invstd.contiguous();
-  Tensor shift = bias.defined() ? bias - mean * scale : -(mean * scale);
-  return {scale, shift};
-}
+// batch_norm's input as its kernels see it: a contiguous [A, C, B], where a channels-last x
+// (NHWC in memory, as torch.channels_last) is [N * H * W, C, 1]. Other layouts are copied into
+// NCHW order; out and dx take x's layout, as in PyTorch.
+struct ChannelLayout {
+  bool channels_last;
+  int64_t A, C, B;
+
+  explicit ChannelLayout(const Tensor& x)
+      : channels_last(x.dim() == 4 && !x.is_contiguous() &&
+                      x.permute({0, 2, 3, 1}).is_contiguous()),
+        A(x.size(0)),
+        C(x.size(1)),
+        B(numel_of(IntArrayRef(x.sizes().data() + 2, x.dim() - 2))) {}
+
+  // t (of x's sizes) as the kernels' [A, C, B], copied into this layout when it is in another.
+  Tensor view(const Tensor& t) const {
+    if (channels_last) return t.permute({0, 2, 3, 1}).contiguous().view({A * B, C, 1});
+    return t.contiguous().view({A, C, B});
+  }
+  Tensor empty_like(const Tensor& x) const {
+    if (!channels_last) return empty(x.sizes(), x.options());
+    return empty({x.size(0), x.size(2), x.size(3), x.size(1)}, x.options()).permute({0, 3, 1, 2});
+  }
+};
 
 // --- Backward, with ember ops. Each formula works in a view of x where the statistics broadcast
 // and `dims` are the dims they reduce. ---
@@ -115,18 +138,54 @@ std::vector<Tensor> layer_norm_backward_fused(const Tensor& gy, const Tensor& x,
   return {dx, dw, db};
 }
 
+// batch_norm's gradients (x, weight, bias) from the fused kernels, each computed only when `want`
+// says so; first order only (nothing recorded). dw and db come in weight's and bias's dtypes.
+std::vector<Tensor> batch_norm_backward_fused(const Tensor& gy, const Tensor& x, const Tensor& mean,
+                                              const Tensor& invstd, const Tensor& w,
+                                              ScalarType bias_dtype, bool batch_stats,
+                                              std::array<bool, 3> want) {
+  ChannelLayout lay(x);
+  TensorOptions co = mean.options();
+  Tensor dw = want[1] ? empty({lay.C}, w.options()) : Tensor();
+  Tensor db = want[2] ? empty({lay.C}, co.dtype(bias_dtype)) : Tensor();
+  Tensor dx = want[0] ? lay.empty_like(x) : Tensor();
+  if (x.numel() == 0) {
+    for (Tensor* t : {&dw, &db})
+      if (t->defined()) t->zero_();
+    return {dx, dw, db};
+  }
+  Tensor xv = lay.view(x), gv = lay.view(gy.to(x.dtype()));
+  Tensor sum_dy, sum_dy_xmu;
+  if (want[1] || want[2] || (want[0] && batch_stats)) {
+    sum_dy = empty({lay.C}, co);
+    sum_dy_xmu = empty({lay.C}, co);
+    batch_norm_backward_reduce_stub(x.device())(sum_dy, sum_dy_xmu, dw, db, gv, xv, mean, invstd);
+  }
+  if (want[0])
+    batch_norm_backward_elemt_stub(x.device())(
+        lay.view(dx), gv, xv, mean, invstd, w.defined() ? w.contiguous() : w,
+        batch_stats ? sum_dy : Tensor(), sum_dy_xmu, 1.0 / static_cast<double>(lay.A * lay.B));
+  return {dx, dw, db};
+}
+
 // Records batch_norm's backward. In the [A, C, B] view of x: y = xhat * w + b with statistics
 // per channel (over dims 0 and 2); running statistics are constants, making the op affine in x.
 void record_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out,
                        const Tensor& mean, const Tensor& invstd, bool batch_stats, double eps) {
   int64_t A = x.size(0), C = x.size(1),
           B = numel_of(IntArrayRef(x.sizes().data() + 2, x.dim() - 2));
-  ScalarType cd = mean.dtype();
+  ScalarType cd = mean.dtype(), bias_dtype = bias.defined() ? bias.dtype() : cd;
   SavedTensor sx(x, false), sw(weight, false), smean(mean, false), sinvstd(invstd, false);
   record("batch_norm", {x, weight, bias}, {out},
-         [sx, sw, smean, sinvstd, A, B, C, cd, eps,
+         [sx, sw, smean, sinvstd, A, B, C, cd, bias_dtype, eps,
           batch_stats](const GradContext& g) -> std::vector<Tensor> {
-           Tensor x = g(sx).reshape({A, C, B}).to(cd), w = g(sw), gy = g.grad().reshape({A, C, B});
+           // First order (the usual backward): the fused kernels. Under create_graph, the formula
+           // below records its own graph.
+           Tensor x0 = g(sx), w = g(sw);
+           if (!needs_grad({g.grad(), x0, w}))
+             return batch_norm_backward_fused(g.grad(), x0, g(smean), g(sinvstd), w, bias_dtype,
+                                              batch_stats, {g.needs(0), g.needs(1), g.needs(2)});
+           Tensor x = x0.reshape({A, C, B}).to(cd), gy = g.grad().reshape({A, C, B});
            Tensor mean = g(smean).view({1, C, 1}), invstd = g(sinvstd).view({1, C, 1});
            if (batch_stats) std::tie(mean, invstd) = backward_stats(x, {0, 2}, eps, mean, invstd);
            Tensor xhat = (x - mean) * invstd;
@@ -134,7 +193,7 @@ void record_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias
            Tensor dx;
            if (g.needs(0))
              dx = (batch_stats ? normalize_backward(gxhat, xhat, invstd, {0, 2}) : gxhat * invstd)
-                      .reshape(g(sx).sizes());
+                      .reshape(x0.sizes());
            return {dx, param_grad(g, 1, gy * xhat, {0, 2}, {C}), param_grad(g, 2, gy, {0, 2}, {C})};
          });
 }
@@ -215,45 +274,45 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& x, const Tens
   ScalarType cd = compute_dtype(x.dtype());
   bool grad = needs_grad({x, weight, bias});
   NoGradGuard no_grad;  // the forward (running stats included) is recorded as one op
-  Tensor w = param_as(op, weight, "weight", {C}, x, cd);
-  Tensor b = param_as(op, bias, "bias", {C}, x, cd);
-  // Read and updated in place in their own dtype.
+  // All read (and the running stats updated in place) in their own dtypes.
+  nn_detail::check_param(op, weight, "weight", {C}, x);
+  nn_detail::check_param(op, bias, "bias", {C}, x);
   nn_detail::check_param(op, running_mean, "running_mean", {C}, x);
   nn_detail::check_param(op, running_var, "running_var", {C}, x);
 
   bool batch_stats = training || !running_mean.defined();
-  int64_t A = x.size(0), B = numel_of(IntArrayRef(x.sizes().data() + 2, x.dim() - 2));
-  int64_t count = A * B;
+  ChannelLayout lay(x);
+  int64_t count = lay.A * lay.B;
   EMBER_CHECK(!training || count != 1, op,
               ": expected more than 1 value per channel when training, got input of shape ",
               x.sizes());
+  TensorOptions co = TensorOptions(cd).device(x.device());
   if (x.numel() == 0) {
-    Tensor none = empty({0}, TensorOptions(cd).device(x.device()));
-    Tensor out = empty(x.sizes(), x.options());
+    Tensor none = empty({0}, co);
+    Tensor out = lay.empty_like(x);
     if (grad) {
-      Tensor stat = zeros({C}, TensorOptions(cd).device(x.device()));
+      Tensor stat = zeros({C}, co);
       record_batch_norm(x, weight, bias, out, stat, stat, batch_stats, eps);
     }
     return {out, none, none};
   }
 
-  Tensor in = x.contiguous();
-  Tensor mean, invstd;
-  if (batch_stats) {
-    mean = empty({C}, TensorOptions(cd).device(x.device()));
-    Tensor var = empty({C}, TensorOptions(cd).device(x.device()));
-    channel_moments_stub(x.device())(mean, var, in.view({A, C, B}));
-    if (training && running_mean.defined()) {
-      running_mean.mul_(1 - momentum).add_(mean, momentum);
-      running_var.mul_(1 - momentum).add_(var, momentum * static_cast<double>(count) / (count - 1));
-    }
-    invstd = rsqrt(var + eps);
-  } else {
-    mean = running_mean.to(cd, /*copy=*/true);
-    invstd = rsqrt(running_var.to(cd) + eps);
+  Tensor in = lay.view(x), out = lay.empty_like(x);
+  Tensor mean = empty({C}, co), invstd = empty({C}, co);
+  // Eval takes the statistics from the running stats (an undefined input tells the stub);
+  // training updates them, through a contiguous copy for a strided one.
+  auto dense = [](const Tensor& t) { return t.defined() ? t.contiguous() : t; };
+  Tensor rm = dense(running_mean), rv = dense(running_var);
+  batch_norm_stats_stub(x.device())(mean, invstd, rm, rv, batch_stats ? in : Tensor(), momentum,
+                                    eps);
+  for (auto [r, t] : {std::pair{&running_mean, &rm}, {&running_var, &rv}}) {
+    if (!training || !t->defined()) continue;
+    if (t->is_same(*r))
+      r->bump_version();  // written by the kernel
+    else
+      r->copy_(*t);
   }
-  auto [scale, shift] = scale_shift(mean, invstd, w, b);
-  Tensor out = channel_affine(in, A, C, B, scale, shift);
+  batch_norm_elemt_stub(x.device())(lay.view(out), in, mean, invstd, dense(weight), dense(bias));
   if (grad) record_batch_norm(x, weight, bias, out, mean, invstd, batch_stats, eps);
   return {out, mean, invstd};
 }

@@ -42,7 +42,8 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& x, int64_t nu
                                                      double eps);
 
 // Kernel families. x and out are contiguous and share a floating dtype; statistics, weight,
-// bias, scale and shift are contiguous in the compute dtype (float64 for float64, else float32).
+// bias, scale and shift are contiguous in the compute dtype (float64 for float64, else float32)
+// unless said otherwise.
 // layer_norm: x is [M, N]; mean and rstd are [M]; weight and bias [N] or undefined, both in x's
 // dtype or both in the compute dtype.
 using LayerNormFn = void (*)(const Tensor& out, const Tensor& mean, const Tensor& rstd,
@@ -57,15 +58,42 @@ using LayerNormBackwardFn = void (*)(const Tensor& dx, const Tensor& dw, const T
                                      const Tensor& rstd, const Tensor& weight);
 // Per-row mean and 1/sqrt(biased var + eps) of x [R, K].
 using RowMomentsFn = void (*)(const Tensor& mean, const Tensor& rstd, const Tensor& x, double eps);
-// Per-channel mean and biased variance of x [A, C, B] over A and B.
-using ChannelMomentsFn = void (*)(const Tensor& mean, const Tensor& var, const Tensor& x);
-// out = x * scale[c] + shift[c] for x [A, C, B].
+// out = x * scale[c] + shift[c] for x [A, C, B] (group_norm, with A = 1 and N * C channels).
 using ChannelAffineFn = void (*)(const Tensor& out, const Tensor& x, const Tensor& scale,
                                  const Tensor& shift);
+// batch_norm's kernels. x (and out, dy, dx, of x's dtype) is a contiguous [A, C, B]; a
+// channels-last input comes as [N * H * W, C, 1]. mean, invstd and the sums are [C] in the
+// compute dtype; weight, bias, their gradients and the running stats are [C] (or undefined for
+// none) in any floating dtype, read and written in that dtype.
+// Training statistics over A and B: mean and invstd = 1 / sqrt(biased var + eps); the running
+// stats, when defined, updated in place: r = (1 - momentum) * r + momentum * s, with the unbiased
+// variance for running_var. With x undefined (eval), mean and invstd of the running stats.
+using BatchNormStatsFn = void (*)(const Tensor& mean, const Tensor& invstd,
+                                  const Tensor& running_mean, const Tensor& running_var,
+                                  const Tensor& x, double momentum, double eps);
+// out = (x - mean) * invstd * weight + bias.
+using BatchNormElemtFn = void (*)(const Tensor& out, const Tensor& x, const Tensor& mean,
+                                  const Tensor& invstd, const Tensor& weight, const Tensor& bias);
+// Per channel sum_dy = sum(dy) and sum_dy_xmu = sum(dy * (x - mean)) over A and B, and, when
+// defined, dw = sum_dy_xmu * invstd and db = sum_dy.
+using BatchNormBackwardReduceFn = void (*)(const Tensor& sum_dy, const Tensor& sum_dy_xmu,
+                                           const Tensor& dw, const Tensor& db, const Tensor& dy,
+                                           const Tensor& x, const Tensor& mean,
+                                           const Tensor& invstd);
+// dx = (dy - sum_dy * k - (x - mean) * invstd^2 * sum_dy_xmu * k) * invstd * weight with
+// k = inv_count: the gradient through batch statistics. With sum_dy undefined (statistics that
+// are constants, as in eval) dx = dy * invstd * weight.
+using BatchNormBackwardElemtFn = void (*)(const Tensor& dx, const Tensor& dy, const Tensor& x,
+                                          const Tensor& mean, const Tensor& invstd,
+                                          const Tensor& weight, const Tensor& sum_dy,
+                                          const Tensor& sum_dy_xmu, double inv_count);
 extern DispatchStub<LayerNormFn> layer_norm_stub;
 extern DispatchStub<LayerNormBackwardFn> layer_norm_backward_stub;
 extern DispatchStub<RowMomentsFn> row_moments_stub;
-extern DispatchStub<ChannelMomentsFn> channel_moments_stub;
 extern DispatchStub<ChannelAffineFn> channel_affine_stub;
+extern DispatchStub<BatchNormStatsFn> batch_norm_stats_stub;
+extern DispatchStub<BatchNormElemtFn> batch_norm_elemt_stub;
+extern DispatchStub<BatchNormBackwardReduceFn> batch_norm_backward_reduce_stub;
+extern DispatchStub<BatchNormBackwardElemtFn> batch_norm_backward_elemt_stub;
 
 }  // namespace ember

@@ -82,6 +82,15 @@ const GradcheckRegistrar registrar({
      -2,
      2,
      true},
+    {"batch_norm",  // channels-last input (NHWC memory)
+     [](const auto& x) {
+       Tensor cl = x[0].permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+       return batch_norm(cl, {}, {}, x[1], x[2], true);
+     },
+     {{2, 4, 3, 2}, {4}, {4}},
+     -2,
+     2,
+     true},
     {"batch_norm",
      [](const auto& x) {
        Tensor rm = zeros({3}, x[0].options()), rv = ones({3}, x[0].options());

@@ -96,6 +96,13 @@ std::vector<Sample> batch_norm_samples(ScalarType dt) {
   std::vector<Sample> s = {make({8, 3}, 0), make({4, 3, 5}, 0), make({2, 3, 4, 5}, 0),
                            make({4, 3, 5}, 1), make({0, 3, 2}, 1)};
   s.push_back(non_contiguous_of(s[1]));
+  // Channels-last (NHWC memory), which batch_norm reads and writes without a copy.
+  for (int64_t cfg : {0, 1}) {
+    Sample cl = make({2, 8, 3, 5}, cfg);
+    cl.inputs[0] = cl.inputs[0].permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+    cl.desc += " (channels-last)";
+    s.push_back(cl);
+  }
   return s;
 }
 

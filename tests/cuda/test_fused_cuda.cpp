@@ -149,7 +149,7 @@ TEST_F(FusedCuda, BatchNormMomentsOverManyElements) {
         return cat({y.flatten(), rm, rv});
       },
       {x2, zeros({5}), ones({5})}, Tolerance{1e-4, 1e-4});
-  // f16 with B not a multiple of the vector width (scalar channel_affine).
+  // f16 with B not a multiple of the vector width (the scalar elementwise path).
   expect_matches_cpu(
       [](const auto& in) { return batch_norm(in[0], {}, {}, in[1], in[2], true); },
       {random_tensor({4, 3, 7}, kFloat16), random_tensor({3}, kFloat16), random_tensor({3}, kFloat16)});

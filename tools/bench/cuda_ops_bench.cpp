@@ -144,6 +144,25 @@ void rowwise_cases() {
   }
 }
 
+// batch_norm forward + backward in training mode on a ResNet-50 activation (bf16, float32
+// weight, bias and running stats, as under mixed precision), NCHW and channels-last: 5 passes
+// over x (the statistics and the output read x and write y; the backward reads dy and x and writes
+// dx, its reduction reading them once more is not counted).
+void batch_norm_cases() {
+  TensorOptions o = TensorOptions(kBFloat16).device(kCUDA), f = TensorOptions(kFloat32).device(kCUDA);
+  for (bool cl : {false, true}) {
+    Tensor x = cl ? randn({128, 56, 56, 256}, o).permute({0, 3, 1, 2}) : randn({128, 256, 56, 56}, o);
+    Tensor dy = cl ? randn({128, 56, 56, 256}, o).permute({0, 3, 1, 2}) : randn({128, 256, 56, 56}, o);
+    Tensor w = randn({256}, f).requires_grad_(), bias = randn({256}, f).requires_grad_();
+    Tensor rm = zeros({256}, f), rv = ones({256}, f);
+    x.requires_grad_();
+    run(std::string("batch_norm fwd+bwd [128,256,56,56] bf16 ") + (cl ? "NHWC" : "NCHW"),
+        5.0 * x.numel() * element_size(kBFloat16), "tbps", [&] {
+          autograd::grad({batch_norm(x, rm, rv, w, bias, true)}, {x, w, bias}, {dy});
+        });
+  }
+}
+
 // ResNet-50 convolutions (batch 128, bf16, every tensor channels-last), forward + backward (data
 // and weight), with cudnn.benchmark off (heuristics) and on (measured engines), as
 // torch_ops_bench.py sets torch.backends.cudnn.benchmark.
@@ -217,6 +236,7 @@ int main(int argc, char** argv) {
   elementwise_cases();
   dropout_cases();
   rowwise_cases();
+  batch_norm_cases();
   conv_cases();
   adamw_cases();
   return 0;

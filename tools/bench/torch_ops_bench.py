@@ -93,6 +93,22 @@ def rowwise_cases():
             lambda: torch.autograd.grad(F.cross_entropy(x, target), (x,)))
 
 
+def batch_norm_cases():
+    # Training mode, bf16 input with float32 weight, bias and running stats (mixed precision);
+    # 5 passes over x, as cuda_ops_bench.cpp counts.
+    for cl in (False, True):
+        fmt = torch.channels_last if cl else torch.contiguous_format
+        x = torch.randn(128, 256, 56, 56, device=dev, dtype=torch.bfloat16).to(memory_format=fmt)
+        dy = torch.randn_like(x)
+        x.requires_grad_()
+        w = torch.randn(256, device=dev, requires_grad=True)
+        b = torch.randn(256, device=dev, requires_grad=True)
+        rm, rv = torch.zeros(256, device=dev), torch.ones(256, device=dev)
+        name = f"batch_norm fwd+bwd [128,256,56,56] bf16 {'NHWC' if cl else 'NCHW'}"
+        run(name, 5.0 * x.numel() * x.element_size(), "tbps",
+            lambda: torch.autograd.grad(F.batch_norm(x, rm, rv, w, b, True), (x, w, b), dy))
+
+
 def conv_cases():
     # Every tensor channels-last on both sides; each shape with cudnn.benchmark off (PyTorch's
     # default: heuristics) and on (measured algorithms), ember's cuda::cudnn::set_benchmark alike.
@@ -134,5 +150,6 @@ if __name__ == "__main__":
     elementwise_cases()
     dropout_cases()
     rowwise_cases()
+    batch_norm_cases()
     conv_cases()
     adamw_cases()

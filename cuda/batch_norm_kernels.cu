@@ -1,0 +1,498 @@
+// batch_norm's CUDA kernels, as PyTorch's: a per-channel reduction (training statistics, or the
+// backward's sums of dy and dy * (x - mean)) as partials over splits of each channel and a merge
+// kernel that writes the results (and the running stats, dw and db in their own dtypes), then
+// one elementwise kernel (the output, or dx). x is a contiguous [A, C, B]: with B > 1 each
+// channel is A planes of B elements (NCHW); with B = 1 (channels-last, or [N, C]) a channel is
+// a column of the row-major [A, C], which a thread walks down holding VEC adjacent channels.
+#include <algorithm>
+
+#include "ember/core/factories.h"
+#include "ember/core/ops/normalization.h"
+#include "ember/cuda/device.h"
+#include "ember/cuda/nn_kernel_util.cuh"
+
+namespace ember::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kMergeThreads = 128;
+
+// Element i of a floating tensor of runtime dtype `dt` set to v.
+template <class A>
+__device__ __forceinline__ void store_float_as(void* p, ScalarType dt, int64_t i, A v) {
+  switch (dt) {
+    case ScalarType::Float16:
+      static_cast<Half*>(p)[i] = from_acc<Half>(static_cast<float>(v));
+      break;
+    case ScalarType::BFloat16:
+      static_cast<BFloat16*>(p)[i] = from_acc<BFloat16>(static_cast<float>(v));
+      break;
+    case ScalarType::Float32:
+      static_cast<float*>(p)[i] = static_cast<float>(v);
+      break;
+    default:
+      static_cast<double*>(p)[i] = static_cast<double>(v);
+  }
+}
+
+// VEC elements at p (aligned to the vector) in the accumulate type.
+template <class T, int VEC>
+__device__ __forceinline__ void load_acc(const T* p, Acc<T> (&out)[VEC]) {
+  const Vec<T, VEC> v = *reinterpret_cast<const Vec<T, VEC>*>(p);
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) out[j] = to_acc(v.v[j]);
+}
+
+// --- Reductions. An Op says what a channel accumulates: State (with identity, shfl_xor and the
+// Combine functor), init(c), add_plane (VEC values of one channel), add_row (value j of channel
+// c0 + j; all VEC states have seen the same number of values), its kFields partial values and
+// finish(c, state), the merge's output. ---
+
+// Training statistics: Welford moments; the merge writes mean, invstd and the running stats.
+template <class A>
+struct StatsOp {
+  using State = Welford<A>;
+  using Combine = WelfordCombine;
+  static constexpr int kInputs = 1, kFields = 3;
+  A* mean;
+  A* invstd;
+  void* running_mean;
+  void* running_var;
+  ScalarType running_dtype;
+  A momentum, eps;
+
+  __device__ State init(int64_t) const { return State::identity(); }
+  // The vector's own mean and squared deviations (exact), merged in: one division per vector.
+  template <int VEC>
+  __device__ void add_plane(State& s, const A (&x)[VEC], const A (&)[VEC]) const {
+    A sum = A(0), m2 = A(0);
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) sum += x[j];
+    const A mv = sum * (A(1) / A(VEC));
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) m2 += (x[j] - mv) * (x[j] - mv);
+    s = Combine{}(s, State{mv, m2, A(VEC)});
+  }
+  // Welford's update with one division for the VEC channels.
+  template <int VEC>
+  __device__ void add_row(State (&s)[VEC], const A (&x)[VEC], const A (&)[VEC]) const {
+    const A n = s[0].n + A(1), rn = A(1) / n;
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      const A d = x[j] - s[j].mean;
+      s[j].mean += d * rn;
+      s[j].m2 += d * (x[j] - s[j].mean);
+      s[j].n = n;
+    }
+  }
+  __device__ void store(A* p, int64_t k, int64_t stride, const State& s) const {
+    p[k] = s.mean, p[stride + k] = s.m2, p[2 * stride + k] = s.n;
+  }
+  __device__ State load(const A* p, int64_t k, int64_t stride) const {
+    return {p[k], p[stride + k], p[2 * stride + k]};
+  }
+  __device__ void finish(int64_t c, const State& s) const {
+    const A var = s.m2 / s.n;
+    mean[c] = s.n > A(0) ? s.mean : ::cuda::std::numeric_limits<A>::quiet_NaN();
+    invstd[c] = A(1) / sqrt(var + eps);
+    if (!running_mean) return;
+    const A rm = load_float_as<A>(running_mean, running_dtype, c);
+    const A rv = load_float_as<A>(running_var, running_dtype, c);
+    store_float_as(running_mean, running_dtype, c, (A(1) - momentum) * rm + momentum * mean[c]);
+    store_float_as(running_var, running_dtype, c,
+                   (A(1) - momentum) * rv + momentum * var * s.n / (s.n - A(1)));
+  }
+};
+
+// The backward's sums: a = sum(dy), b = sum(dy * (x - m)), with m the channel's mean (carried
+// along, not reduced).
+template <class A>
+struct GradSums {
+  A a, b, m;
+  __device__ static GradSums identity() { return {A(0), A(0), A(0)}; }
+  __device__ GradSums shfl_xor(int offset) const {
+    return {cuda::shfl_xor(a, offset), cuda::shfl_xor(b, offset), m};
+  }
+};
+
+struct GradSumsCombine {
+  template <class A>
+  __device__ GradSums<A> operator()(const GradSums<A>& x, const GradSums<A>& y) const {
+    return {x.a + y.a, x.b + y.b, x.m};
+  }
+};
+
+// Inputs dy and x; the merge writes sum_dy, sum_dy_xmu and (when wanted) dw and db.
+template <class A>
+struct GradOp {
+  using State = GradSums<A>;
+  using Combine = GradSumsCombine;
+  static constexpr int kInputs = 2, kFields = 2;
+  const A* mean;
+  const A* invstd;
+  A* sum_dy;
+  A* sum_dy_xmu;
+  void* dw;
+  void* db;
+  ScalarType dw_dtype, db_dtype;
+
+  __device__ State init(int64_t c) const { return {A(0), A(0), mean[c]}; }
+  template <int VEC>
+  __device__ void add_plane(State& s, const A (&g)[VEC], const A (&x)[VEC]) const {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) s.a += g[j], s.b += g[j] * (x[j] - s.m);
+  }
+  template <int VEC>
+  __device__ void add_row(State (&s)[VEC], const A (&g)[VEC], const A (&x)[VEC]) const {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) s[j].a += g[j], s[j].b += g[j] * (x[j] - s[j].m);
+  }
+  __device__ void store(A* p, int64_t k, int64_t stride, const State& s) const {
+    p[k] = s.a, p[stride + k] = s.b;
+  }
+  __device__ State load(const A* p, int64_t k, int64_t stride) const { return {p[k], p[stride + k], A(0)}; }
+  __device__ void finish(int64_t c, const State& s) const {
+    sum_dy[c] = s.a, sum_dy_xmu[c] = s.b;
+    if (dw) store_float_as(dw, dw_dtype, c, s.b * invstd[c]);
+    if (db) store_float_as(db, db_dtype, c, s.a);
+  }
+};
+
+// Block (c, s): channel c over the s-th chunk of its A * B / VEC vectors (B % VEC == 0, so a
+// vector lies in one plane). partial is [kFields][C][splits].
+template <class T, int VEC, class Op>
+__global__ void plane_reduce_kernel(Acc<T>* partial, const T* x, const T* y, int64_t C, int64_t B,
+                                    int64_t nvec, int64_t chunk, Op op) {
+  using A = Acc<T>;
+  using S = typename Op::State;
+  __shared__ S shared[kWarpSize];
+  const int64_t c = blockIdx.x, splits = gridDim.y, plane_vecs = B / VEC;
+  const int64_t begin = blockIdx.y * chunk, end = begin + chunk < nvec ? begin + chunk : nvec;
+  const bool narrow = nvec <= static_cast<int64_t>(UINT32_MAX);
+  S st = op.init(c);
+  for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
+    const int64_t a = narrow ? static_cast<uint32_t>(j) / static_cast<uint32_t>(plane_vecs) : j / plane_vecs;
+    const int64_t off = (a * C + c) * B + (j - a * plane_vecs) * VEC;
+    A xs[VEC], ys[VEC];
+    load_acc<T, VEC>(x + off, xs);
+    if constexpr (Op::kInputs == 2) load_acc<T, VEC>(y + off, ys);
+    op.template add_plane<VEC>(st, xs, ys);
+  }
+  st = block_allreduce(st, typename Op::Combine{}, shared);
+  if (threadIdx.x == 0) op.store(partial, c * splits + blockIdx.y, C * splits, st);
+}
+
+// Threads (tx, ty) of block (i, s): thread x holds channels [c0, c0 + VEC) of the i-th column
+// tile and walks down rows ty apart within the s-th chunk of rows; the ty partials are then
+// added in order (C % VEC == 0).
+template <class T, int VEC, class Op>
+__global__ void column_reduce_kernel(Acc<T>* partial, const T* x, const T* y, int64_t rows, int64_t C,
+                                     int64_t chunk, Op op) {
+  using A = Acc<T>;
+  using S = typename Op::State;
+  __shared__ S shared[kThreads * VEC];
+  const int64_t c0 = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) * VEC;
+  const int64_t begin = blockIdx.y * chunk, end = begin + chunk < rows ? begin + chunk : rows;
+  const bool active = c0 < C;
+  S st[VEC];
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) st[j] = active ? op.init(c0 + j) : S::identity();
+  if (active)
+    for (int64_t r = begin + threadIdx.y; r < end; r += blockDim.y) {
+      A xs[VEC], ys[VEC];
+      load_acc<T, VEC>(x + r * C + c0, xs);
+      if constexpr (Op::kInputs == 2) load_acc<T, VEC>(y + r * C + c0, ys);
+      op.template add_row<VEC>(st, xs, ys);
+    }
+  const int lin = threadIdx.y * blockDim.x + threadIdx.x;
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) shared[lin * VEC + j] = st[j];
+  __syncthreads();
+  if (threadIdx.y != 0 || !active) return;
+  for (unsigned t = 1; t < blockDim.y; ++t)
+#pragma unroll
+    for (int j = 0; j < VEC; ++j)
+      st[j] = typename Op::Combine{}(st[j], shared[(t * blockDim.x + threadIdx.x) * VEC + j]);
+  const int64_t splits = gridDim.y;
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) op.store(partial, (c0 + j) * splits + blockIdx.y, C * splits, st[j]);
+}
+
+// Block c merges channel c's partials (threads across the splits, then a fixed-order tree) and
+// writes its results.
+template <class A, class Op>
+__global__ void channel_merge_kernel(const A* partial, int64_t C, int64_t splits, Op op) {
+  using S = typename Op::State;
+  __shared__ S shared[kWarpSize];
+  const int64_t c = blockIdx.x;
+  S st = S::identity();
+  for (int64_t s = threadIdx.x; s < splits; s += blockDim.x)
+    st = typename Op::Combine{}(st, op.load(partial, c * splits + s, C * splits));
+  st = block_allreduce(st, typename Op::Combine{}, shared);
+  if (threadIdx.x == 0) op.finish(c, st);
+}
+
+// Partials over splits of each channel of x [A, C, B] (and y, for two-input ops), then the merge.
+template <class T, class Op>
+void reduce_channels(const Tensor& x, const Tensor& y, const Op& op, const TensorOptions& acc_options) {
+  using A = Acc<T>;
+  const int64_t outer = x.size(0), C = x.size(1), B = x.size(2);
+  const T* px = static_cast<const T*>(x.data_ptr());
+  const T* py = y.defined() ? static_cast<const T*>(y.data_ptr()) : nullptr;
+  cudaStream_t stream = current_stream();
+  Tensor partial;
+  int64_t splits = 1;
+  // About kTargetBlocks blocks, each with at least `per_thread` vectors or rows per thread.
+  auto split = [&](int64_t tiles, int64_t len, int64_t per_block) {
+    splits =
+        std::clamp<int64_t>(std::min(kTargetBlocks / tiles, ceil_div<int64_t>(len, per_block)), 1, 65535);
+    const int64_t chunk = ceil_div<int64_t>(len, splits);
+    splits = ceil_div<int64_t>(len, chunk);
+    partial = empty({Op::kFields, C, splits}, acc_options);
+    return chunk;
+  };
+  if (B > 1) {
+    with_vector_width<T>(B, {px, py}, [&](auto vec) {
+      constexpr int VEC = decltype(vec)::value;
+      const int64_t nvec = outer * B / VEC, chunk = split(C, nvec, 4 * kThreads);
+      plane_reduce_kernel<T, VEC, Op>
+          <<<dim3(static_cast<unsigned>(C), static_cast<unsigned>(splits)), kThreads, 0, stream>>>(
+              static_cast<A*>(partial.data_ptr()), px, py, C, B, nvec, chunk, op);
+    });
+  } else {
+    with_vector_width<T>(C, {px, py}, [&](auto vec) {
+      constexpr int VEC = decltype(vec)::value;
+      const int64_t cols = ceil_div<int64_t>(C, VEC);
+      const int tx = pow2_ceil(cols, kWarpSize), ty = kThreads / tx;
+      const int64_t tiles = ceil_div<int64_t>(cols, tx), chunk = split(tiles, outer, 8 * ty);
+      column_reduce_kernel<T, VEC, Op>
+          <<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(splits)), dim3(tx, ty), 0, stream>>>(
+              static_cast<A*>(partial.data_ptr()), px, py, outer, C, chunk, op);
+    });
+  }
+  EMBER_CUDA_LAUNCH_CHECK();
+  channel_merge_kernel<A, Op><<<static_cast<unsigned>(C), kMergeThreads, 0, stream>>>(
+      static_cast<const A*>(partial.data_ptr()), C, splits, op);
+  EMBER_CUDA_LAUNCH_CHECK();
+}
+
+// Eval: mean and invstd of the running stats, a thread per channel.
+template <class A>
+__global__ void running_stats_kernel(A* mean, A* invstd, const void* running_mean, const void* running_var,
+                                     ScalarType dt, int64_t C, A eps) {
+  const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (c >= C) return;
+  mean[c] = load_float_as<A>(running_mean, dt, c);
+  invstd[c] = A(1) / sqrt(load_float_as<A>(running_var, dt, c) + eps);
+}
+
+void batch_norm_stats_cuda(const Tensor& mean, const Tensor& invstd, const Tensor& running_mean,
+                           const Tensor& running_var, const Tensor& x, double momentum, double eps) {
+  const int64_t C = mean.size(0);
+  visit_compute_dtype("batch_norm_stats", mean.dtype(), [&](auto acc) {
+    using A = decltype(acc);
+    auto* pm = static_cast<A*>(mean.data_ptr());
+    auto* pi = static_cast<A*>(invstd.data_ptr());
+    const ScalarType rdt = running_mean.defined() ? running_mean.dtype() : mean.dtype();
+    if (!x.defined()) {
+      running_stats_kernel<A><<<grid_for(C, kThreads), kThreads, 0, current_stream()>>>(
+          pm, pi, running_mean.data_ptr(), running_var.data_ptr(), rdt, C, static_cast<A>(eps));
+      EMBER_CUDA_LAUNCH_CHECK();
+      return;
+    }
+    const StatsOp<A> op{pm,
+                        pi,
+                        running_mean.defined() ? running_mean.data_ptr() : nullptr,
+                        running_var.defined() ? running_var.data_ptr() : nullptr,
+                        rdt,
+                        static_cast<A>(momentum),
+                        static_cast<A>(eps)};
+    visit_float_dtype("batch_norm_stats", x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<Acc<T>, A>) reduce_channels<T>(x, Tensor(), op, mean.options());
+    });
+  });
+}
+
+void batch_norm_backward_reduce_cuda(const Tensor& sum_dy, const Tensor& sum_dy_xmu, const Tensor& dw,
+                                     const Tensor& db, const Tensor& dy, const Tensor& x, const Tensor& mean,
+                                     const Tensor& invstd) {
+  visit_float_dtype("batch_norm_backward_reduce", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using A = Acc<T>;
+    const GradOp<A> op{static_cast<const A*>(mean.data_ptr()),   static_cast<const A*>(invstd.data_ptr()),
+                       static_cast<A*>(sum_dy.data_ptr()),       static_cast<A*>(sum_dy_xmu.data_ptr()),
+                       dw.defined() ? dw.data_ptr() : nullptr,   db.defined() ? db.data_ptr() : nullptr,
+                       dw.defined() ? dw.dtype() : mean.dtype(), db.defined() ? db.dtype() : mean.dtype()};
+    reduce_channels<T>(dy, x, op, mean.options());
+  });
+}
+
+// --- Elementwise: out = (in0 - p - (in1 - m) * q) * sc + b with per-channel coefficients. The
+// forward is (x - mean) * invstd * w + b; the backward's dx (dy - mean(dy) - (x - mean) *
+// invstd^2 * mean(dy * (x - mean))) * invstd * w through batch statistics, dy * invstd * w
+// through constant ones. ---
+
+template <class A>
+struct ChannelCoef {
+  A p, m, q, sc, b;
+};
+
+template <class A>
+struct ElemtArgs {
+  const A* mean;
+  const A* invstd;
+  const void* weight;
+  const void* bias;
+  ScalarType weight_dtype, bias_dtype;
+  bool backward;
+  const A* sum_dy;  // backward through batch statistics when set
+  const A* sum_dy_xmu;
+  A inv_count;
+
+  __device__ ChannelCoef<A> at(int64_t c) const {
+    const A is = invstd[c];
+    const A sc = weight ? is * load_float_as<A>(weight, weight_dtype, c) : is;
+    if (!backward) return {mean[c], A(0), A(0), sc, bias ? load_float_as<A>(bias, bias_dtype, c) : A(0)};
+    if (!sum_dy) return {A(0), A(0), A(0), sc, A(0)};
+    return {sum_dy[c] * inv_count, mean[c], is * is * sum_dy_xmu[c] * inv_count, sc, A(0)};
+  }
+};
+
+// kTwo: in1 (x) enters, the backward through batch statistics.
+template <bool kTwo, class A>
+__device__ __forceinline__ A apply(const ChannelCoef<A>& k, A v0, A v1) {
+  const A d = kTwo ? v0 - k.p - (v1 - k.m) * k.q : v0 - k.p;
+  return d * k.sc + k.b;
+}
+
+// Flat over [A, C, B] in vectors (B % VEC == 0: a vector lies in one channel).
+template <class T, int VEC, bool kTwo>
+__global__ void plane_elemt_kernel(T* out, const T* in0, const T* in1, int64_t nvec, int64_t C, int64_t B,
+                                   ElemtArgs<Acc<T>> args) {
+  using A = Acc<T>;
+  using V = Vec<T, VEC>;
+  const bool narrow = nvec <= static_cast<int64_t>(UINT32_MAX);
+  const int64_t plane_vecs = B / VEC;
+  for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < nvec;
+       v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t plane =
+        narrow ? static_cast<uint32_t>(v) / static_cast<uint32_t>(plane_vecs) : v / plane_vecs;
+    const int64_t c = narrow ? static_cast<uint32_t>(plane) % static_cast<uint32_t>(C) : plane % C;
+    const ChannelCoef<A> k = args.at(c);
+    A v0[VEC], v1[VEC];
+    load_acc<T, VEC>(in0 + v * VEC, v0);
+    if constexpr (kTwo) load_acc<T, VEC>(in1 + v * VEC, v1);
+    V o;
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) o.v[j] = from_acc<T>(apply<kTwo>(k, v0[j], kTwo ? v1[j] : A(0)));
+    reinterpret_cast<V*>(out)[v] = o;
+  }
+}
+
+// Rows of [A, C] (B = 1): a thread keeps the coefficients of channels [c0, c0 + VEC) in
+// registers and walks down the rows (C % VEC == 0).
+template <class T, int VEC, bool kTwo>
+__global__ void column_elemt_kernel(T* out, const T* in0, const T* in1, int64_t rows, int64_t C,
+                                    ElemtArgs<Acc<T>> args) {
+  using A = Acc<T>;
+  using V = Vec<T, VEC>;
+  const int64_t c0 = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) * VEC;
+  if (c0 >= C) return;
+  ChannelCoef<A> k[VEC];
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) k[j] = args.at(c0 + j);
+  for (int64_t r = blockIdx.y * static_cast<int64_t>(blockDim.y) + threadIdx.y; r < rows;
+       r += static_cast<int64_t>(gridDim.y) * blockDim.y) {
+    A v0[VEC], v1[VEC];
+    load_acc<T, VEC>(in0 + r * C + c0, v0);
+    if constexpr (kTwo) load_acc<T, VEC>(in1 + r * C + c0, v1);
+    V o;
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) o.v[j] = from_acc<T>(apply<kTwo>(k[j], v0[j], kTwo ? v1[j] : A(0)));
+    *reinterpret_cast<V*>(out + r * C + c0) = o;
+  }
+}
+
+template <class T>
+void launch_elemt(const Tensor& out, const Tensor& in0, const Tensor& in1, const ElemtArgs<Acc<T>>& args) {
+  const int64_t outer = in0.size(0), C = in0.size(1), B = in0.size(2);
+  T* po = static_cast<T*>(out.data_ptr());
+  const T* p0 = static_cast<const T*>(in0.data_ptr());
+  const T* p1 = in1.defined() ? static_cast<const T*>(in1.data_ptr()) : nullptr;
+  cudaStream_t stream = current_stream();
+  auto run = [&](auto two) {
+    constexpr bool kTwo = decltype(two)::value;
+    if (B > 1) {
+      with_vector_width<T>(B, {po, p0, p1}, [&](auto vec) {
+        constexpr int VEC = decltype(vec)::value;
+        const int64_t nvec = outer * C * B / VEC;
+        plane_elemt_kernel<T, VEC, kTwo>
+            <<<grid_for(nvec, kThreads), kThreads, 0, stream>>>(po, p0, p1, nvec, C, B, args);
+      });
+    } else {
+      with_vector_width<T>(C, {po, p0, p1}, [&](auto vec) {
+        constexpr int VEC = decltype(vec)::value;
+        const int64_t cols = ceil_div<int64_t>(C, VEC);
+        const int tx = pow2_ceil(cols, kWarpSize), ty = kThreads / tx;
+        // At least 4 rows per thread.
+        const int64_t row_blocks = std::clamp<int64_t>(ceil_div<int64_t>(outer, 4 * ty), 1, 65535);
+        column_elemt_kernel<T, VEC, kTwo>
+            <<<dim3(static_cast<unsigned>(ceil_div<int64_t>(cols, tx)), static_cast<unsigned>(row_blocks)),
+               dim3(tx, ty), 0, stream>>>(po, p0, p1, outer, C, args);
+      });
+    }
+    EMBER_CUDA_LAUNCH_CHECK();
+  };
+  if (p1)
+    run(std::true_type{});
+  else
+    run(std::false_type{});
+}
+
+// ElemtArgs of the forward (sum_dy undefined) or the backward, for x's dtype T.
+template <class T>
+ElemtArgs<Acc<T>> elemt_args(const Tensor& mean, const Tensor& invstd, const Tensor& weight,
+                             const Tensor& bias, bool backward, const Tensor& sum_dy,
+                             const Tensor& sum_dy_xmu, double inv_count) {
+  using A = Acc<T>;
+  return {static_cast<const A*>(mean.data_ptr()),
+          static_cast<const A*>(invstd.data_ptr()),
+          weight.defined() ? weight.data_ptr() : nullptr,
+          bias.defined() ? bias.data_ptr() : nullptr,
+          weight.defined() ? weight.dtype() : mean.dtype(),
+          bias.defined() ? bias.dtype() : mean.dtype(),
+          backward,
+          sum_dy.defined() ? static_cast<const A*>(sum_dy.data_ptr()) : nullptr,
+          sum_dy_xmu.defined() ? static_cast<const A*>(sum_dy_xmu.data_ptr()) : nullptr,
+          static_cast<A>(inv_count)};
+}
+
+void batch_norm_elemt_cuda(const Tensor& out, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                           const Tensor& weight, const Tensor& bias) {
+  visit_float_dtype("batch_norm_elemt", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    launch_elemt<T>(out, x, Tensor(), elemt_args<T>(mean, invstd, weight, bias, false, {}, {}, 0));
+  });
+}
+
+void batch_norm_backward_elemt_cuda(const Tensor& dx, const Tensor& dy, const Tensor& x, const Tensor& mean,
+                                    const Tensor& invstd, const Tensor& weight, const Tensor& sum_dy,
+                                    const Tensor& sum_dy_xmu, double inv_count) {
+  visit_float_dtype("batch_norm_backward_elemt", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    launch_elemt<T>(dx, dy, sum_dy.defined() ? x : Tensor(),
+                    elemt_args<T>(mean, invstd, weight, {}, true, sum_dy, sum_dy_xmu, inv_count));
+  });
+}
+
+KernelRegistrar<BatchNormStatsFn> reg_batch_norm_stats(batch_norm_stats_stub, kCUDA, &batch_norm_stats_cuda);
+KernelRegistrar<BatchNormElemtFn> reg_batch_norm_elemt(batch_norm_elemt_stub, kCUDA, &batch_norm_elemt_cuda);
+KernelRegistrar<BatchNormBackwardReduceFn> reg_batch_norm_backward_reduce(batch_norm_backward_reduce_stub,
+                                                                          kCUDA,
+                                                                          &batch_norm_backward_reduce_cuda);
+KernelRegistrar<BatchNormBackwardElemtFn> reg_batch_norm_backward_elemt(batch_norm_backward_elemt_stub, kCUDA,
+                                                                        &batch_norm_backward_elemt_cuda);
+
+}  // namespace
+}  // namespace ember::cuda
