@@ -1,4 +1,4 @@
-"""The polynomial P of cuda/gelu_reduced_precision.cuh: erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2),
+"""The polynomial P of GELU's forward in cuda/gelu_reduced_precision.cuh: erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2),
 fitted near-minimax (Lawson-weighted Chebyshev least squares) for z in [0, 14], past which x Phi(x)
 leaves float32's range, then P(1) pinned to 0 in float32 so Phi(0) is exactly 1/2. Checks every
 finite bf16 and f16 input against the exact x Phi(x), emulating the kernel's float32 steps.
