@@ -119,7 +119,11 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names,
     bucket.buffer = empty({size}, params_[bucket.params[0]].options());
     for (size_t k = 0; k < bucket.params.size(); ++k) {
       const Tensor& p = params_[bucket.params[k]];
-      bucket.views.push_back(bucket.buffer.narrow(0, offsets[k], p.numel()).view(p.sizes()));
+      // A dense parameter's view has its strides (a channels-last weight's gradient stays
+      // channels-last, so the fused optimizers take it as it is), as in PyTorch's reducer.
+      bucket.views.push_back(p.is_non_overlapping_and_dense()
+                                 ? bucket.buffer.as_strided(p.sizes(), p.strides(), offsets[k])
+                                 : bucket.buffer.narrow(0, offsets[k], p.numel()).view(p.sizes()));
     }
     bucket.pending = bucket.params.size();
     buckets_.push_back(std::move(bucket));

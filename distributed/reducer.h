@@ -76,7 +76,7 @@ class Reducer {
   struct Bucket {
     std::vector<size_t> params;
     Tensor buffer;
-    std::vector<Tensor> views;  // of `buffer`, one per parameter, shaped like it
+    std::vector<Tensor> views;  // of `buffer`, one per parameter, shaped (and if dense strided) like it
     size_t pending = 0;         // parameters not yet ready in this backward
     CommWork work;
   };

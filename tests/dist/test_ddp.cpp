@@ -5,6 +5,7 @@
 // broadcasts from rank 0, comm hooks, and the errors; the same with gradient_as_bucket_view
 // (DDP_GRAD_AS_VIEW=1), and that option against the copies.
 #include <ember/distributed/ddp.h>
+#include <ember/nn/conv.h>
 #include <ember/nn/linear.h>
 #include <ember/optim/sgd.h>
 
@@ -431,6 +432,42 @@ TEST(DDP, GradientAsBucketViewWorldOfOne) {
   EXPECT_CLOSE(net->fc1->weight.grad(), full({kHidden, kIn}, 7.0, kFloat64), kExact);
   net->zero_grad(false);
   EXPECT_CLOSE(buffers[1], zeros(buffers[1].sizes(), kFloat64), kExact);
+}
+
+// A convolution in channels-last memory (model.to(memory_format=torch.channels_last)).
+struct ConvNetImpl : nn::Module {
+  ConvNetImpl() {
+    conv = register_module("conv", nn::Conv2d(nn::Conv2dOptions(2, 3, 3)));
+    to(kFloat64);
+    to(MemoryFormat::ChannelsLast);
+  }
+  Tensor forward(const Tensor& x) { return conv(x); }
+  nn::Conv2d conv{nullptr};
+};
+EMBER_MODULE(ConvNet);
+
+TEST(DDP, ChannelsLastWeightsKeepTheirLayoutInTheBuckets) {
+  // As PyTorch's reducer: a dense parameter's bucket view has the parameter's strides, so a
+  // channels-last weight gets a channels-last gradient, copied or as the bucket's view.
+  auto store = std::make_shared<d::TCPStore>("127.0.0.1", 0, std::nullopt, true, milliseconds(5000));
+  auto pg = d::make_process_group_gloo(std::make_shared<d::PrefixStore>("g", store), 0, 1);
+  manual_seed(7);
+  Tensor x = randn({2, 2, 5, 5}, kFloat64).contiguous(MemoryFormat::ChannelsLast);
+  for (bool as_view : {false, true}) {
+    SCOPED_TRACE(as_view ? "gradient_as_bucket_view" : "copied");
+    manual_seed(3);
+    ConvNet net;
+    manual_seed(3);
+    ConvNet ref;
+    d::DistributedDataParallel ddp(net, pg, d::DistributedDataParallelOptions().gradient_as_bucket_view(as_view));
+    ddp(x).square().sum().backward();
+    ref(x).square().sum().backward();
+    const Tensor g = net->conv->weight.grad();
+    EXPECT_TRUE(g.is_contiguous(MemoryFormat::ChannelsLast));
+    EXPECT_EQ(g.strides().vec(), net->conv->weight.strides().vec());
+    EXPECT_CLOSE(g, ref->conv->weight.grad(), kExact);
+    EXPECT_CLOSE(net->conv->bias.grad(), ref->conv->bias.grad(), kExact);
+  }
 }
 
 TEST(DDP, BucketsStartDuringBackwardInIndexOrder) {
