@@ -22,7 +22,7 @@
 #                scaling_bench under emberrun and torch_scaling_bench.py under torchrun at world 1
 #                and N; efficiency = samples/s at N / (N * samples/s at 1) for each side, and the
 #                ratio ember / PyTorch. SCALING=0 skips it, SCALING=only runs nothing else;
-#                SCALING_ARGS replaces --warmup 10 --iters 20.
+#                SCALING_ARGS replaces --warmup 10 --iters 20 (add --channels-last for NHWC ResNets).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/ember-multi-gpu}

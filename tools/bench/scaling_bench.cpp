@@ -16,7 +16,7 @@
 // prints {"case": "scaling resnet50 bf16 b128 world N", "ms": median, "samples_per_s": global}.
 //
 //   emberrun --nproc-per-node N scaling_bench [--model resnet50|bert-base] [--batch 128|32]
-//       [--seq 128] [--iters 20] [--warmup 10] [--device cuda|cpu]
+//       [--seq 128] [--iters 20] [--warmup 10] [--device cuda|cpu] [--channels-last]
 //   OMP_NUM_THREADS=1 emberrun --nproc-per-node 2 scaling_bench --device cpu --model resnet18
 //       --batch 2 --image-size 32 --iters 2 --warmup 1      # small, on the CPU (Gloo)
 #include <algorithm>
@@ -46,6 +46,7 @@ struct Args {
   int64_t batch = 0, seq = 128, image_size = 224, num_classes = 1000;
   int64_t layers = 12, d_model = 768, heads = 12, ffn = 3072, vocab = 30522;
   int warmup = 10, iters = 20;
+  bool channels_last = false;
   bool bert() const { return model == "bert-base"; }
 };
 
@@ -66,7 +67,8 @@ std::optional<Args> parse(int argc, char** argv) {
       .option("--warmup", &a.warmup, "untimed steps")
       .option("--iters", &a.iters, "timed steps")
       .option("--precision", &a.precision, "bf16 (autocast) or f32")
-      .option("--device", &a.device, "cuda or cpu");
+      .option("--device", &a.device, "cuda or cpu")
+      .flag("--channels-last", &a.channels_last, "ResNet: model and images in channels-last memory");
   if (!args.parse(argc, argv)) return std::nullopt;
   const std::vector<std::string> models{"resnet18", "resnet34", "resnet50", "resnet101", "bert-base"};
   EMBER_CHECK(std::find(models.begin(), models.end(), a.model) != models.end(),
@@ -144,7 +146,10 @@ int main(int argc, char** argv) {
     } else {
       models::ResNet model = make_resnet(a);
       model->to(device);
-      Tensor images = randn({a.batch, 3, a.image_size, a.image_size}, TensorOptions().device(device));
+      const MemoryFormat format = a.channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+      model->to(format);
+      Tensor images =
+          randn({a.batch, 3, a.image_size, a.image_size}, TensorOptions().device(device)).contiguous(format);
       Tensor labels = randint(0, a.num_classes, {a.batch}, TensorOptions(kInt64).device(device));
       forward = forward_of(model, ddp, [=](auto& m) { return cross_entropy(m(images), labels); });
       opt = std::make_unique<optim::SGD>(model->parameters(),
@@ -175,7 +180,8 @@ int main(int argc, char** argv) {
     const double median = ms[ms.size() / 2];
     if (rank == 0) {
       std::string name = "scaling " + a.model + " " + a.precision + " b" + std::to_string(a.batch) +
-                         (a.bert() ? " s" + std::to_string(a.seq) : "") + " world " + std::to_string(world);
+                         (a.bert() ? " s" + std::to_string(a.seq) : a.channels_last ? " nhwc" : "") + " world " +
+                         std::to_string(world);
       std::printf("{\"case\": \"%s\", \"ms\": %.3f, \"samples_per_s\": %.1f}\n", name.c_str(), median,
                   static_cast<double>(world * a.batch) / median * 1000);
       std::fflush(stdout);

@@ -5,8 +5,7 @@ BertLike) with AdamW; bf16 autocast; wrapped in DistributedDataParallel only whe
 Rank 0 prints {"case": "scaling resnet50 bf16 b128 world N", "ms": median step ms, "samples_per_s": global}.
     torchrun --nproc-per-node N torch_scaling_bench.py [--model resnet50|bert-base] [--batch 128] [--iters 20]
     python3 torch_scaling_bench.py --device cpu --model resnet18 --batch 2 --image-size 32 --iters 1 --warmup 0
---channels-last runs the ResNet in PyTorch's channels-last memory format (ember has no such format: off by
-default, so that both sides run NCHW)."""
+--channels-last runs the ResNet in channels-last memory (as scaling_bench --channels-last); off by default."""
 import argparse, json, os, sys
 import torch, torch.nn as nn, torch.nn.functional as F
 import torch.distributed as dist
@@ -164,7 +163,8 @@ def main():
         dist.barrier()
     ms = median_step_ms(step, a.iters, dev)
     if rank == 0:
-        name = f"scaling {a.model} {a.precision} b{a.batch}{f' s{a.seq}' if bert else ''} world {world}"
+        shape = f" s{a.seq}" if bert else " nhwc" if a.channels_last else ""
+        name = f"scaling {a.model} {a.precision} b{a.batch}{shape} world {world}"
         print(json.dumps(dict(case=name, ms=round(ms, 3), samples_per_s=round(world * a.batch / ms * 1000, 1))),
               flush=True)
     if world > 1:
