@@ -137,6 +137,35 @@ TEST(ModelsResNet, MatchesPyTorch) {
   }
 }
 
+TEST(ModelsResNet, ChannelsLastTrainsAsContiguous) {
+  // model.to(memory_format=torch.channels_last) with channels-last images: the same logits,
+  // running statistics and gradients as the NCHW run, and the weights' gradients channels-last.
+  auto make = [] {
+    models::ResNet m(models::ResNetBlock::Bottleneck, std::array<int64_t, 4>{1, 1, 1, 1},
+                     models::ResNetOptions().num_classes(5));
+    fill(*m);
+    return m;
+  };
+  models::ResNet plain = make(), nhwc = make();
+  nhwc->to(MemoryFormat::ChannelsLast);
+  Tensor x = wave({2, 3, 64, 64}, 0.37, 0.1);
+  Tensor y = plain(x), y_nhwc = nhwc(x.contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_CLOSE(y_nhwc, y, Tolerance{1e-12, 1e-12});
+  y.square().sum().backward();
+  y_nhwc.square().sum().backward();
+  auto grads = plain->named_parameters(), grads_nhwc = nhwc->named_parameters();
+  for (const auto& [name, p] : grads) {
+    SCOPED_TRACE(name);
+    const Tensor& q = grads_nhwc[name];
+    EXPECT_CLOSE(q.grad(), p.grad(), Tolerance{1e-10, 1e-12});
+    if (q.dim() == 4) {
+      EXPECT_TRUE(q.grad().is_contiguous(MemoryFormat::ChannelsLast));
+    }
+  }
+  EXPECT_CLOSE(nhwc->named_buffers()["layer4.0.downsample.1.running_var"],
+               plain->named_buffers()["layer4.0.downsample.1.running_var"], Tolerance{1e-12, 1e-12});
+}
+
 TEST(ModelsResNet, Errors) {
   models::ResNet r18(models::ResNetBlock::Basic, std::array<int64_t, 4>{1, 1, 1, 1});
   EXPECT_EMBER_ERROR(r18(randn({2, 4, 32, 32})), "ResNet", "[N, 3, H, W]", "[2, 4, 32, 32]");
