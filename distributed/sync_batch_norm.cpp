@@ -87,12 +87,12 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
   record(
       "sync_batch_norm", {x, weight, bias}, {out},
       [sx, sw, smean, sinvstd, sn, group, A, C, B, bias_dtype](const GradContext& g) -> std::vector<Tensor> {
-           NoGradGuard no_grad;  // the all-reduce below is not differentiable
-           Tensor x = g(sx), w = g(sw);
+        NoGradGuard no_grad;  // the all-reduce below is not differentiable
+        Tensor x = g(sx), w = g(sw);
         if (w.defined()) w = w.contiguous();
         Tensor x3 = x.contiguous().view({A, C, B}), gy = g.grad().to(x.dtype()).contiguous().view({A, C, B});
         Tensor mean = g(smean), invstd = g(sinvstd);
-           // [sum(dy), sum(dy * (x - mean))] per channel: this rank's, then the group's.
+        // [sum(dy), sum(dy * (x - mean))] per channel: this rank's, then the group's.
         Tensor sums = empty({2 * C}, mean.options());
         Tensor dw = g.needs(1) ? empty({C}, w.options()) : Tensor();
         Tensor db = g.needs(2) ? empty({C}, mean.options().dtype(bias_dtype)) : Tensor();
@@ -104,40 +104,48 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
           for (Tensor* t : {&dw, &db})
             if (t->defined()) t->zero_();
         }
-           Tensor dx;
-           if (g.needs(0)) {
-             group->all_reduce(sums)->wait();
+        Tensor dx;
+        if (g.needs(0)) {
+          group->all_reduce(sums)->wait();
           sums.div_(g(sn));
           dx = empty(x.sizes(), x.options());
           if (x.numel() > 0)
             batch_norm_backward_elemt_stub(x.device())(dx.view({A, C, B}), gy, x3, mean, invstd, w,
                                                        sums.narrow(0, 0, C), sums.narrow(0, C, C), 1.0);
-           }
-           return {dx, dw, db};
-         });
+        }
+        return {dx, dw, db};
+      });
   return out;
+}
+
+std::optional<Tensor> ProcessGroupBatchNormSync::forward(nn::BatchNormImplBase& bn, const Tensor& input) {
+  std::shared_ptr<ProcessGroup> g = group;
+  if (!g) {
+    EMBER_CHECK(is_initialized(), bn.name(),
+                ": training needs a process group: call distributed::init_process_group first, or pass one "
+                "to the layer");
+    g = default_group();
+  }
+  if (g->size() == 1) return std::nullopt;
+  const double momentum = bn.count_batch();
+  return sync_batch_norm(input, bn.running_mean, bn.running_var, bn.weight, bn.bias, momentum,
+                         bn.options.eps(), g);
 }
 
 }  // namespace ember::distributed
 
 namespace ember::nn {
 
+SyncBatchNormImpl::SyncBatchNormImpl(const BatchNormOptions& options,
+                                     std::shared_ptr<distributed::ProcessGroup> process_group)
+    : BatchNormImplBase("SyncBatchNorm", options) {
+  sync = std::make_shared<distributed::ProcessGroupBatchNormSync>(std::move(process_group));
+}
+
 Tensor SyncBatchNormImpl::forward(const Tensor& input) {
   EMBER_CHECK(input.dim() >= 2, "SyncBatchNorm: expected at least 2D input, got ", input.dim(), "D input ",
               input.sizes());
-  if (!is_training()) return batch_norm_forward(input);
-  std::shared_ptr<distributed::ProcessGroup> group = process_group;
-  if (!group) {
-    EMBER_CHECK(distributed::is_initialized(),
-                "SyncBatchNorm: training needs a process group: call distributed::init_process_group "
-                "first, or pass one to the layer");
-    group = distributed::default_group();
-  }
-  if (group->size() == 1) return batch_norm_forward(input);
-  check_input(input);
-  double momentum = count_batch();
-  return distributed::sync_batch_norm(input, running_mean, running_var, weight, bias, momentum, options.eps(),
-                                      group);
+  return batch_norm_forward(input);
 }
 
 SyncBatchNorm convert_sync_batchnorm(const BatchNormImplBase& bn,
@@ -150,6 +158,18 @@ SyncBatchNorm convert_sync_batchnorm(const BatchNormImplBase& bn,
     if (to->defined()) to->requires_grad_(from->requires_grad());
   sync->train(bn.is_training());
   return sync;
+}
+
+int64_t convert_sync_batchnorm(Module& module, std::shared_ptr<distributed::ProcessGroup> process_group) {
+  auto sync = std::make_shared<distributed::ProcessGroupBatchNormSync>(std::move(process_group));
+  int64_t converted = 0;
+  module.apply([&](Module& m) {
+    if (auto* bn = dynamic_cast<BatchNormImplBase*>(&m)) {
+      bn->sync = sync;
+      ++converted;
+    }
+  });
+  return converted;
 }
 
 }  // namespace ember::nn

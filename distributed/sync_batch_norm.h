@@ -27,6 +27,17 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
                        const Tensor& weight, const Tensor& bias, double momentum, double eps,
                        const std::shared_ptr<ProcessGroup>& group);
 
+// A BatchNorm layer's statistics synchronized over `group` by sync_batch_norm (null: the default
+// group, which must be initialized by the first training forward); a group of one leaves the
+// layer's own forward.
+class ProcessGroupBatchNormSync : public nn::BatchNormSync {
+ public:
+  explicit ProcessGroupBatchNormSync(std::shared_ptr<ProcessGroup> group) : group(std::move(group)) {}
+  std::optional<Tensor> forward(nn::BatchNormImplBase& bn, const Tensor& input) override;
+
+  std::shared_ptr<ProcessGroup> group;
+};
+
 }  // namespace ember::distributed
 
 namespace ember::nn {
@@ -38,18 +49,21 @@ namespace ember::nn {
 class SyncBatchNormImpl : public BatchNormImplBase {
  public:
   explicit SyncBatchNormImpl(const BatchNormOptions& options,
-                             std::shared_ptr<distributed::ProcessGroup> process_group = nullptr)
-      : BatchNormImplBase("SyncBatchNorm", options), process_group(std::move(process_group)) {}
+                             std::shared_ptr<distributed::ProcessGroup> process_group = nullptr);
   Tensor forward(const Tensor& input);
-
-  std::shared_ptr<distributed::ProcessGroup> process_group;
 };
 EMBER_MODULE(SyncBatchNorm);
 
 // A SyncBatchNorm with bn's options, and copies of its parameters (requires_grad kept), running
-// stats and training mode (PyTorch's convert_sync_batchnorm, for one layer: replace the model's
-// BatchNorm layers with the results).
+// stats and training mode (PyTorch's convert_sync_batchnorm, for one layer).
 SyncBatchNorm convert_sync_batchnorm(const BatchNormImplBase& bn,
                                      std::shared_ptr<distributed::ProcessGroup> process_group = nullptr);
+
+// PyTorch's convert_sync_batchnorm for a whole model, in place: every BatchNorm layer of `module`
+// (itself included) synchronizes its training statistics over `process_group` (null: the default
+// group), as SyncBatchNorm does; parameters, buffers, names and the model's code stay as they are.
+// Returns how many layers it converted.
+int64_t convert_sync_batchnorm(Module& module,
+                               std::shared_ptr<distributed::ProcessGroup> process_group = nullptr);
 
 }  // namespace ember::nn

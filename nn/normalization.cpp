@@ -63,6 +63,8 @@ double BatchNormImplBase::count_batch() {
 
 Tensor BatchNormImplBase::batch_norm_forward(const Tensor& input) {
   check_input(input);
+  if (is_training() && sync)
+    if (std::optional<Tensor> out = sync->forward(*this, input)) return *out;
   if (is_training()) {
     EMBER_CHECK(input.numel() / input.size(1) > 1, name(),
                 ": expected more than 1 value per channel when training, got input ", input.sizes());

@@ -26,24 +26,39 @@ struct BatchNormOptions {
 // What BatchNorm1d and BatchNorm2d share; they differ in the input ranks they take. Training
 // normalizes with the batch's statistics and updates the running ones (when tracked); eval uses
 // the running statistics.
+class BatchNormImplBase;
+
+// What makes a BatchNorm layer's training statistics those of the whole batch across processes
+// (SyncBatchNorm). distributed/ implements it over a process group, and its
+// convert_sync_batchnorm sets one on every BatchNorm of a model: nn only declares it, being
+// below distributed.
+class BatchNormSync {
+ public:
+  virtual ~BatchNormSync() = default;
+  // bn's training forward on `input` (checked against bn) across the processes, or nullopt for
+  // bn's own (a group of one).
+  virtual std::optional<Tensor> forward(BatchNormImplBase& bn, const Tensor& input) = 0;
+};
+
 class BatchNormImplBase : public Module {
  public:
   void reset_running_stats();
   void reset_parameters();
   std::string extra_repr() const override;
-
-  BatchNormOptions options;
-  Tensor weight, bias;               // [num_features] with affine
-  Tensor running_mean, running_var;  // [num_features] with track_running_stats
-  Tensor num_batches_tracked;        // int64 scalar with track_running_stats
-
- protected:
-  BatchNormImplBase(std::string name, const BatchNormOptions& options);
-  Tensor batch_norm_forward(const Tensor& input);
   // Checks input [N, C, *] against the layer: C channels, the parameters' dtype and device.
   void check_input(const Tensor& input) const;
   // Training with tracked stats: counts the batch and returns the momentum for the running stats.
   double count_batch();
+
+  BatchNormOptions options;
+  Tensor weight, bias;                  // [num_features] with affine
+  Tensor running_mean, running_var;     // [num_features] with track_running_stats
+  Tensor num_batches_tracked;           // int64 scalar with track_running_stats
+  std::shared_ptr<BatchNormSync> sync;  // in training, the statistics' synchronization if any
+
+ protected:
+  BatchNormImplBase(std::string name, const BatchNormOptions& options);
+  Tensor batch_norm_forward(const Tensor& input);
 };
 
 // Input [N, C] or [N, C, L].

@@ -459,7 +459,8 @@ TEST(DDP, ChannelsLastWeightsKeepTheirLayoutInTheBuckets) {
     ConvNet net;
     manual_seed(3);
     ConvNet ref;
-    d::DistributedDataParallel ddp(net, pg, d::DistributedDataParallelOptions().gradient_as_bucket_view(as_view));
+    d::DistributedDataParallel ddp(net, pg,
+                                   d::DistributedDataParallelOptions().gradient_as_bucket_view(as_view));
     ddp(x).square().sum().backward();
     ref(x).square().sum().backward();
     const Tensor g = net->conv->weight.grad();

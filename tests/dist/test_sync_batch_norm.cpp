@@ -136,12 +136,74 @@ DIST_WORKER(sync_bn_one_value) {
   d::destroy_process_group();
 }
 
+// Typed BatchNorm members, one in a child, as a ResNet's blocks hold them.
+struct NormBlockImpl : nn::Module {
+  NormBlockImpl() { bn = register_module("bn", nn::BatchNorm2d(nn::BatchNormOptions(3))); }
+  Tensor forward(const Tensor& x) { return bn(x); }
+  nn::BatchNorm2d bn{nullptr};
+};
+EMBER_MODULE(NormBlock);
+
+struct TwoNormsImpl : nn::Module {
+  TwoNormsImpl() {
+    bn = register_module("bn", nn::BatchNorm2d(nn::BatchNormOptions(3)));
+    block = register_module("block", NormBlock());
+    to(kFloat64);
+  }
+  Tensor forward(const Tensor& x) { return block(tanh(bn(x)) * 2); }
+  nn::BatchNorm2d bn{nullptr};
+  NormBlock block{nullptr};
+};
+EMBER_MODULE(TwoNorms);
+
+// A whole model converted in place trains on each rank's rows as the unconverted model on the
+// whole batch: outputs, input gradients, running stats and the summed parameter gradients.
+DIST_WORKER(sync_bn_whole_model) {
+  d::init_process_group("gloo");
+  const int rank = d::get_rank(), size = d::get_world_size();
+  const int64_t rows = 3;
+  TwoNorms model, ref;
+  for (TwoNorms m : {model, ref}) {
+    NoGradGuard no_grad;
+    Generator gen(5);  // the same affine parameters in both models
+    for (nn::BatchNorm2d bn : {m->bn, m->block->bn}) {
+      bn->weight.copy_(randn({3}, kFloat64, &gen) + 1);
+      bn->bias.copy_(randn({3}, kFloat64, &gen));
+    }
+  }
+  EMBER_CHECK(nn::convert_sync_batchnorm(*model) == 2, "convert_sync_batchnorm: expected 2 layers");
+  const Tolerance tol{1e-10, 1e-10};
+  Generator gen(77);
+  for (int step = 0; step < 2; ++step) {
+    const std::string at = "step " + std::to_string(step);
+    Tensor x = randn({size * rows, 3, 2, 2}, kFloat64, &gen) * 2 + step,
+           gy = randn({size * rows, 3, 2, 2}, kFloat64, &gen);
+    Tensor xr = x.clone().requires_grad_(), xs = x.narrow(0, rank * rows, rows).clone().requires_grad_();
+    Tensor out_ref = ref(xr), out = model(xs);
+    (out_ref * gy).sum().backward();
+    (out * gy.narrow(0, rank * rows, rows)).sum().backward();
+    check_close(out, out_ref.detach().narrow(0, rank * rows, rows), at + ": output", tol);
+    check_close(xs.grad(), xr.grad().narrow(0, rank * rows, rows), at + ": input grad", tol);
+    for (auto [m, r] : {std::pair{model->bn, ref->bn}, {model->block->bn, ref->block->bn}}) {
+      check_close(m->running_mean, r->running_mean, at + ": running_mean", tol);
+      check_close(m->running_var, r->running_var, at + ": running_var", tol);
+      Tensor g = m->weight.grad().clone();
+      d::all_reduce(g);
+      check_close(g, r->weight.grad(), at + ": summed weight grad", tol);
+    }
+    model->zero_grad();
+    ref->zero_grad();
+  }
+  d::destroy_process_group();
+}
+
 class SyncBatchNormDist : public ::testing::TestWithParam<int> {};
 
 TEST_P(SyncBatchNormDist, EqualBatchesMatchBatchNorm) { run_workers("sync_bn_equal", GetParam()); }
 TEST_P(SyncBatchNormDist, UnequalBatchesMatchBatchNorm) { run_workers("sync_bn_unequal", GetParam()); }
 TEST_P(SyncBatchNormDist, Float32MatchesBatchNorm) { run_workers("sync_bn_float32", GetParam()); }
 TEST_P(SyncBatchNormDist, EmptyRankMatchesBatchNorm) { run_workers("sync_bn_empty_rank", GetParam()); }
+TEST_P(SyncBatchNormDist, WholeModelConvertedInPlace) { run_workers("sync_bn_whole_model", GetParam()); }
 INSTANTIATE_TEST_SUITE_P(Gloo, SyncBatchNormDist, ::testing::Values(2, 4),
                          [](const auto& info) { return "world" + std::to_string(info.param); });
 
@@ -193,6 +255,30 @@ TEST(SyncBatchNorm, GroupOfOneIsBatchNorm) {
   os << *sync;
   EXPECT_EQ(os.str(),
             "SyncBatchNorm(2, eps=1e-05, momentum=0.1, affine=true, bias=true, track_running_stats=true)");
+}
+
+TEST(SyncBatchNorm, ConvertingAWholeModel) {
+  // Without a group, training a converted layer is an error naming it; eval needs no group; a
+  // group of one is the layer's own forward.
+  TwoNorms model, ref;
+  ref->load_state_dict(model->state_dict());
+  EXPECT_EQ(nn::convert_sync_batchnorm(*model), 2);
+  Tensor x = randn({4, 3, 2, 2}, kFloat64);
+  ASSERT_FALSE(d::is_initialized());
+  EXPECT_EMBER_ERROR(model(x), "BatchNorm2d: training needs a process group",
+                     "distributed::init_process_group");
+  model->eval();
+  ref->eval();
+  EXPECT_CLOSE(model(x), ref(x), Tolerance{0, 0});
+  model->train();
+  ref->train();
+  std::shared_ptr<d::Store> store;
+  EXPECT_EQ(nn::convert_sync_batchnorm(*model, group_of_one(store)), 2);
+  EXPECT_CLOSE(model(x), ref(x), Tolerance{0, 0});
+  EXPECT_CLOSE(model->block->bn->running_var, ref->block->bn->running_var, Tolerance{0, 0});
+  // The single-layer form still makes a SyncBatchNorm.
+  nn::SyncBatchNorm one = nn::convert_sync_batchnorm(*model->bn);
+  EXPECT_EQ(one->name(), "SyncBatchNorm");
 }
 
 TEST(SyncBatchNorm, Errors) {

@@ -180,8 +180,10 @@ int main(int argc, char** argv) {
     const double median = ms[ms.size() / 2];
     if (rank == 0) {
       std::string name = "scaling " + a.model + " " + a.precision + " b" + std::to_string(a.batch) +
-                         (a.bert() ? " s" + std::to_string(a.seq) : a.channels_last ? " nhwc" : "") + " world " +
-                         std::to_string(world);
+                         (a.bert()          ? " s" + std::to_string(a.seq)
+                          : a.channels_last ? " nhwc"
+                                            : "") +
+                         " world " + std::to_string(world);
       std::printf("{\"case\": \"%s\", \"ms\": %.3f, \"samples_per_s\": %.1f}\n", name.c_str(), median,
                   static_cast<double>(world * a.batch) / median * 1000);
       std::fflush(stdout);
