@@ -64,8 +64,7 @@ struct ChannelLayout {
   int64_t A, C, B;
 
   explicit ChannelLayout(const Tensor& x)
-      : channels_last(x.dim() == 4 && !x.is_contiguous() &&
-                      x.permute({0, 2, 3, 1}).is_contiguous()),
+      : channels_last(x.dim() == 4 && !x.is_contiguous() && x.is_contiguous(MemoryFormat::ChannelsLast)),
         A(x.size(0)),
         C(x.size(1)),
         B(numel_of(IntArrayRef(x.sizes().data() + 2, x.dim() - 2))) {}
@@ -76,8 +75,8 @@ struct ChannelLayout {
     return t.contiguous().view({A, C, B});
   }
   Tensor empty_like(const Tensor& x) const {
-    if (!channels_last) return empty(x.sizes(), x.options());
-    return empty({x.size(0), x.size(2), x.size(3), x.size(1)}, x.options()).permute({0, 3, 1, 2});
+    return empty(x.sizes(),
+                 x.options().memory_format(channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous));
   }
 };
 
