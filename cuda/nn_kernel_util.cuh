@@ -119,6 +119,33 @@ struct alignas(sizeof(T) * N) Vec {
   T v[N];
 };
 
+// A vector's elements in the compute type. Pairs of bf16 and f16 convert from their 32-bit word:
+// a bf16 is the high half of its float, so one shift or mask each, where element-wise conversion
+// first moves each half into its own register.
+template <class T, int N>
+__device__ __forceinline__ Vec<Acc<T>, N> to_acc(const Vec<T, N>& x) {
+  Vec<Acc<T>, N> r;
+  if constexpr (std::is_same_v<T, BFloat16> && N % 2 == 0) {
+    const auto* w = reinterpret_cast<const uint32_t*>(x.v);
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      r.v[2 * i] = __uint_as_float(w[i] << 16);
+      r.v[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
+  } else if constexpr (std::is_same_v<T, Half> && N % 2 == 0) {
+    const auto* h = reinterpret_cast<const __half2*>(x.v);
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      const float2 f = __half22float2(h[i]);
+      r.v[2 * i] = f.x, r.v[2 * i + 1] = f.y;
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; ++j) r.v[j] = to_acc(x.v[j]);
+  }
+  return r;
+}
+
 // Elements per 16-byte access, when every row start is 16-byte aligned (rows of `len` elements
 // from `ptrs`), else 1.
 template <class T>
@@ -388,7 +415,7 @@ struct RowRegs {
     const auto* p = reinterpret_cast<const Vec<T, VEC>*>(row);
     for_each_slot<kSlots>(nvec, t, g, [&](int k, int64_t i) { v[k] = p[i]; });
   }
-  __device__ Acc<T> at(int k, int j) const { return to_acc(v[k].v[j]); }
+  __device__ Acc<T> at(int k, int j) const { return to_acc(v[k]).v[j]; }
 };
 
 // The block's dynamic shared memory (the size given at launch).

@@ -98,6 +98,7 @@ __global__ void layer_norm_kernel(T* out, Acc<T>* mean, Acc<T>* rstd, const T* x
                                   int64_t rows, int64_t N, double eps) {
   using A = Acc<T>;
   using R = RowRegs<T, VEC>;
+  constexpr int kSlots = R::kSlots;
   __shared__ Welford<A> shared[kWarpSize];
   __shared__ A shared_acc[kWarpSize];
   const RowGroup<S> grp;
@@ -105,7 +106,7 @@ __global__ void layer_norm_kernel(T* out, Acc<T>* mean, Acc<T>* rstd, const T* x
   for_each_group_row<T, VEC>(grp, {x}, rows, N, [&](int64_t row, auto&& load) {
     const T* xr = x + row * N;
     A mu, m2;
-    R r;
+    Vec<A, VEC> xa[kSlots];  // the row in the compute type, converted once
     if constexpr (S == RowSplit::kBlockTwoPass) {
       Welford<A> st = Welford<A>::identity();
       for_each_in_row<T, VEC>(xr, N, grp.t, grp.g, [&](int64_t, A v) { st.add(v); });
@@ -114,16 +115,18 @@ __global__ void layer_norm_kernel(T* out, Acc<T>* mean, Acc<T>* rstd, const T* x
       mu = N > 0 ? st.mean : quiet_nan<A>();
       m2 = st.m2;
     } else {
+      R r;
       load(0, r);
       A sum = A(0), sq = A(0);
-      for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
+      for_each_slot<kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
+        xa[k] = to_acc(r.v[k]);
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) sum += r.at(k, j);
+        for (int j = 0; j < VEC; ++j) sum += xa[k].v[j];
       });
       mu = grp.allreduce(sum, SumOp{}, A(0), shared_acc) / static_cast<A>(N);  // 0 / 0 for an empty row
-      for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
+      for_each_slot<kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) sq += (r.at(k, j) - mu) * (r.at(k, j) - mu);
+        for (int j = 0; j < VEC; ++j) sq += (xa[k].v[j] - mu) * (xa[k].v[j] - mu);
       });
       m2 = grp.allreduce(sq, SumOp{}, A(0), shared_acc);
     }
@@ -134,16 +137,16 @@ __global__ void layer_norm_kernel(T* out, Acc<T>* mean, Acc<T>* rstd, const T* x
       map_row<T, VEC>(xr, out + row * N, N, grp.t, grp.g, Normalize<A, P>{mu, rs, w, b});
     } else {
       auto* po = reinterpret_cast<Vec<T, VEC>*>(out + row * N);
-      for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
-        Vec<P, VEC> wv, bv;
-        if (w) wv = load_columns<VEC>(w, v * VEC);
-        if (b) bv = load_columns<VEC>(b, v * VEC);
+      for_each_slot<kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
+        Vec<Acc<P>, VEC> wa, ba;
+        if (w) wa = to_acc(load_columns<VEC>(w, v * VEC));
+        if (b) ba = to_acc(load_columns<VEC>(b, v * VEC));
         Vec<T, VEC> o;
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {
-          A y = (r.at(k, j) - mu) * rs;
-          if (w) y *= to_acc(wv.v[j]);
-          if (b) y += to_acc(bv.v[j]);
+          A y = (xa[k].v[j] - mu) * rs;
+          if (w) y *= wa.v[j];
+          if (b) y += ba.v[j];
           o.v[j] = from_acc<T>(y);
         }
         po[v] = o;
@@ -246,22 +249,28 @@ __global__ void layer_norm_backward_kernel(T* dx, Acc<T>* partial, const T* gy, 
       R gk, xk;
       load(0, gk);
       load(1, xk);
-      // gxhat of slot k's elements, with w read as vectors.
-      auto gxhat_slot = [&](int k, int64_t v) {
-        Vec<P, VEC> wv;
-        if (w) wv = load_columns<VEC>(w, v * VEC);
-        Vec<A, VEC> r;
+      // gxhat and xhat of slot k's elements, with w read as vectors.
+      auto slot = [&](int k, int64_t v, Vec<A, VEC>& gxh, Vec<A, VEC>& xh) {
+        Vec<Acc<P>, VEC> wa;
+        if (w) {
+          wa = to_acc(load_columns<VEC>(w, v * VEC));
+        } else {
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) r.v[j] = w ? gk.at(k, j) * to_acc(wv.v[j]) : gk.at(k, j);
-        return r;
+          for (int j = 0; j < VEC; ++j) wa.v[j] = Acc<P>(1);
+        }
+        const Vec<A, VEC> g = to_acc(gk.v[k]), xv = to_acc(xk.v[k]);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) gxh.v[j] = g.v[j] * wa.v[j], xh.v[j] = xhat(xv.v[j]);
+        return g;
       };
       for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
-        const Vec<A, VEC> gxh = gxhat_slot(k, v);
+        Vec<A, VEC> gxh, xh;
+        const Vec<A, VEC> g = slot(k, v, gxh, xh);
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {
-          const A xh = xhat(xk.at(k, j));
-          s.a += gxh.v[j], s.b += gxh.v[j] * xh;
-          if (partial) acc_b[k * VEC + j] += gk.at(k, j), acc_w[k * VEC + j] += gk.at(k, j) * xh;
+          s.a += gxh.v[j], s.b += gxh.v[j] * xh.v[j];
+          // The column sums of db and dw (added up whether or not they are wanted: no branch).
+          acc_b[k * VEC + j] += g.v[j], acc_w[k * VEC + j] += g.v[j] * xh.v[j];
         }
       });
       if (!dx) return;
@@ -270,10 +279,11 @@ __global__ void layer_norm_backward_kernel(T* dx, Acc<T>* partial, const T* gy, 
       const A c0 = -rs * (s.a / static_cast<A>(N)), c1 = -rs * (s.b / static_cast<A>(N));
       auto* pdx = reinterpret_cast<Vec<T, VEC>*>(dx + row * N);
       for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
-        const Vec<A, VEC> gxh = gxhat_slot(k, v);
+        Vec<A, VEC> gxh, xh;
+        slot(k, v, gxh, xh);
         Vec<T, VEC> o;
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) o.v[j] = from_acc<T>(fma(gxh.v[j], rs, fma(xhat(xk.at(k, j)), c1, c0)));
+        for (int j = 0; j < VEC; ++j) o.v[j] = from_acc<T>(fma(gxh.v[j], rs, fma(xh.v[j], c1, c0)));
         pdx[v] = o;
       });
     } else {
