@@ -1,7 +1,8 @@
 // Frontends of 2D pooling: PyTorch's argument checks and output-size rules, then the kernels
-// (an unbatched input gets a batch of one), and their backward, written with ember ops:
-// max_pool2d scatters into the argmax (scatter_add), avg_pool2d spreads over the window (a
-// transposed convolution by ones), adaptive_avg_pool2d multiplies by averaging matrices.
+// (an unbatched input gets a batch of one; a channels-last input is pooled as NHWC), and their
+// backward, written with ember ops: max_pool2d scatters into the argmax (scatter_add),
+// avg_pool2d spreads over the window (a transposed convolution by ones), adaptive_avg_pool2d
+// multiplies by averaging matrices.
 #include "ember/core/ops/pooling.h"
 
 #include <vector>
@@ -40,18 +41,24 @@ void pair(const char* op, const char* what, IntArrayRef v, int64_t (&out)[2]) {
   out[1] = v.back();
 }
 
-// The input as [N, C, H, W]; throws unless it is 3D or 4D with nonzero C, H and W.
+// The layout pooling reads `input` in and writes its results in, as PyTorch's pooling (its
+// suggest_memory_format): channels-last for a 4D input whose strides order the dims as NHWC.
+MemoryFormat pool_format(const Tensor& input) {
+  return input.dim() == 4 ? input.suggest_memory_format() : MemoryFormat::Contiguous;
+}
+
+// The input as [N, C, H, W], dense in pool_format (no copy when it already is); throws unless it
+// is 3D or 4D with nonzero C, H and W.
 Tensor batched(const char* op, const Tensor& input) {
   EMBER_CHECK((input.dim() == 3 || input.dim() == 4) && input.size(-1) > 0 && input.size(-2) > 0 &&
                   input.size(-3) > 0,
               op, ": expected a 3D or 4D input with non-zero channel and spatial sizes, but got ",
               "input of size ", input.sizes());
-  return (input.dim() == 3 ? input.unsqueeze(0) : input).contiguous();
+  return (input.dim() == 3 ? input.unsqueeze(0) : input).contiguous(pool_format(input));
 }
 
 // PyTorch's pooling_output_shape.
-int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation,
-                    bool ceil_mode) {
+int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
   int64_t num = in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
   int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
   if (ceil_mode && (out - 1) * stride >= in + pad) --out;
@@ -68,33 +75,29 @@ Pooled prepare(const char* op, const Tensor& input, IntArrayRef kernel_size, Int
                IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
   Pooled r{batched(op, input), Tensor(), {}};
   Pool2dParams& p = r.p;
+  p.memory_format = pool_format(input);
   pair(op, "kernel_size", kernel_size, p.kernel);
   pair(op, "stride", stride.empty() ? kernel_size : stride, p.stride);
   pair(op, "padding", padding, p.padding);
   pair(op, "dilation", dilation, p.dilation);
   for (int d = 0; d < 2; ++d) {
-    EMBER_CHECK(p.kernel[d] > 0, op, ": kernel_size must be greater than zero, but got ",
-                kernel_size);
+    EMBER_CHECK(p.kernel[d] > 0, op, ": kernel_size must be greater than zero, but got ", kernel_size);
     EMBER_CHECK(p.stride[d] > 0, op, ": stride must be greater than zero, but got ", stride);
     EMBER_CHECK(p.dilation[d] > 0, op, ": dilation must be greater than zero, but got ", dilation);
     EMBER_CHECK(p.padding[d] >= 0 && p.padding[d] <= p.kernel[d] / 2, op,
-                ": pad should be at least 0 and at most half of kernel size, but got padding ",
-                padding, " and kernel_size ", kernel_size);
+                ": pad should be at least 0 and at most half of kernel size, but got padding ", padding,
+                " and kernel_size ", kernel_size);
   }
   const int64_t c = r.x.size(1), h = r.x.size(2), w = r.x.size(3);
-  const int64_t ho =
-      pooled_size(h, p.kernel[0], p.padding[0], p.stride[0], p.dilation[0], ceil_mode);
-  const int64_t wo =
-      pooled_size(w, p.kernel[1], p.padding[1], p.stride[1], p.dilation[1], ceil_mode);
+  const int64_t ho = pooled_size(h, p.kernel[0], p.padding[0], p.stride[0], p.dilation[0], ceil_mode);
+  const int64_t wo = pooled_size(w, p.kernel[1], p.padding[1], p.stride[1], p.dilation[1], ceil_mode);
   EMBER_CHECK(ho > 0 && wo > 0, op, ": given input size (", c, " x ", h, " x ", w,
               "), the calculated output size (", c, " x ", ho, " x ", wo, ") is too small");
-  r.out = empty({r.x.size(0), c, ho, wo}, r.x.options());
+  r.out = empty({r.x.size(0), c, ho, wo}, r.x.options().memory_format(p.memory_format));
   return r;
 }
 
-Tensor unbatch(const Tensor& out, const Tensor& input) {
-  return input.dim() == 3 ? out.squeeze(0) : out;
-}
+Tensor unbatch(const Tensor& out, const Tensor& input) { return input.dim() == 3 ? out.squeeze(0) : out; }
 
 void check_float(const char* op, const Tensor& input) {
   EMBER_CHECK(is_floating_point(input.dtype()), op, ": expected a floating point input, but got ",
@@ -102,21 +105,29 @@ void check_float(const char* op, const Tensor& input) {
 }
 
 // max_pool2d's gradient: each output's gradient added at its window's argmax (a flat index into
-// the input's plane); a window that missed the input (index -1) sends none.
-Tensor max_pool_backward(const Tensor& gy, const Tensor& indices, IntArrayRef in_sizes) {
-  DimVector planes(in_sizes);
-  planes.pop_back();
-  planes.back() = in_sizes.back() * in_sizes[in_sizes.size() - 2];
-  Tensor index = indices.flatten(-2);
-  Tensor src = where(index >= 0, gy.flatten(-2), 0);
-  return scatter_add(zeros(planes, gy.options()), -1, index.clamp(0), src).view(in_sizes);
+// the input's plane); a window that missed the input (index -1) sends none. It scatters along
+// H * W of [..., C, H * W] views, or for channels-last of [N, H * W, C] views (NHWC memory as it
+// is), which gives an NHWC gradient.
+Tensor max_pool_backward(const Tensor& gy, const Tensor& indices, IntArrayRef in_sizes, bool channels_last) {
+  const int64_t h = in_sizes[in_sizes.size() - 2], w = in_sizes.back();
+  const int64_t dim = channels_last ? 1 : -1;
+  auto spatial = [&](const Tensor& t) {
+    return channels_last ? t.permute({0, 2, 3, 1}).flatten(1, 2) : t.flatten(-2);
+  };
+  Tensor index = spatial(indices);
+  Tensor src = where(index >= 0, spatial(gy), 0);
+  DimVector sizes(index.sizes());
+  sizes[channels_last ? 1 : sizes.size() - 1] = h * w;
+  Tensor gi = scatter_add(zeros(sizes, gy.options()), dim, index.clamp(0), src);
+  if (!channels_last) return gi.view(in_sizes);
+  return gi.view({in_sizes[0], h, w, in_sizes[1]}).permute({0, 3, 1, 2});
 }
 
 // avg_pool2d's gradient: each output's gradient over its window's divisor, spread over the
 // window: a transposed convolution of each plane by a kernel of ones. A ceil_mode window past
-// the end makes the transposed output longer than the input: the excess is cut off.
-Tensor avg_pool_backward(const Tensor& gy, IntArrayRef in_sizes, const Pool2dParams& p,
-                         bool ceil_mode) {
+// the end makes the transposed output longer than the input: the excess is cut off. The planes
+// are NCHW; a channels-last input gets its gradient copied into NHWC.
+Tensor avg_pool_backward(const Tensor& gy, IntArrayRef in_sizes, const Pool2dParams& p, bool ceil_mode) {
   const int64_t h = in_sizes[in_sizes.size() - 2], w = in_sizes.back();
   const int64_t ho = gy.size(-2), wo = gy.size(-1);
   Tensor g = gy.reshape({-1, 1, ho, wo});
@@ -124,8 +135,7 @@ Tensor avg_pool_backward(const Tensor& gy, IntArrayRef in_sizes, const Pool2dPar
     g = g * (1.0 / static_cast<double>(p.divisor));
   } else {
     // 1 / divisor per window: the mean of ones over the sum of ones, as the forward counts.
-    const TensorOptions options =
-        TensorOptions(nn_detail::compute_dtype(gy.dtype())).device(gy.device());
+    const TensorOptions options = TensorOptions(nn_detail::compute_dtype(gy.dtype())).device(gy.device());
     Tensor one = ones({1, 1, h, w}, options);
     IntArrayRef k(p.kernel, 2), s(p.stride, 2), pad(p.padding, 2);
     g = g * (avg_pool2d(one, k, s, pad, ceil_mode, p.count_include_pad) /
@@ -134,12 +144,13 @@ Tensor avg_pool_backward(const Tensor& gy, IntArrayRef in_sizes, const Pool2dPar
   }
   const int64_t full[2] = {(ho - 1) * p.stride[0] - 2 * p.padding[0] + p.kernel[0],
                            (wo - 1) * p.stride[1] - 2 * p.padding[1] + p.kernel[1]};
-  const int64_t output_padding[2] = {std::max<int64_t>(0, h - full[0]),
-                                     std::max<int64_t>(0, w - full[1])};
-  Tensor gi = conv_transpose2d(g, ones({1, 1, p.kernel[0], p.kernel[1]}, g.options()), Tensor(),
-                               IntArrayRef(p.stride, 2), IntArrayRef(p.padding, 2),
-                               IntArrayRef(output_padding, 2));
-  return gi.narrow(2, 0, h).narrow(3, 0, w).reshape(in_sizes);
+  const int64_t output_padding[2] = {std::max<int64_t>(0, h - full[0]), std::max<int64_t>(0, w - full[1])};
+  Tensor gi =
+      conv_transpose2d(g, ones({1, 1, p.kernel[0], p.kernel[1]}, g.options()), Tensor(),
+                       IntArrayRef(p.stride, 2), IntArrayRef(p.padding, 2), IntArrayRef(output_padding, 2));
+  DimVector full_sizes(in_sizes);
+  full_sizes.end()[-2] = gi.size(2), full_sizes.end()[-1] = gi.size(3);
+  return gi.reshape(full_sizes).narrow(-2, 0, h).narrow(-1, 0, w).contiguous(p.memory_format);
 }
 
 // The [out, in] matrix averaging each of adaptive_avg_pool2d's windows along one dim (the window
@@ -153,28 +164,40 @@ Tensor averaging_matrix(int64_t in, int64_t out, const TensorOptions& options) {
   return tensor(m, kFloat64).view({out, in}).to(options);
 }
 
+// adaptive_avg_pool2d's gradient, A_h^T @ gy @ A_w; for channels-last, the matrices are applied
+// to the [N, Ho, Wo * C] and [N * H, Wo, C] views of NHWC memory, which gives an NHWC gradient.
+Tensor adaptive_avg_pool_backward(const Tensor& gy, int64_t h, int64_t w, bool channels_last) {
+  const int64_t ho = gy.size(-2), wo = gy.size(-1);
+  Tensor ah = averaging_matrix(h, ho, gy.options()), aw = averaging_matrix(w, wo, gy.options());
+  if (!channels_last) return matmul(matmul(ah.t(), gy), aw);
+  const int64_t n = gy.size(0), c = gy.size(1);
+  Tensor t = matmul(ah.t(), gy.permute({0, 2, 3, 1}).reshape({n, ho, wo * c}));  // [N, H, Wo * C]
+  t = matmul(aw.t(), t.view({n * h, wo, c}));                                    // [N * H, W, C]
+  return t.view({n, h, w, c}).permute({0, 3, 1, 2});
+}
+
 // Both max pools; the indices are computed when returned or when backward needs them.
 std::tuple<Tensor, Tensor> max_pool(const char* op, bool return_indices, const Tensor& input,
-                                    IntArrayRef kernel_size, IntArrayRef stride,
-                                    IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+                                    IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                                    IntArrayRef dilation, bool ceil_mode) {
   EMBER_CHECK(input.dtype() != kBool, op, ": not supported for bool tensors");
   const bool grad = needs_grad({input});
   Tensor out, indices;
   {
-    NoGradGuard no_grad;  // the batched, contiguous input is internal
+    NoGradGuard no_grad;  // the batched, dense input is internal
     Pooled r = prepare(op, input, kernel_size, stride, padding, dilation, ceil_mode);
     if (return_indices || grad)
-      indices = empty(r.out.sizes(), TensorOptions(kInt64).device(input.device()));
+      indices =
+          empty(r.out.sizes(), TensorOptions(kInt64).device(input.device()).memory_format(r.p.memory_format));
     if (r.out.numel() > 0) max_pool2d_stub(input.device())(r.out, indices, r.x, r.p);
     out = unbatch(r.out, input);
     if (indices.defined()) indices = unbatch(indices, input);
   }
   if (grad)
     record(op, {input}, {out},
-           [si = SavedTensor(indices, true), sizes = DimVector(input.sizes())](
-               const GradContext& g) -> std::vector<Tensor> {
-             return {max_pool_backward(g.grad(), g(si), sizes)};
-           });
+           [si = SavedTensor(indices, true), sizes = DimVector(input.sizes()),
+            channels_last = pool_format(input) == MemoryFormat::ChannelsLast](const GradContext& g)
+               -> std::vector<Tensor> { return {max_pool_backward(g.grad(), g(si), sizes, channels_last)}; });
   return {out, indices};
 }
 
@@ -183,19 +206,16 @@ std::tuple<Tensor, Tensor> max_pool(const char* op, bool return_indices, const T
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size,
                                                    IntArrayRef stride, IntArrayRef padding,
                                                    IntArrayRef dilation, bool ceil_mode) {
-  return max_pool("max_pool2d_with_indices", true, input, kernel_size, stride, padding, dilation,
-                  ceil_mode);
+  return max_pool("max_pool2d_with_indices", true, input, kernel_size, stride, padding, dilation, ceil_mode);
 }
 
-Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
-                  IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
-  return std::get<0>(
-      max_pool("max_pool2d", false, input, kernel_size, stride, padding, dilation, ceil_mode));
+Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                  IntArrayRef dilation, bool ceil_mode) {
+  return std::get<0>(max_pool("max_pool2d", false, input, kernel_size, stride, padding, dilation, ceil_mode));
 }
 
-Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
-                  IntArrayRef padding, bool ceil_mode, bool count_include_pad,
-                  std::optional<int64_t> divisor_override) {
+Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                  bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
   check_float("avg_pool2d", input);
   EMBER_CHECK(!divisor_override || *divisor_override != 0, "avg_pool2d: divisor must be not zero");
   Tensor out;
@@ -222,23 +242,22 @@ Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
   int64_t size[2];
   pair(op, "output_size", output_size, size);
   EMBER_CHECK(size[0] >= 0 && size[1] >= 0, op,
-              ": elements of output_size must be greater than or equal to 0, but got ",
-              output_size);
+              ": elements of output_size must be greater than or equal to 0, but got ", output_size);
+  const MemoryFormat format = pool_format(input);
   Tensor out;
   {
     NoGradGuard no_grad;
     Tensor x = batched(op, input);
-    out = empty({x.size(0), x.size(1), size[0], size[1]}, x.options());
-    if (out.numel() > 0) adaptive_avg_pool2d_stub(input.device())(out, x);
+    out = empty({x.size(0), x.size(1), size[0], size[1]}, x.options().memory_format(format));
+    if (out.numel() > 0) adaptive_avg_pool2d_stub(input.device())(out, x, format);
     out = unbatch(out, input);
   }
   if (needs_grad({input}))
-    record(op, {input}, {out}, [h = input.size(-2), w = input.size(-1)](const GradContext& g) {
-      const Tensor& gy = g.grad();
-      Tensor ah = averaging_matrix(h, gy.size(-2), gy.options());
-      Tensor aw = averaging_matrix(w, gy.size(-1), gy.options());
-      return std::vector<Tensor>{matmul(matmul(ah.t(), gy), aw)};
-    });
+    record(op, {input}, {out},
+           [h = input.size(-2), w = input.size(-1),
+            channels_last = format == MemoryFormat::ChannelsLast](const GradContext& g) {
+             return std::vector<Tensor>{adaptive_avg_pool_backward(g.grad(), h, w, channels_last)};
+           });
   return out;
 }
 

@@ -2,7 +2,9 @@
 
 // 2D pooling with PyTorch's names, argument order and defaults, on [N, C, H, W] or unbatched
 // [C, H, W] inputs. Size arguments take one value for both dims or one per dim; an empty stride
-// means stride = kernel_size.
+// means stride = kernel_size. As in PyTorch, a 4D input that suggests channels-last
+// (suggest_memory_format) is pooled as NHWC without a copy, and its results (output, indices,
+// gradient) are channels-last; other inputs are pooled as contiguous NCHW.
 
 #include <optional>
 #include <tuple>
@@ -20,8 +22,7 @@ Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
 // window that dilation makes miss the input entirely gives -inf (the lowest integer) and -1.
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size,
                                                    IntArrayRef stride = {}, IntArrayRef padding = 0,
-                                                   IntArrayRef dilation = 1,
-                                                   bool ceil_mode = false);
+                                                   IntArrayRef dilation = 1, bool ceil_mode = false);
 // divisor_override replaces the window size as the divisor; count_include_pad counts the
 // zero padding (not the part of a ceil_mode window past it) in the window size.
 Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
@@ -33,14 +34,16 @@ Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size);
 struct Pool2dParams {
   int64_t kernel[2], stride[2], padding[2], dilation[2];
   bool count_include_pad;
-  int64_t divisor;  // avg_pool2d's divisor_override, 0 when none
+  int64_t divisor;             // avg_pool2d's divisor_override, 0 when none
+  MemoryFormat memory_format;  // of input, out and indices: Contiguous or ChannelsLast
 };
-// out [N, C, Ho, Wo] and input [N, C, H, W], both contiguous; indices (int64, like out) may be
-// undefined when not wanted. The adaptive kernel reads only out's shape.
+// out [N, C, Ho, Wo] and input [N, C, H, W], both dense in the memory format given (a
+// channels-last input, as PyTorch, is read as NHWC and gives NHWC results); indices (int64, like
+// out) may be undefined when not wanted. The adaptive kernel reads only out's shape.
 using MaxPool2dFn = void (*)(const Tensor& out, const Tensor& indices, const Tensor& input,
                              const Pool2dParams& p);
 using AvgPool2dFn = void (*)(const Tensor& out, const Tensor& input, const Pool2dParams& p);
-using AdaptiveAvgPool2dFn = void (*)(const Tensor& out, const Tensor& input);
+using AdaptiveAvgPool2dFn = void (*)(const Tensor& out, const Tensor& input, MemoryFormat memory_format);
 extern DispatchStub<MaxPool2dFn> max_pool2d_stub;
 extern DispatchStub<AvgPool2dFn> avg_pool2d_stub;
 extern DispatchStub<AdaptiveAvgPool2dFn> adaptive_avg_pool2d_stub;

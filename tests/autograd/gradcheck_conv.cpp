@@ -111,6 +111,35 @@ const GradcheckRegistrar registrar({
     {"adaptive_avg_pool2d",
      [](const Inputs& x) { return adaptive_avg_pool2d(x[0], {1, 7}); },
      {{2, 3, 5}}},
+    // Channels-last inputs, pooled as NHWC (gradcheck perturbs a contiguous input: fn converts).
+    {"max_pool2d",
+     [](const Inputs& x) { return max_pool2d(x[0].contiguous(MemoryFormat::ChannelsLast), 3, 2, 1); },
+     {{2, 3, 5, 5}},
+     -2,
+     2,
+     true},
+    {"max_pool2d_with_indices",
+     [](const Inputs& x) {
+       Tensor xl = x[0].contiguous(MemoryFormat::ChannelsLast);
+       return std::get<0>(max_pool2d_with_indices(xl, {2, 3}, {2, 1}, {1, 0}, 2, true));
+     },
+     {{1, 3, 6, 5}}},
+    {"avg_pool2d",
+     [](const Inputs& x) {
+       return avg_pool2d(x[0].contiguous(MemoryFormat::ChannelsLast), 3, 2, 1, true, false);
+     },
+     {{2, 3, 5, 6}},
+     -2,
+     2,
+     true},
+    {"adaptive_avg_pool2d",
+     [](const Inputs& x) {
+       return adaptive_avg_pool2d(x[0].contiguous(MemoryFormat::ChannelsLast), {3, 4});
+     },
+     {{2, 3, 5, 7}},
+     -2,
+     2,
+     true},
     // --- einsum ---
     {"einsum",
      [](const Inputs& x) { return einsum("ij,jk->ik", {x[0], x[1]}); },

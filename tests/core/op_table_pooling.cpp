@@ -22,8 +22,10 @@ std::vector<Sample> pool_samples(ScalarType dt,
     desc << IntArrayRef(shape) << " args " << IntArrayRef(args);
     out.push_back({{random_tensor(shape, dt), tensor(NestedList(args))}, desc.str()});
   }
-  out.push_back(
-      {{non_contiguous(out[0].inputs[0]), out[0].inputs[1]}, out[0].desc + " (non-contiguous)"});
+  out.push_back({{non_contiguous(out[0].inputs[0]), out[0].inputs[1]}, out[0].desc + " (non-contiguous)"});
+  // Pooled as NHWC (the first case is 4D).
+  out.push_back({{out[0].inputs[0].contiguous(MemoryFormat::ChannelsLast), out[0].inputs[1]},
+                 out[0].desc + " (channels-last)"});
   return out;
 }
 
@@ -77,8 +79,7 @@ std::vector<Sample> adaptive_samples(ScalarType dt) {
 
 // Window sums of up to 9 values accumulate in float32.
 const OpTableRegistrar registrar({
-    {"max_pool2d", max_samples,
-     [](const std::vector<Tensor>& in) { return std::get<0>(run_max(in)); }},
+    {"max_pool2d", max_samples, [](const std::vector<Tensor>& in) { return std::get<0>(run_max(in)); }},
     {"max_pool2d_with_indices", max_samples,
      [](const std::vector<Tensor>& in) { return std::get<1>(run_max(in)); }},
     {"avg_pool2d", avg_samples, run_avg, {kFloat32, kFloat64, kFloat16, kBFloat16}, 2},

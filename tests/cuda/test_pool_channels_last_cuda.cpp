@@ -1,0 +1,119 @@
+// Channels-last pooling on the GPU: an NHWC input (threads along C) gives NHWC outputs, indices
+// and gradients with the CPU's values and the GPU NCHW path's values; a transposed input takes the
+// contiguous path.
+#include <cmath>
+#include <functional>
+#include <iterator>
+
+#include "cuda_test_util.h"
+
+namespace ember::testing {
+namespace {
+
+class PoolChannelsLastCuda : public CudaTest {};
+
+using Pool = std::function<Tensor(const Tensor&)>;
+constexpr MemoryFormat kCL = MemoryFormat::ChannelsLast;
+
+::testing::AssertionResult is_nhwc(const Tensor& t) {
+  if (t.strides().equals(channels_last_strides("is_nhwc", t.sizes()))) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "strides " << t.strides() << " of sizes " << t.sizes() << " are not channels-last";
+}
+
+struct Case {
+  const char* name;
+  Pool fn;
+  bool max;  // exact, and integer dtypes too
+};
+
+const Case kCases[] = {
+    {"max_pool2d_with_indices values",
+     [](const Tensor& x) {
+       return std::get<0>(max_pool2d_with_indices(x, {3, 2}, {2, 1}, {1, 1}, {1, 2}, true));
+     },
+     true},
+    {"max_pool2d_with_indices indices",
+     [](const Tensor& x) {
+       return std::get<1>(max_pool2d_with_indices(x, {3, 2}, {2, 1}, {1, 1}, {1, 2}, true));
+     },
+     true},
+    {"max_pool2d 3, 2, 1", [](const Tensor& x) { return max_pool2d(x, 3, 2, 1); }, true},
+    {"avg_pool2d ceil_mode, no pad count",
+     [](const Tensor& x) { return avg_pool2d(x, 3, 2, 1, true, false); }, false},
+    {"avg_pool2d divisor 5", [](const Tensor& x) { return avg_pool2d(x, 2, 2, 1, false, true, 5); }, false},
+    {"adaptive_avg_pool2d 5x4",
+     [](const Tensor& x) {
+       return adaptive_avg_pool2d(x, {5, 4});
+     },
+     false},
+    {"adaptive_avg_pool2d global", [](const Tensor& x) { return adaptive_avg_pool2d(x, 1); }, false},
+};
+
+TEST_F(PoolChannelsLastCuda, ForwardMatchesCpuAndStaysChannelsLast) {
+  // 3 channels, 64 (two warps of channels per cell), 37 (a warp straddling cells).
+  for (const DimVector& shape : {DimVector{2, 3, 9, 8}, DimVector{2, 64, 14, 14}, DimVector{3, 37, 7, 6}}) {
+    for (const Case& c : kCases) {
+      std::vector<ScalarType> dtypes = {kFloat32, kFloat64, kFloat16, kBFloat16};
+      if (c.max) dtypes.push_back(kInt32), dtypes.push_back(kUInt8);
+      for (ScalarType dt : dtypes) {
+        SCOPED_TRACE(::testing::Message() << c.name << " " << IntArrayRef(shape) << " " << dt);
+        Tensor x = is_floating_point(dt) ? random_tensor(shape, dt) : randint(0, 100, shape).to(dt);
+        if (c.max && is_floating_point(dt)) x.view({-1}).narrow(0, 11, 2).fill_(std::nan(""));
+        Tensor xl = x.contiguous(kCL);
+        Tensor gx = xl.cuda();
+        ASSERT_TRUE(is_nhwc(gx));
+        Tensor got = c.fn(gx);
+        ASSERT_TRUE(got.is_cuda());
+        EXPECT_TRUE(is_nhwc(got));
+        const Tolerance tol = c.max ? Tolerance{0, 0} : cuda_tolerance(dt);
+        EXPECT_TRUE(assert_close(got.cpu(), c.fn(xl), tol));
+        // The GPU's NCHW kernel sums each window in the same order.
+        EXPECT_TRUE(assert_close(got.cpu(), c.fn(x.cuda()).cpu(), Tolerance{0, 0}));
+      }
+    }
+  }
+}
+
+TEST_F(PoolChannelsLastCuda, BackwardMatchesCpuWithChannelsLastGradients) {
+  const Pool differentiable[] = {
+      [](const Tensor& x) { return max_pool2d(x, 3, 2, 1); },
+      [](const Tensor& x) { return avg_pool2d(x, 3, 2, 1, true, false); },
+      [](const Tensor& x) {
+        return adaptive_avg_pool2d(x, {3, 4});
+      },
+  };
+  for (ScalarType dt : {kFloat64, kFloat32}) {
+    for (size_t i = 0; i < std::size(differentiable); ++i) {
+      SCOPED_TRACE(::testing::Message() << "op " << i << " " << dt);
+      const Pool& fn = differentiable[i];
+      Tensor x = random_tensor({2, 24, 7, 9}, dt).contiguous(kCL);
+      Tensor xc = x.clone().requires_grad_(), xg = x.cuda().requires_grad_();
+      Tensor yc = fn(xc), yg = fn(xg);
+      EXPECT_TRUE(is_nhwc(yg));
+      Tensor gy = random_tensor(yc.sizes(), dt);
+      Tensor ref = autograd::grad({yc}, {xc}, {gy})[0];
+      Tensor got = autograd::grad({yg}, {xg}, {gy.cuda()})[0];
+      EXPECT_TRUE(is_nhwc(ref));
+      EXPECT_TRUE(is_nhwc(got));
+      EXPECT_TRUE(assert_close(got.cpu(), ref, cuda_tolerance(dt)));
+    }
+  }
+}
+
+TEST_F(PoolChannelsLastCuda, TransposedInputTakesTheContiguousPath) {
+  Tensor x = random_tensor({2, 5, 6, 7}, kFloat32);
+  Tensor t = x.cuda().transpose(2, 3);
+  const std::pair<Tensor, Tensor> cases[] = {
+      {max_pool2d(t, 2), max_pool2d(x.transpose(2, 3), 2)},
+      {avg_pool2d(t, 3, 2, 1), avg_pool2d(x.transpose(2, 3), 3, 2, 1)},
+      {adaptive_avg_pool2d(t, {4, 3}), adaptive_avg_pool2d(x.transpose(2, 3), {4, 3})},
+  };
+  for (const auto& [got, ref] : cases) {
+    EXPECT_TRUE(got.is_contiguous());
+    EXPECT_TRUE(assert_close(got.cpu(), ref, cuda_tolerance(kFloat32)));
+  }
+}
+
+}  // namespace
+}  // namespace ember::testing
