@@ -5,7 +5,6 @@
 // state structs (max and sum, Welford moments) over a warp or a block.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <cuda_pipeline.h>
 
 #include <algorithm>
 #include <cuda/std/limits>
@@ -418,74 +417,6 @@ struct RowRegs {
   __device__ Acc<T> at(int k, int j) const { return to_acc(v[k]).v[j]; }
 };
 
-// The block's dynamic shared memory (the size given at launch).
-__device__ __forceinline__ void* dynamic_smem() {
-  extern __shared__ __align__(16) unsigned char smem[];
-  return smem;
-}
-
-// Rows a warp copies into shared memory (cp.async) while it works on earlier ones: a warp per
-// row is bound by the latency of its loads when it loads a row only once it needs it. Stage s
-// holds one row of each of kTensors tensors, each lane's vectors where RowRegs keeps them
-// (lanes fastest, so a warp's 16-byte accesses do not conflict); a lane reads back only what it
-// copied itself, so waiting for its own copies is all the synchronization there is.
-// In dynamic shared memory: kWarpBytes per warp of the block.
-template <class T, int VEC, int kTensors, int kStages>
-struct WarpRowStages {
-  static_assert(VEC * sizeof(T) == 16, "cp.async copies 16-byte vectors");
-  using R = RowRegs<T, VEC>;
-  using V = Vec<T, VEC>;
-  static constexpr int kSlots = R::kSlots;
-  static constexpr int kWarpBytes = kStages * kTensors * kSlots * kWarpSize * static_cast<int>(sizeof(V));
-
-  V* mine;  // the lane's first entry in its warp's stages
-  int lane;
-  int64_t nvec;
-
-  __device__ WarpRowStages(void* block_smem, int64_t nvec)
-      : mine(static_cast<V*>(block_smem) + threadIdx.x / kWarpSize * (kWarpBytes / sizeof(V)) +
-             threadIdx.x % kWarpSize),
-        lane(threadIdx.x % kWarpSize),
-        nvec(nvec) {}
-
-  __device__ V* entry(int s, int t, int k) const { return mine + ((s * kTensors + t) * kSlots + k) * kWarpSize; }
-
-  // Starts copying row `row` of each tensor of `src` (rows of nvec vectors) into stage s, none
-  // past the last row, and commits the copies as one group.
-  __device__ void fetch(int s, const T* const (&src)[kTensors], int64_t row, int64_t rows) const {
-    if (row < rows)
-#pragma unroll
-      for (int t = 0; t < kTensors; ++t)
-        for_each_slot<kSlots>(nvec, lane, kWarpSize, [&](int k, int64_t v) {
-          __pipeline_memcpy_async(entry(s, t, k), reinterpret_cast<const V*>(src[t] + row * nvec * VEC) + v,
-                                  sizeof(V));
-        });
-    __pipeline_commit();
-  }
-
-  // Tensor t's row in stage s, into registers.
-  __device__ void read(int s, int t, R& r) const {
-    for_each_slot<kSlots>(nvec, lane, kWarpSize, [&](int k, int64_t) { r.v[k] = *entry(s, t, k); });
-  }
-
-  // body(row, s) for the rows first, first + step, ... below `rows`, with row r in stage s once
-  // the body runs; the next kStages - 1 rows are on their way meanwhile.
-  template <class F>
-  __device__ void for_each_row(const T* const (&src)[kTensors], int64_t first, int64_t step, int64_t rows,
-                               F&& body) const {
-#pragma unroll
-    for (int s = 0; s < kStages - 1; ++s) fetch(s, src, first + s * step, rows);
-    int s = 0;
-    for (int64_t row = first; row < rows; row += step) {
-      // Into the stage the previous row used: its values were read and used before this point.
-      fetch((s + kStages - 1) % kStages, src, row + (kStages - 1) * step, rows);
-      __pipeline_wait_prior(kStages - 1);
-      body(row, s);
-      s = s + 1 == kStages ? 0 : s + 1;
-    }
-  }
-};
-
 // p[i, i + VEC) (i a multiple of VEC; p 16-byte aligned when VEC > 1), 16 bytes at a time:
 // per-column parameters (layer_norm's weight and bias) next to a row's vector of VEC elements.
 template <int VEC, class A>
@@ -526,21 +457,17 @@ int max_block_threads(K kernel) {
   return attr.maxThreadsPerBlock / kWarpSize * kWarpSize;
 }
 
-// Blocks of `kernel` that run at once on the current device at `threads` per block and
-// `dynamic_smem` bytes of dynamic shared memory, which the kernel is allowed first (past 48 KB it
-// must opt in). The runtime is asked once per kernel, block size, memory and device: the query is
-// host time on every launch else.
-inline int64_t resident_blocks(const void* kernel, int threads, int dynamic_smem = 0) {
+// Blocks of `kernel` that run at once on the current device at `threads` per block. The runtime
+// is asked once per kernel, block size and device: the query is host time on every launch else.
+inline int64_t resident_blocks(const void* kernel, int threads) {
   static std::mutex mu;
-  static std::map<std::tuple<const void*, int, int, int>, int64_t> cache;
+  static std::map<std::tuple<const void*, int, int>, int64_t> cache;
   const int device = current_device();
   std::lock_guard<std::mutex> lock(mu);
-  auto [it, added] = cache.try_emplace({kernel, threads, dynamic_smem, device}, 0);
+  auto [it, added] = cache.try_emplace({kernel, threads, device}, 0);
   if (added) {
-    if (dynamic_smem > 0)
-      EMBER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_smem));
     int per_sm = 0;
-    EMBER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, dynamic_smem));
+    EMBER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
     it->second = static_cast<int64_t>(std::max(per_sm, 1)) * get_device_properties(device).multi_processor_count;
   }
   return it->second;

@@ -44,51 +44,6 @@ void visit_param_type(ScalarType param, F&& f) {
     f(Acc<T>{});
 }
 
-// Rows of one warp each, in 16-byte vectors, come through shared memory (WarpRowStages): the
-// next row's loads are in flight while the warp reduces and writes the current one.
-constexpr int kStages = 2;
-template <class T, int VEC, RowSplit S>
-constexpr bool kStaged = S == RowSplit::kWarp && VEC * sizeof(T) == 16;
-
-// Dynamic shared memory of a block of `warps` warps of a kernel that stages kTensors rows.
-template <class T, int VEC, RowSplit S, int kTensors>
-int staged_smem(int warps) {
-  if constexpr (kStaged<T, VEC, S>)
-    return warps * WarpRowStages<T, VEC, kTensors, kStages>::kWarpBytes;
-  else
-    return 0;
-}
-
-// body(row, load) for the group's rows, where load(t, r) puts row `row` of src[t] into the
-// RowRegs r: from the warp's stages when the kernel stages rows, else straight from memory.
-template <class T, int VEC, RowSplit S, int kTensors, class F>
-__device__ __forceinline__ void for_each_group_row(const RowGroup<S>& grp, const T* const (&src)[kTensors],
-                                                   int64_t rows, int64_t N, F&& body) {
-  using R = RowRegs<T, VEC>;
-  if constexpr (kStaged<T, VEC, S>) {
-    const WarpRowStages<T, VEC, kTensors, kStages> stages(dynamic_smem(), N / VEC);
-    stages.for_each_row(src, grp.first, grp.step, rows, [&](int64_t row, int s) {
-      body(row, [&](int t, R& r) { stages.read(s, t, r); });
-    });
-  } else {
-    for (int64_t row = grp.first; row < rows; row += grp.step)
-      body(row, [&](int t, R& r) { r.load(src[t] + row * N, N / VEC, grp.t, grp.g); });
-  }
-}
-
-// Launches kernel_of(split) over rows of N elements (launch_row_kernel's choice of split) with a
-// kernel's shared memory for staging kTensors rows, on as many blocks as run at once (at most
-// one per group of rows): each group then takes rows at a stride. launch(kernel, split, grid,
-// threads, smem).
-template <class T, int VEC, int kTensors, class KernelOf, class F>
-void launch_rows_of(int64_t rows, int64_t N, int warps, KernelOf&& kernel_of, F&& launch) {
-  launch_row_kernel<T>(rows, N, warps, kernel_of, [&](auto kernel, auto split, unsigned grid, int threads) {
-    const int smem = staged_smem<T, VEC, decltype(split)::value, kTensors>(threads / kWarpSize);
-    const int64_t resident = resident_blocks(reinterpret_cast<const void*>(kernel), threads, smem);
-    launch(kernel, split, static_cast<unsigned>(std::min<int64_t>(grid, resident)), threads, smem);
-  });
-}
-
 // Rows of N contiguous elements, split as RowSplit S says; `out` null computes the moments only
 // (row_moments). A row in registers gets its mean, then the sum of squared deviations from it
 // (exact, and no division per element as in Welford's update); a longer row Welford moments,
@@ -98,15 +53,14 @@ __global__ void layer_norm_kernel(T* out, Acc<T>* mean, Acc<T>* rstd, const T* x
                                   int64_t rows, int64_t N, double eps) {
   using A = Acc<T>;
   using R = RowRegs<T, VEC>;
-  constexpr int kSlots = R::kSlots;
   __shared__ Welford<A> shared[kWarpSize];
   __shared__ A shared_acc[kWarpSize];
   const RowGroup<S> grp;
   const int64_t nvec = N / VEC;
-  for_each_group_row<T, VEC>(grp, {x}, rows, N, [&](int64_t row, auto&& load) {
+  for (int64_t row = grp.first; row < rows; row += grp.step) {
     const T* xr = x + row * N;
     A mu, m2;
-    Vec<A, VEC> xa[kSlots];  // the row in the compute type, converted once
+    R r;
     if constexpr (S == RowSplit::kBlockTwoPass) {
       Welford<A> st = Welford<A>::identity();
       for_each_in_row<T, VEC>(xr, N, grp.t, grp.g, [&](int64_t, A v) { st.add(v); });
@@ -115,44 +69,42 @@ __global__ void layer_norm_kernel(T* out, Acc<T>* mean, Acc<T>* rstd, const T* x
       mu = N > 0 ? st.mean : quiet_nan<A>();
       m2 = st.m2;
     } else {
-      R r;
-      load(0, r);
+      r.load(xr, nvec, grp.t, grp.g);
       A sum = A(0), sq = A(0);
-      for_each_slot<kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
-        xa[k] = to_acc(r.v[k]);
+      for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) sum += xa[k].v[j];
+        for (int j = 0; j < VEC; ++j) sum += r.at(k, j);
       });
       mu = grp.allreduce(sum, SumOp{}, A(0), shared_acc) / static_cast<A>(N);  // 0 / 0 for an empty row
-      for_each_slot<kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
+      for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) sq += (xa[k].v[j] - mu) * (xa[k].v[j] - mu);
+        for (int j = 0; j < VEC; ++j) sq += (r.at(k, j) - mu) * (r.at(k, j) - mu);
       });
       m2 = grp.allreduce(sq, SumOp{}, A(0), shared_acc);
     }
     const A rs = A(1) / sqrt(m2 / static_cast<A>(N) + static_cast<A>(eps));
     if (grp.t == 0) mean[row] = mu, rstd[row] = rs;
-    if (!out) return;
+    if (!out) continue;
     if constexpr (S == RowSplit::kBlockTwoPass) {
       map_row<T, VEC>(xr, out + row * N, N, grp.t, grp.g, Normalize<A, P>{mu, rs, w, b});
     } else {
       auto* po = reinterpret_cast<Vec<T, VEC>*>(out + row * N);
-      for_each_slot<kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
-        Vec<Acc<P>, VEC> wa, ba;
-        if (w) wa = to_acc(load_columns<VEC>(w, v * VEC));
-        if (b) ba = to_acc(load_columns<VEC>(b, v * VEC));
+      for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
+        Vec<P, VEC> wv, bv;
+        if (w) wv = load_columns<VEC>(w, v * VEC);
+        if (b) bv = load_columns<VEC>(b, v * VEC);
         Vec<T, VEC> o;
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {
-          A y = (xa[k].v[j] - mu) * rs;
-          if (w) y *= wa.v[j];
-          if (b) y += ba.v[j];
+          A y = (r.at(k, j) - mu) * rs;
+          if (w) y *= to_acc(wv.v[j]);
+          if (b) y += to_acc(bv.v[j]);
           o.v[j] = from_acc<T>(y);
         }
         po[v] = o;
       });
     }
-  });
+  }
 }
 
 template <class T, class P>
@@ -168,11 +120,11 @@ void launch_layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd
   const P* pb = b.defined() ? static_cast<const P*>(b.data_ptr()) : nullptr;
   cudaStream_t stream = current_stream();
   with_vector_width<T>(N, {po, px, pw, pb}, [&](auto vec) {
-    constexpr int VEC = decltype(vec)::value;
-    launch_rows_of<T, VEC, 1>(
-        rows, N, kWarpsPerBlock, [](auto split) { return layer_norm_kernel<T, P, VEC, decltype(split)::value>; },
-        [&](auto kernel, auto, unsigned grid, int threads, int smem) {
-          kernel<<<grid, threads, smem, stream>>>(po, pm, pr, px, pw, pb, rows, N, eps);
+    launch_row_kernel<T>(
+        rows, N, kWarpsPerBlock,
+        [](auto split) { return layer_norm_kernel<T, P, decltype(vec)::value, decltype(split)::value>; },
+        [&](auto kernel, auto, unsigned grid, int threads) {
+          kernel<<<grid, threads, 0, stream>>>(po, pm, pr, px, pw, pb, rows, N, eps);
         });
   });
 }
@@ -201,6 +153,9 @@ void row_moments_cuda(const Tensor& mean, const Tensor& rstd, const Tensor& x, d
 // its column sums in a [blocks, 2, N] buffer that a second kernel adds up. Rows too long for registers are read twice for dx, and a separate kernel sums dw and
 // db. ---
 
+// Warps per block of the warp-per-row backward: each adds its column sums in 8 KB of shared memory.
+constexpr int kBackwardWarps = 4;
+
 // Row sums of gxhat and gxhat * xhat, reduced together.
 template <class A>
 struct RowSums {
@@ -218,6 +173,60 @@ struct RowSumsCombine {
   }
 };
 
+// dw and db column sums of a warp-per-row block, in shared memory with a copy per warp: in
+// registers they would take 64 of the kernel's registers and a third of the warps an SM holds.
+// A thread owns its entries (no synchronization until the end); entries are 16-byte vectors
+// with lanes fastest, so a warp's accesses do not conflict. [warp][dw, db][slot][part][lane].
+template <class A, int VEC, int kSlots>
+struct SharedColumnSums {
+  static constexpr int kPer = VEC * sizeof(A) >= 16 ? static_cast<int>(16 / sizeof(A)) : VEC;
+  static constexpr int kParts = VEC / kPer;
+  static constexpr int kEntries = kSlots * kParts * kWarpSize;  // per warp and sum
+  using E = Vec<A, kPer>;
+
+  // This thread's entries in `all` (the block's), zeroed.
+  __device__ static E* own(E* all) {
+    E* mine = all + threadIdx.x / kWarpSize * 2 * kEntries + threadIdx.x % kWarpSize;
+    E zero;
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) zero.v[j] = A(0);
+#pragma unroll
+    for (int e = 0; e < 2 * kEntries; e += kWarpSize) mine[e] = zero;
+    return mine;
+  }
+
+  // Adds a slot's VEC terms of each sum to the thread's entries.
+  __device__ static void add(E* mine, int k, const A (&tw)[VEC], const A (&tb)[VEC]) {
+#pragma unroll
+    for (int q = 0; q < kParts; ++q) {
+      E& ew = mine[(k * kParts + q) * kWarpSize];
+      E& eb = mine[kEntries + (k * kParts + q) * kWarpSize];
+      E w = ew, b = eb;
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) w.v[j] += tw[q * kPer + j], b.v[j] += tb[q * kPer + j];
+      ew = w, eb = b;
+    }
+  }
+
+  // After a __syncthreads: the block's sums over its `warps`, in warp order (the result does not
+  // vary from run to run), into out = [dw | db] of N columns.
+  __device__ static void write(const E* all, int warps, A* out, int64_t N) {
+    for (int e = threadIdx.x; e < 2 * kEntries; e += blockDim.x) {
+      const int which = e / kEntries, lane = e % kWarpSize, kq = e % kEntries / kWarpSize;
+      const int64_t c = (static_cast<int64_t>(kq / kParts) * kWarpSize + lane) * VEC + kq % kParts * kPer;
+      if (c >= N) continue;
+      E sum = all[e];
+      for (int w = 1; w < warps; ++w) {
+        const E& more = all[w * 2 * kEntries + e];
+#pragma unroll
+        for (int j = 0; j < kPer; ++j) sum.v[j] += more.v[j];
+      }
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) out[which * N + c + j] = sum.v[j];
+    }
+  }
+};
+
 // Rows of N contiguous elements, split as RowSplit S says. Writes dx unless null; with `partial`
 // (rows in registers only), sums gy * xhat and gy over the block's rows into
 // partial[blockIdx.x] = [dw | db]. w is of type P.
@@ -228,16 +237,25 @@ __global__ void layer_norm_backward_kernel(T* dx, Acc<T>* partial, const T* gy, 
   using A = Acc<T>;
   using R = RowRegs<T, VEC>;
   constexpr bool kInRegs = S != RowSplit::kBlockTwoPass;
-  // A thread's column sums of dw and db, over its group's rows.
-  constexpr int kCols = kInRegs ? kRowRegs<T> : 1;
+  // Column sums: a warp-per-row block's in shared memory, a block-per-row group's in registers
+  // (a row of a block's sums would not fit in shared memory).
+  constexpr bool kSharedSums = S == RowSplit::kWarp;
+  using Shared = SharedColumnSums<A, VEC, R::kSlots>;
+  constexpr int kCols = kInRegs && !kSharedSums ? kRowRegs<T> : 1;
   __shared__ RowSums<A> shared[kWarpSize];
+  __shared__ typename Shared::E shared_sums[kSharedSums ? kBackwardWarps * 2 * Shared::kEntries : 1];
   const RowGroup<S> grp;
   const int64_t nvec = N / VEC;
   A acc_w[kCols], acc_b[kCols];
+  [[maybe_unused]] typename Shared::E* own_sums = nullptr;
+  if constexpr (kSharedSums) {
+    own_sums = Shared::own(shared_sums);
+  } else {
 #pragma unroll
-  for (int j = 0; j < kCols; ++j) acc_w[j] = acc_b[j] = A(0);
+    for (int j = 0; j < kCols; ++j) acc_w[j] = acc_b[j] = A(0);
+  }
 
-  for_each_group_row<T, VEC>(grp, {gy, x}, rows, N, [&](int64_t row, auto&& load) {
+  for (int64_t row = grp.first; row < rows; row += grp.step) {
     const T* gr = gy + row * N;
     const T* xr = x + row * N;
     const A mu = mean[row], rs = rstd[row];
@@ -247,43 +265,44 @@ __global__ void layer_norm_backward_kernel(T* dx, Acc<T>* partial, const T* gy, 
     RowSums<A> s = RowSums<A>::identity();
     if constexpr (kInRegs) {
       R gk, xk;
-      load(0, gk);
-      load(1, xk);
-      // gxhat and xhat of slot k's elements, with w read as vectors.
-      auto slot = [&](int k, int64_t v, Vec<A, VEC>& gxh, Vec<A, VEC>& xh) {
-        Vec<Acc<P>, VEC> wa;
-        if (w) {
-          wa = to_acc(load_columns<VEC>(w, v * VEC));
-        } else {
+      gk.load(gr, nvec, grp.t, grp.g);
+      xk.load(xr, nvec, grp.t, grp.g);
+      // gxhat of slot k's elements, with w read as vectors.
+      auto gxhat_slot = [&](int k, int64_t v) {
+        Vec<P, VEC> wv;
+        if (w) wv = load_columns<VEC>(w, v * VEC);
+        Vec<A, VEC> r;
 #pragma unroll
-          for (int j = 0; j < VEC; ++j) wa.v[j] = Acc<P>(1);
-        }
-        const Vec<A, VEC> g = to_acc(gk.v[k]), xv = to_acc(xk.v[k]);
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) gxh.v[j] = g.v[j] * wa.v[j], xh.v[j] = xhat(xv.v[j]);
-        return g;
+        for (int j = 0; j < VEC; ++j) r.v[j] = w ? gk.at(k, j) * to_acc(wv.v[j]) : gk.at(k, j);
+        return r;
       };
       for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
-        Vec<A, VEC> gxh, xh;
-        const Vec<A, VEC> g = slot(k, v, gxh, xh);
+        const Vec<A, VEC> gxh = gxhat_slot(k, v);
+        A tw[VEC], tb[VEC];  // the slot's terms of dw and db
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {
-          s.a += gxh.v[j], s.b += gxh.v[j] * xh.v[j];
-          // The column sums of db and dw (added up whether or not they are wanted: no branch).
-          acc_b[k * VEC + j] += g.v[j], acc_w[k * VEC + j] += g.v[j] * xh.v[j];
+          const A xh = xhat(xk.at(k, j));
+          s.a += gxh.v[j], s.b += gxh.v[j] * xh;
+          tb[j] = gk.at(k, j), tw[j] = tb[j] * xh;
+        }
+        if (!partial) return;
+        if constexpr (kSharedSums) {
+          Shared::add(own_sums, k, tw, tb);
+        } else {
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) acc_w[k * VEC + j] += tw[j], acc_b[k * VEC + j] += tb[j];
         }
       });
-      if (!dx) return;
+      if (!dx) continue;
       s = grp.allreduce(s, RowSumsCombine{}, shared);
       // dx = rs * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat)) as two multiply-adds.
       const A c0 = -rs * (s.a / static_cast<A>(N)), c1 = -rs * (s.b / static_cast<A>(N));
       auto* pdx = reinterpret_cast<Vec<T, VEC>*>(dx + row * N);
       for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
-        Vec<A, VEC> gxh, xh;
-        slot(k, v, gxh, xh);
+        const Vec<A, VEC> gxh = gxhat_slot(k, v);
         Vec<T, VEC> o;
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) o.v[j] = from_acc<T>(fma(gxh.v[j], rs, fma(xh.v[j], c1, c0)));
+        for (int j = 0; j < VEC; ++j) o.v[j] = from_acc<T>(fma(gxh.v[j], rs, fma(xhat(xk.at(k, j)), c1, c0)));
         pdx[v] = o;
       });
     } else {
@@ -296,25 +315,13 @@ __global__ void layer_norm_backward_kernel(T* dx, Acc<T>* partial, const T* gy, 
       map_rows<T, VEC>(gr, xr, dx + row * N, N, grp.t, grp.g,
                        [&](int64_t c, A gv, A xv) { return rs * (gxhat(c, gv) - ma - xhat(xv) * mb); });
     }
-  });
+  }
   if constexpr (kInRegs) {
     if (!partial) return;
     A* pw = partial + blockIdx.x * 2 * N;  // the block's column sums, then db's N
-    if constexpr (S == RowSplit::kWarp) {
-      // The block's warps add theirs in turn (warp order: the result does not vary from run to
-      // run), in place in its part of `partial`.
-      for (int warp = 0; warp < static_cast<int>(blockDim.x / kWarpSize); ++warp) {
-        if (threadIdx.x / kWarpSize == warp)
-          for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
-#pragma unroll
-            for (int j = 0; j < VEC; ++j) {
-              const int64_t c = v * VEC + j;
-              pw[c] = warp == 0 ? acc_w[k * VEC + j] : pw[c] + acc_w[k * VEC + j];
-              pw[N + c] = warp == 0 ? acc_b[k * VEC + j] : pw[N + c] + acc_b[k * VEC + j];
-            }
-          });
-        __syncthreads();
-      }
+    if constexpr (kSharedSums) {
+      __syncthreads();
+      Shared::write(shared_sums, blockDim.x / kWarpSize, pw, N);
     } else {
       for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
 #pragma unroll
@@ -385,18 +392,20 @@ void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor
   int64_t splits = 0;
   bool fused = false;
   with_vector_width<T>(N, {pdx, pgy, px, pw}, [&](auto vec) {
-    constexpr int VEC = decltype(vec)::value;
-    launch_rows_of<T, VEC, 2>(
-        rows, N, kWarpsPerBlock,
-        [](auto split) { return layer_norm_backward_kernel<T, P, VEC, decltype(split)::value>; },
-        [&](auto kernel, auto split, unsigned grid, int threads, int smem) {
-          fused = params && decltype(split)::value != RowSplit::kBlockTwoPass;
+    launch_row_kernel<T>(
+        rows, N, kBackwardWarps,
+        [](auto split) {
+          return layer_norm_backward_kernel<T, P, decltype(vec)::value, decltype(split)::value>;
+        },
+        [&](auto kernel, auto split, unsigned grid, int threads) {
+          constexpr RowSplit S = decltype(split)::value;
+          fused = params && S != RowSplit::kBlockTwoPass;
           if (!pdx && !fused) return;
-          // Each block adds up its rows' column sums in registers.
-          splits = grid;
+          // As many blocks as run at once: each adds up its rows' column sums in registers.
+          splits = std::min<int64_t>(grid, resident_blocks(reinterpret_cast<const void*>(kernel), threads));
           if (fused) partial = empty({splits, 2, N}, mean.options());
-          kernel<<<grid, threads, smem, stream>>>(pdx, fused ? static_cast<A*>(partial.data_ptr()) : nullptr, pgy,
-                                                   px, pm, pr, pw, rows, N);
+          kernel<<<static_cast<unsigned>(splits), threads, 0, stream>>>(
+              pdx, fused ? static_cast<A*>(partial.data_ptr()) : nullptr, pgy, px, pm, pr, pw, rows, N);
         });
   });
   if (!params) return;
