@@ -60,18 +60,18 @@ __global__ void softmax_rows_kernel(T* out, const T* in, int64_t rows, int64_t K
       A m = -infinity<A>(), s = A(0);
       for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) m = MaxOp{}(m, r.at(k, j));
+        for (int j = 0; j < VEC; ++j) m = MaxOp{}(m, r.acc(k).v[j]);
       });
       m = grp.allreduce(m, MaxOp{}, -infinity<A>(), shared_acc);
       T* o = out + row * K;
       if (log) {  // x - (m + log s): the sum's terms are not kept
         for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
 #pragma unroll
-          for (int j = 0; j < VEC; ++j) s += numerator<T>(r.at(k, j), m);
+          for (int j = 0; j < VEC; ++j) s += numerator<T>(r.acc(k).v[j], m);
         });
         const SoftmaxOut<A> f({m, grp.allreduce(s, SumOp{}, A(0), shared_acc)}, true);
         store_slots<T, VEC, R::kSlots>(o, nvec, grp.t, grp.g,
-                                       [&](int64_t, int k, int j) { return r.at(k, j) - f.shift; });
+                                       [&](int64_t, int k, int j) { return r.acc(k).v[j] - f.shift; });
       } else {  // exp(x - m) / s: each exp taken once and kept, over x for float and double
         [[maybe_unused]] A kept[std::is_same_v<T, A> ? 1 : R::kSlots][VEC];
         auto e = [&](int k, int j) -> A& {
@@ -82,10 +82,11 @@ __global__ void softmax_rows_kernel(T* out, const T* in, int64_t rows, int64_t K
         };
         for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
 #pragma unroll
-          for (int j = 0; j < VEC; ++j) s += e(k, j) = numerator<T>(r.at(k, j), m);
+          for (int j = 0; j < VEC; ++j) s += e(k, j) = numerator<T>(r.acc(k).v[j], m);
         });
         const SoftmaxOut<A> f({m, grp.allreduce(s, SumOp{}, A(0), shared_acc)}, false);
-        store_slots<T, VEC, R::kSlots>(o, nvec, grp.t, grp.g, [&](int64_t, int k, int j) { return e(k, j) * f.inv; });
+        store_slots<T, VEC, R::kSlots>(o, nvec, grp.t, grp.g,
+                                       [&](int64_t, int k, int j) { return e(k, j) * f.inv; });
       }
     }
   }
@@ -168,11 +169,11 @@ __global__ void softmax_backward_rows_kernel(T* gx, const T* gy, const T* y, int
       yv.load(yr, nvec, grp.t, grp.g);
       for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) s += backward_term(gv.at(k, j), yv.at(k, j), log);
+        for (int j = 0; j < VEC; ++j) s += backward_term(gv.acc(k).v[j], yv.acc(k).v[j], log);
       });
       s = grp.allreduce(s, SumOp{}, A(0), shared);
       store_slots<T, VEC, R::kSlots>(gx + row * K, nvec, grp.t, grp.g, [&](int64_t, int k, int j) {
-        return backward_out(gv.at(k, j), yv.at(k, j), s, log);
+        return backward_out(gv.acc(k).v[j], yv.acc(k).v[j], s, log);
       });
     }
   }
