@@ -2,10 +2,11 @@
 //  - on one device: a memcpy when both sides are dense in the same order, else the elementwise
 //    launcher (raw element moves for one dtype, 16-byte vectorized casts between the floats of
 //    mixed precision, converting strided loads for the rest);
-//  - host <-> device: cudaMemcpyAsync on the current stream when both sides are contiguous with
-//    one dtype, waited for unless non_blocking with a pinned host side; anything else is staged
-//    (a contiguous temporary of the destination's dtype on the source's device, the transfer, then
-//    a copy into the strided destination on its device);
+//  - host <-> device: cudaMemcpyAsync on the current stream when both sides are dense with one
+//    dtype and the same strides (contiguous, channels-last, any order of dims), waited for unless
+//    non_blocking with a pinned host side; anything else is staged (a temporary of the
+//    destination's dtype, and its layout when that is dense, on the source's device, the
+//    transfer, then for a destination that is not dense a copy into it on its device);
 //  - between GPUs: cudaMemcpyPeerAsync, staged the same way.
 #include <cstring>
 
@@ -53,10 +54,18 @@ bool is_pinned(const void* p) {
   return attr.type == cudaMemoryTypeHost;
 }
 
-// Both sides contiguous, of one dtype and shape: a plain byte copy.
+// Both sides of one dtype, shape and dense layout (the same strides): a plain byte copy.
 bool is_direct(const Tensor& dst, const Tensor& src) {
-  return dst.dtype() == src.dtype() && dst.sizes().equals(src.sizes()) && dst.is_contiguous() &&
-         src.is_contiguous();
+  return dst.dtype() == src.dtype() && dst.sizes().equals(src.sizes()) && dst.strides().equals(src.strides()) &&
+         dst.is_non_overlapping_and_dense();
+}
+
+// A temporary on `device` that a copy to dst goes through: dst's dtype, and its strides when
+// dst is dense (a channels-last tensor moves as its bytes), else contiguous.
+Tensor staging_for(const Tensor& dst, Device device) {
+  TensorOptions options = TensorOptions(dst.dtype()).device(device);
+  return dst.is_non_overlapping_and_dense() ? empty_strided(dst.sizes(), dst.strides(), options)
+                                            : empty(dst.sizes(), options);
 }
 
 // The vectorized casts: every pair of float32, float16 and bfloat16.
@@ -106,9 +115,9 @@ void device_copy(const Tensor& dst, const Tensor& src) {
 // dst = src where one side is on the CPU.
 void host_device_copy(const Tensor& dst, const Tensor& src, bool non_blocking) {
   if (!is_direct(dst, src)) {
-    Tensor staged = empty(dst.sizes(), TensorOptions(dst.dtype()).device(src.device()));
+    Tensor staged = staging_for(dst, src.device());
     copy_stub(src.device())(staged, src, false);
-    if (dst.is_contiguous()) return host_device_copy(dst, staged, non_blocking);
+    if (is_direct(dst, staged)) return host_device_copy(dst, staged, non_blocking);
     Tensor landed = empty(dst.sizes(), dst.options());
     host_device_copy(landed, staged, non_blocking);
     copy_stub(dst.device())(dst, landed, false);
@@ -126,12 +135,12 @@ void host_device_copy(const Tensor& dst, const Tensor& src, bool non_blocking) {
 // destination's current stream.
 void peer_copy(const Tensor& dst, int dst_dev, const Tensor& src, int src_dev, bool non_blocking) {
   if (!is_direct(dst, src)) {
-    Tensor staged = empty(dst.sizes(), TensorOptions(dst.dtype()).device(Device(kCUDA, src_dev)));
+    Tensor staged = staging_for(dst, Device(kCUDA, src_dev));
     {
       DeviceGuard g(src_dev);
       device_copy(staged, src);
     }
-    if (dst.is_contiguous()) return peer_copy(dst, dst_dev, staged, src_dev, non_blocking);
+    if (is_direct(dst, staged)) return peer_copy(dst, dst_dev, staged, src_dev, non_blocking);
     Tensor landed = empty(dst.sizes(), dst.options());
     peer_copy(landed, dst_dev, staged, src_dev, non_blocking);
     DeviceGuard g(dst_dev);

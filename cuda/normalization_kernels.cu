@@ -357,8 +357,10 @@ __global__ void layer_norm_param_partial_kernel(Acc<T>* partial, const T* gy, co
 
 // dw[c] and db[c] (of type P) = the sums over the `splits` blocks of partial [splits, 2, N]: a
 // block of threads (kSumCols, kSumRows) takes kSumCols columns (one 32-byte sector of floats) down
-// all the splits, so that N / kSumCols blocks spread over the SMs.
-constexpr int kSumCols = 8, kSumRows = 32;
+// all the splits, so that N / kSumCols blocks spread over the SMs, each thread with a few rows of
+// independent loads; its rows' sums meet in a tree (a fixed order: the result does not vary from
+// run to run).
+constexpr int kSumCols = 8, kSumRows = 128;
 template <class A, class P>
 __global__ void column_sum_kernel(P* dw, P* db, const A* partial, int64_t splits, int64_t N) {
   __shared__ RowSums<A> shared[kSumRows][kSumCols];
@@ -368,11 +370,15 @@ __global__ void column_sum_kernel(P* dw, P* db, const A* partial, int64_t splits
     for (int64_t s = threadIdx.y; s < splits; s += kSumRows)
       st = {st.a + partial[s * 2 * N + c], st.b + partial[s * 2 * N + N + c]};
   shared[threadIdx.y][threadIdx.x] = st;
-  __syncthreads();
+  for (int half = kSumRows / 2; half > 0; half /= 2) {
+    __syncthreads();
+    if (threadIdx.y < half)
+      shared[threadIdx.y][threadIdx.x] =
+          RowSumsCombine{}(shared[threadIdx.y][threadIdx.x], shared[threadIdx.y + half][threadIdx.x]);
+  }
   if (threadIdx.y > 0 || c >= N) return;
-  for (int y = 1; y < kSumRows; ++y) st = RowSumsCombine{}(st, shared[y][threadIdx.x]);
-  if (dw) dw[c] = from_acc<P>(st.a);
-  if (db) db[c] = from_acc<P>(st.b);
+  if (dw) dw[c] = from_acc<P>(shared[0][threadIdx.x].a);
+  if (db) db[c] = from_acc<P>(shared[0][threadIdx.x].b);
 }
 
 template <class T, class P>

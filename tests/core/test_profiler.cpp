@@ -86,8 +86,8 @@ TEST(Profiler, NestedCallsCountSelfTime) {
   test_outer_stub(kCPU)(1.0);
   prof.stop();
   KeyAverages avg = prof.key_averages();
-  const FunctionEventAvg& outer = entry(avg, "test_outer");
-  const FunctionEventAvg& inner = entry(avg, "test_inner");
+  const FunctionEventAvg outer = entry(avg, "test_outer");
+  const FunctionEventAvg inner = entry(avg, "test_inner");
   EXPECT_EQ(outer.count, 2);
   EXPECT_EQ(inner.count, 4);
   // Each inner call spins 3 ms, each outer 1 ms itself: lower bounds only (the machine may be slow).

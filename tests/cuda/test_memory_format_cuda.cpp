@@ -1,7 +1,10 @@
-// Channels-last on the GPU: moving an NHWC tensor to the device keeps its layout; elementwise
-// results (unary, binary with a bias or a scalar, where, dropout) are NHWC with the CPU's values;
-// dropout draws the CPU's mask for an NHWC input; a Conv2d converted by Module::to(ChannelsLast)
-// trains with NHWC outputs and gradients and keeps the fused optimizer step.
+// Channels-last on the GPU: moving an NHWC tensor to the device keeps its layout and moves its
+// bytes with no staging copy; elementwise results (unary, binary with a bias or a scalar, where,
+// dropout) are NHWC with the CPU's values; dropout draws the CPU's mask for an NHWC input; a
+// Conv2d converted by Module::to(ChannelsLast) trains with NHWC outputs and gradients and keeps
+// the fused optimizer step.
+#include <ember/cuda/caching_allocator.h>
+
 #include "cuda_test_util.h"
 
 namespace ember::testing {
@@ -38,6 +41,27 @@ TEST_F(MemoryFormatCuda, ElementwiseResultsStayChannelsLast) {
   inplace.mul_(gy).add_(bias.cuda());
   EXPECT_EQ(inplace.strides().vec(), kNhwc);
   EXPECT_TRUE(assert_close(inplace.cpu(), x * y + bias, cuda_tolerance(kFloat32)));
+}
+
+// Host to device and back, an NHWC tensor is one transfer of its bytes: the GPU holds nothing but
+// the result at any time (a contiguous staging copy there would double the peak).
+TEST_F(MemoryFormatCuda, ChannelsLastMovesAsItsBytes) {
+  Tensor x = random_tensor({8, 16, 32, 32}, kFloat32).contiguous(kCL);
+  cuda::synchronize();
+  cuda::reset_peak_memory_stats();
+  const size_t before = cuda::memory_allocated();
+  Tensor g = x.cuda();
+  EXPECT_EQ(cuda::max_memory_allocated() - before, g.nbytes());
+  EXPECT_TRUE(g.is_contiguous(kCL));
+  Tensor back = g.cpu();
+  EXPECT_TRUE(back.is_contiguous(kCL));
+  EXPECT_CLOSE(back, x);
+  // A layout that is not dense still goes through a staging copy, to the same values.
+  Tensor strided = x.slice(3, 0, 32, 2);
+  EXPECT_CLOSE(strided.cuda().cpu(), strided);
+  Tensor landed = empty_like(g).slice(3, 0, 32, 2);
+  landed.copy_(strided);
+  EXPECT_CLOSE(landed.cpu(), strided);
 }
 
 TEST_F(MemoryFormatCuda, DropoutOfChannelsLastMatchesTheCpu) {
