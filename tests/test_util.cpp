@@ -20,6 +20,12 @@ Tolerance default_tolerance(ScalarType t) {
   }
 }
 
+::testing::AssertionResult is_nhwc(const Tensor& t) {
+  if (t.strides().equals(channels_last_strides("is_nhwc", t.sizes()))) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "strides " << t.strides() << " of sizes " << t.sizes() << " are not channels-last";
+}
+
 ::testing::AssertionResult assert_close(const Tensor& actual, const Tensor& expected,
                                         std::optional<Tolerance> tol, bool check_dtype) {
   if (!actual.sizes().equals(expected.sizes())) {

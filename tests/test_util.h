@@ -26,6 +26,10 @@ Tolerance default_tolerance(ScalarType t);
 #define EXPECT_CLOSE(actual, expected, ...) \
   EXPECT_TRUE(::ember::testing::assert_close((actual), (expected), ##__VA_ARGS__))
 
+// Passes when t's strides are exactly the NHWC strides of its sizes: stricter than
+// is_contiguous(MemoryFormat::ChannelsLast), which a [N, C, 1, 1] tensor with NCHW strides passes.
+::testing::AssertionResult is_nhwc(const Tensor& t);
+
 // Asserts that `stmt` throws ember::Error whose message contains every one of `parts`.
 #define EXPECT_EMBER_ERROR(stmt, ...)                                     \
   do {                                                                    \

@@ -18,13 +18,6 @@ constexpr MemoryFormat kCL = MemoryFormat::ChannelsLast;
 Strides strides(const Tensor& t) { return t.strides().vec(); }
 Tensor nhwc(const Tensor& t) { return t.contiguous(kCL); }
 
-// NHWC strides exactly (a [N, C, 1, 1] tensor is also contiguous, but NCHW strides it (C, 1, 1, 1)).
-::testing::AssertionResult is_nhwc(const Tensor& t) {
-  if (t.strides().equals(channels_last_strides("is_nhwc", t.sizes()))) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << "strides " << t.strides() << " of sizes " << t.sizes() << " are not channels-last";
-}
-
 // Max pools return values and indices side by side (indices as the values' dtype would lose
 // nothing here: inputs are at most 9 x 8).
 struct Case {

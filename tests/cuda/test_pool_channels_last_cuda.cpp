@@ -15,12 +15,6 @@ class PoolChannelsLastCuda : public CudaTest {};
 using Pool = std::function<Tensor(const Tensor&)>;
 constexpr MemoryFormat kCL = MemoryFormat::ChannelsLast;
 
-::testing::AssertionResult is_nhwc(const Tensor& t) {
-  if (t.strides().equals(channels_last_strides("is_nhwc", t.sizes()))) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << "strides " << t.strides() << " of sizes " << t.sizes() << " are not channels-last";
-}
-
 struct Case {
   const char* name;
   Pool fn;
