@@ -1,72 +1,32 @@
 // Channels-last pooling on the GPU: an NHWC input (threads along C) gives NHWC outputs, indices
 // and gradients with the CPU's values and the GPU NCHW path's values; a transposed input takes the
 // contiguous path.
-#include <cmath>
-#include <functional>
 #include <iterator>
 
 #include "cuda_test_util.h"
+#include "pool_cases.h"
 
 namespace ember::testing {
 namespace {
 
 class PoolChannelsLastCuda : public CudaTest {};
 
-using Pool = std::function<Tensor(const Tensor&)>;
 constexpr MemoryFormat kCL = MemoryFormat::ChannelsLast;
-
-struct Case {
-  const char* name;
-  Pool fn;
-  bool max;  // exact, and integer dtypes too
-};
-
-const Case kCases[] = {
-    {"max_pool2d_with_indices values",
-     [](const Tensor& x) {
-       return std::get<0>(max_pool2d_with_indices(x, {3, 2}, {2, 1}, {1, 1}, {1, 2}, true));
-     },
-     true},
-    {"max_pool2d_with_indices indices",
-     [](const Tensor& x) {
-       return std::get<1>(max_pool2d_with_indices(x, {3, 2}, {2, 1}, {1, 1}, {1, 2}, true));
-     },
-     true},
-    {"max_pool2d 3, 2, 1", [](const Tensor& x) { return max_pool2d(x, 3, 2, 1); }, true},
-    {"avg_pool2d ceil_mode, no pad count",
-     [](const Tensor& x) { return avg_pool2d(x, 3, 2, 1, true, false); }, false},
-    {"avg_pool2d divisor 5", [](const Tensor& x) { return avg_pool2d(x, 2, 2, 1, false, true, 5); }, false},
-    {"adaptive_avg_pool2d 5x4",
-     [](const Tensor& x) {
-       return adaptive_avg_pool2d(x, {5, 4});
-     },
-     false},
-    {"adaptive_avg_pool2d global", [](const Tensor& x) { return adaptive_avg_pool2d(x, 1); }, false},
-};
 
 TEST_F(PoolChannelsLastCuda, ForwardMatchesCpuAndStaysChannelsLast) {
   // 3 channels, 64 (two warps of channels per cell), 37 (a warp straddling cells).
-  for (const DimVector& shape : {DimVector{2, 3, 9, 8}, DimVector{2, 64, 14, 14}, DimVector{3, 37, 7, 6}}) {
-    for (const Case& c : kCases) {
-      std::vector<ScalarType> dtypes = {kFloat32, kFloat64, kFloat16, kBFloat16};
-      if (c.max) dtypes.push_back(kInt32), dtypes.push_back(kUInt8);
-      for (ScalarType dt : dtypes) {
-        SCOPED_TRACE(::testing::Message() << c.name << " " << IntArrayRef(shape) << " " << dt);
-        Tensor x = is_floating_point(dt) ? random_tensor(shape, dt) : randint(0, 100, shape).to(dt);
-        if (c.max && is_floating_point(dt)) x.view({-1}).narrow(0, 11, 2).fill_(std::nan(""));
-        Tensor xl = x.contiguous(kCL);
-        Tensor gx = xl.cuda();
-        ASSERT_TRUE(is_nhwc(gx));
-        Tensor got = c.fn(gx);
-        ASSERT_TRUE(got.is_cuda());
-        EXPECT_TRUE(is_nhwc(got));
-        const Tolerance tol = c.max ? Tolerance{0, 0} : cuda_tolerance(dt);
-        EXPECT_TRUE(assert_close(got.cpu(), c.fn(xl), tol));
-        // The GPU's NCHW kernel sums each window in the same order.
-        EXPECT_TRUE(assert_close(got.cpu(), c.fn(x.cuda()).cpu(), Tolerance{0, 0}));
-      }
-    }
-  }
+  for_each_pool_input({{2, 3, 9, 8}, {2, 64, 14, 14}, {3, 37, 7, 6}}, [](const PoolCase& c, const Tensor& x) {
+    Tensor xl = x.contiguous(kCL);
+    Tensor gx = xl.cuda();
+    ASSERT_TRUE(is_nhwc(gx));
+    Tensor got = c.fn(gx);
+    ASSERT_TRUE(got.is_cuda());
+    EXPECT_TRUE(is_nhwc(got));
+    const Tolerance tol = c.max ? Tolerance{0, 0} : cuda_tolerance(x.dtype());
+    EXPECT_TRUE(assert_close(got.cpu(), c.fn(xl), tol));
+    // The GPU's NCHW kernel sums each window in the same order.
+    EXPECT_TRUE(assert_close(got.cpu(), c.fn(x.cuda()).cpu(), Tolerance{0, 0}));
+  });
 }
 
 TEST_F(PoolChannelsLastCuda, BackwardMatchesCpuWithChannelsLastGradients) {
