@@ -16,16 +16,17 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
 
-// An image's group of `channels` channels of h x w pixels: channel c of pixel (r, q) lies at
-// (c * h + r) * w + q in NCHW memory, at (r * w + q) * pixel_stride + c in NHWC memory.
+// `groups` adjacent groups of `channels` channels of an image of h x w pixels: channel c of pixel
+// (r, q) lies at (c * h + r) * w + q in NCHW memory (groups == 1), at (r * w + q) * pixel_stride + c
+// in NHWC memory.
 struct Image {
-  int64_t channels, h, w, pixel_stride;
+  int64_t channels, h, w, pixel_stride, groups;
   bool nhwc;
 };
 
-// The geometry shared by im2col and col2im. `col` holds [channels * kH * kW, col_h * col_w]: in
-// NCHW, rows (c, kh, kw) of col_h * col_w; in NHWC, col_h * col_w rows of (kh, kw, c), so that
-// its taps are ordered as the weight's in each layout. Pixel (r, q) of `im` meets column (i, j)
+// The geometry shared by im2col and col2im. `col` holds [channels * kH * kW, col_h * col_w] per
+// group: in NCHW, rows (c, kh, kw) of col_h * col_w; in NHWC, col_h * col_w rows of (group, kh, kw,
+// c), so that its taps are ordered as the weight's in each layout. Pixel (r, q) of `im` meets column (i, j)
 // of kernel tap (kh, kw) when r = i * stride - padding + kh * dilation (and likewise for q).
 // Calls f(col_offset, img_offset, n, img_step) for each run of n such pairs: col stride 1, image
 // stride img_step. Pairs that fall in the padding are skipped.
@@ -52,7 +53,7 @@ void for_each_run(const Image& im, int64_t kh_size, int64_t kw_size, int64_t col
   }
   // NHWC: runs of channels; the taps of adjacent kernel columns join into one run when the image
   // holds nothing between their pixels (no dilation, one group).
-  const int64_t ch = im.channels, ps = im.pixel_stride;
+  const int64_t ch = im.channels, ps = im.pixel_stride, taps = kh_size * kw_size * ch;
   const bool join = dw == 1 && ps == ch;
   for (int64_t i = 0; i < col_h; ++i)
     for (int64_t j = 0; j < col_w; ++j) {
@@ -63,12 +64,14 @@ void for_each_run(const Image& im, int64_t kh_size, int64_t kw_size, int64_t col
       for (int64_t kh = 0; kh < kh_size; ++kh) {
         const int64_t r = i * sh - p.padding[0] + kh * dh;
         if (r < 0 || r >= im.h) continue;
-        const int64_t col = ((i * col_w + j) * kh_size + kh) * kw_size * ch;
+        const int64_t col = (i * col_w + j) * im.groups * taps + kh * kw_size * ch;
         const int64_t img = (r * im.w + q0) * ps;
         if (join) {
           f(col + kw0 * ch, img + kw0 * ch, (kw1 - kw0) * ch, 1);
         } else {
-          for (int64_t kw = kw0; kw < kw1; ++kw) f(col + kw * ch, img + kw * dw * ps, ch, 1);
+          for (int64_t kw = kw0; kw < kw1; ++kw)
+            for (int64_t grp = 0; grp < im.groups; ++grp)
+              f(col + grp * taps + kw * ch, img + kw * dw * ps + grp * ch, ch, 1);
         }
       }
     }
@@ -188,8 +191,9 @@ void run_tasks(int64_t tasks, double flops, const F& task) {
     task(0, tasks);
 }
 
-// The column matrix [channels * kH * kW, ho * wo] of one image's group x (im2col, zeros in the
-// padding), in col; or x itself when a 1x1 kernel without stride or padding reads it as is.
+// The column matrix [channels * kH * kW, ho * wo] of the first of im.groups groups of an image at x
+// (im2col, zeros in the padding), in col; or x itself when a 1x1 kernel without stride or padding
+// reads it as is. group_of gives the others.
 template <class C, class T>
 MatrixRef<const C> im2col(const T* x, const Image& im, int64_t kh, int64_t kw, int64_t ho, int64_t wo,
                           const Conv2dParams& p, std::vector<C>& col) {
@@ -197,11 +201,18 @@ MatrixRef<const C> im2col(const T* x, const Image& im, int64_t kh, int64_t kw, i
     if (kh == 1 && kw == 1 && im.h == ho && im.w == wo && p.padding[0] == 0 && p.padding[1] == 0)
       return block(x, im.channels, ho * wo, im.pixel_stride, im.nhwc);
   const int64_t taps = im.channels * kh * kw;
-  col.assign(static_cast<size_t>(taps * ho * wo), C(0));
+  col.assign(static_cast<size_t>(im.groups * taps * ho * wo), C(0));
   for_each_run(im, kh, kw, ho, wo, p, [&](int64_t co, int64_t xo, int64_t n, int64_t step) {
     for (int64_t i = 0; i < n; ++i) col[co + i] = static_cast<C>(x[xo + i * step]);
   });
-  return block<const C>(col.data(), taps, ho * wo, taps, im.nhwc);
+  return block<const C>(col.data(), taps, ho * wo, im.groups * taps, im.nhwc);
+}
+
+// Group grp of the groups an NHWC im2col holds (adjacent taps of each pixel).
+template <class C>
+MatrixRef<const C> group_of(MatrixRef<const C> cols, int64_t grp) {
+  cols.data += grp * cols.rows;
+  return cols;
 }
 
 // Whether the kernel reads NHWC memory: the frontend passes all tensors contiguous or all
@@ -224,18 +235,23 @@ void conv2d_typed(const Tensor& out, const Tensor& input, const Tensor& weight, 
   const C* bs = bias.defined() ? as_compute<C>(bias.data_ptr<T>(), cout, bbuf) : nullptr;
   const T* in = input.data_ptr<T>();
   T* po = out.data_ptr<T>();
-  const Image im{cig, h, w, cin, nhwc};
-  run_tasks(n_img * g, 2.0 * cog * kc * plane, [&](int64_t begin, int64_t end) {
+  // In NHWC a group's channels are a strided slice of each pixel: one im2col reads all of an
+  // image's groups, and a task runs them all.
+  const int64_t gt = nhwc ? g : 1;
+  const Image im{cig, h, w, cin, gt, nhwc};
+  run_tasks(n_img * g / gt, 2.0 * gt * cog * kc * plane, [&](int64_t begin, int64_t end) {
     std::vector<C> col, acc;
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t img = t / g, grp = t % g;
+      const int64_t img = t * gt / g, grp0 = t * gt % g;
       const MatrixRef<const C> cols =
-          im2col(in + group_offset(img, grp, cin, cig, h * w, nhwc), im, kh, kw, ho, wo, p, col);
-      const MatrixRef<T> o =
-          block(po + group_offset(img, grp, cout, cog, plane, nhwc), cog, plane, cout, nhwc);
-      const MatrixRef<C> a = accumulator(o, acc);
-      gemm_any<C>({wt + grp * cog * kc, cog, kc, kc, 1}, cols, a, C(1), C(0));
-      store<T, C>({a.data, a.rows, a.cols, a.row_stride, a.col_stride}, o, bs ? bs + grp * cog : nullptr);
+          im2col(in + group_offset(img, grp0, cin, cig, h * w, nhwc), im, kh, kw, ho, wo, p, col);
+      for (int64_t grp = grp0; grp < grp0 + gt; ++grp) {
+        const MatrixRef<T> o =
+            block(po + group_offset(img, grp, cout, cog, plane, nhwc), cog, plane, cout, nhwc);
+        const MatrixRef<C> a = accumulator(o, acc);
+        gemm_any<C>({wt + grp * cog * kc, cog, kc, kc, 1}, group_of(cols, grp - grp0), a, C(1), C(0));
+        store<T, C>({a.data, a.rows, a.cols, a.row_stride, a.col_stride}, o, bs ? bs + grp * cog : nullptr);
+      }
     }
   });
 }
@@ -268,7 +284,7 @@ void conv_transpose2d_typed(const Tensor& out, const Tensor& input, const Tensor
           block(po + group_offset(img, grp, cout, cog, plane, nhwc), cog, plane, cout, nhwc);
       const MatrixRef<C> a = accumulator(o, acc);
       for_each_row(a, [](int64_t, C* row, int64_t n) { std::fill(row, row + n, C(0)); });
-      for_each_run(Image{cog, ho, wo, a.col_stride, nhwc}, kh, kw, h, w, p,
+      for_each_run(Image{cog, ho, wo, a.col_stride, 1, nhwc}, kh, kw, h, w, p,
                    [&](int64_t co, int64_t oo, int64_t n, int64_t step) {
                      for (int64_t i = 0; i < n; ++i) a.data[oo + i * step] += col[co + i];
                    });
@@ -293,18 +309,22 @@ void conv2d_weight_typed(const Tensor& grad_weight, const Tensor& input, const T
   const T* in = input.data_ptr<T>();
   const T* gy = grad_out.data_ptr<T>();
   const size_t size = static_cast<size_t>(cout * kc);
-  const Image im{cig, h, w, cin, nhwc};
+  const int64_t gt = nhwc ? g : 1;  // groups per im2col, as in conv2d_typed
+  const Image im{cig, h, w, cin, gt, nhwc};
   std::map<int64_t, std::vector<C>> sums;  // by the first image of their range
   std::mutex sums_mutex;
   auto images = [&](int64_t begin, int64_t end) {
     std::vector<C> col, gbuf, sum(size, C(0));
     for (int64_t img = begin; img < end; ++img)
-      for (int64_t grp = 0; grp < g; ++grp) {
+      for (int64_t grp0 = 0; grp0 < g; grp0 += gt) {
         const MatrixRef<const C> cols =
-            im2col(in + group_offset(img, grp, cin, cig, h * w, nhwc), im, kh, kw, ho, wo, p, col);
-        const MatrixRef<const C> d = as_compute(
-            block(gy + group_offset(img, grp, cout, cog, plane, nhwc), cog, plane, cout, nhwc), gbuf);
-        gemm_any<C>(d, transpose(cols), {sum.data() + grp * cog * kc, cog, kc, kc, 1}, C(1), C(1));
+            im2col(in + group_offset(img, grp0, cin, cig, h * w, nhwc), im, kh, kw, ho, wo, p, col);
+        for (int64_t grp = grp0; grp < grp0 + gt; ++grp) {
+          const MatrixRef<const C> d = as_compute(
+              block(gy + group_offset(img, grp, cout, cog, plane, nhwc), cog, plane, cout, nhwc), gbuf);
+          gemm_any<C>(d, transpose(group_of(cols, grp - grp0)), {sum.data() + grp * cog * kc, cog, kc, kc, 1},
+                      C(1), C(1));
+        }
       }
     std::lock_guard<std::mutex> lock(sums_mutex);
     sums.emplace(begin, std::move(sum));
