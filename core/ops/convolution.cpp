@@ -151,12 +151,11 @@ DimVector out_spatial(const char* op, bool transposed, const Tensor& x, const Te
   return out;
 }
 
-// The memory format a 2D kernel runs in: channels-last when an input's strides suggest it
-// (PyTorch's rule) and the kernel is a CUDA one (cuDNN has NHWC kernels; the CPU ones take
-// contiguous tensors only).
+// The memory format a 2D kernel runs in, on either device: channels-last when an input's strides
+// suggest it (PyTorch's rule).
 MemoryFormat conv_format(const Tensor& a, const Tensor& b) {
-  const bool nhwc = a.is_cuda() && (a.suggest_memory_format() == MemoryFormat::ChannelsLast ||
-                                    b.suggest_memory_format() == MemoryFormat::ChannelsLast);
+  const bool nhwc = a.suggest_memory_format() == MemoryFormat::ChannelsLast ||
+                    b.suggest_memory_format() == MemoryFormat::ChannelsLast;
   return nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
 }
 

@@ -45,15 +45,15 @@ struct Conv2dParams {
   int64_t groups;
 };
 // out [N, C_out, Ho, Wo], input [N, C_in, H, W], weight as above, all of one floating dtype and
-// all contiguous or (CUDA kernels only) all channels-last (NHWC-contiguous); bias [C_out]
-// contiguous, or undefined.
+// all contiguous or all channels-last (NHWC-contiguous; the weight [C_out, kH, kW, C_in / groups]
+// in memory); bias [C_out] contiguous, or undefined.
 using Conv2dFn = void (*)(const Tensor& out, const Tensor& input, const Tensor& weight,
                           const Tensor& bias, const Conv2dParams& p);
 extern DispatchStub<Conv2dFn> conv2d_stub;
 extern DispatchStub<Conv2dFn> conv_transpose2d_stub;
 // conv2d's weight gradient: grad_weight [C_out, C_in / groups, kH, kW] from input [N, C_in, H, W]
-// and grad_output [N, C_out, Ho, Wo], of one floating dtype, all contiguous or (CUDA kernels
-// only) all channels-last.
+// and grad_output [N, C_out, Ho, Wo], of one floating dtype, all contiguous or all
+// channels-last.
 using Conv2dWeightFn = void (*)(const Tensor& grad_weight, const Tensor& input,
                                 const Tensor& grad_output, const Conv2dParams& p);
 extern DispatchStub<Conv2dWeightFn> conv2d_weight_stub;

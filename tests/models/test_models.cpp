@@ -139,7 +139,8 @@ TEST(ModelsResNet, MatchesPyTorch) {
 
 TEST(ModelsResNet, ChannelsLastTrainsAsContiguous) {
   // model.to(memory_format=torch.channels_last) with channels-last images: the same logits,
-  // running statistics and gradients as the NCHW run, and the weights' gradients channels-last.
+  // running statistics and gradients as the NCHW run, the weights' gradients channels-last, and
+  // (the CPU convolutions running NHWC) channels-last activations up to the pooling.
   auto make = [] {
     models::ResNet m(models::ResNetBlock::Bottleneck, std::array<int64_t, 4>{1, 1, 1, 1},
                      models::ResNetOptions().num_classes(5));
@@ -157,13 +158,25 @@ TEST(ModelsResNet, ChannelsLastTrainsAsContiguous) {
   for (const auto& [name, p] : grads) {
     SCOPED_TRACE(name);
     const Tensor& q = grads_nhwc[name];
-    EXPECT_CLOSE(q.grad(), p.grad(), Tolerance{1e-10, 1e-12});
+    // The NHWC kernels sum in another order, and the BatchNorm backwards cancel the sums to
+    // ~1e-9 of the gradients' scale.
+    EXPECT_CLOSE(q.grad(), p.grad(), Tolerance{1e-10, 1e-9 * p.grad().abs().max().item<double>()});
     if (q.dim() == 4) {
       EXPECT_TRUE(q.grad().is_contiguous(MemoryFormat::ChannelsLast));
     }
   }
   EXPECT_CLOSE(nhwc->named_buffers()["layer4.0.downsample.1.running_var"],
                plain->named_buffers()["layer4.0.downsample.1.running_var"], Tolerance{1e-12, 1e-12});
+  {
+    NoGradGuard no_grad;  // (after the checks: this forward updates the running statistics)
+    Tensor a = nhwc->conv1(x.contiguous(MemoryFormat::ChannelsLast));
+    EXPECT_TRUE(a.is_contiguous(MemoryFormat::ChannelsLast) && !a.is_contiguous());
+    a = nhwc->maxpool(relu(nhwc->bn1(a)));
+    for (nn::Sequential* layer : {&nhwc->layer1, &nhwc->layer2, &nhwc->layer3, &nhwc->layer4}) {
+      a = (*layer)(a);
+      EXPECT_TRUE(a.is_contiguous(MemoryFormat::ChannelsLast) && !a.is_contiguous()) << a.strides();
+    }
+  }
 }
 
 TEST(ModelsResNet, Errors) {
