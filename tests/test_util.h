@@ -26,6 +26,13 @@ Tolerance default_tolerance(ScalarType t);
 #define EXPECT_CLOSE(actual, expected, ...) \
   EXPECT_TRUE(::ember::testing::assert_close((actual), (expected), ##__VA_ARGS__))
 
+// A tensor's strides, to compare with a braced list: EXPECT_EQ(strides(t), (Strides{...})).
+using Strides = std::vector<int64_t>;
+inline Strides strides(const Tensor& t) { return t.strides().vec(); }
+
+// t with NHWC memory (channels-last), indexed as before.
+inline Tensor nhwc(const Tensor& t) { return t.contiguous(MemoryFormat::ChannelsLast); }
+
 // Passes when t's strides are exactly the NHWC strides of its sizes: stricter than
 // is_contiguous(MemoryFormat::ChannelsLast), which a [N, C, 1, 1] tensor with NCHW strides passes.
 ::testing::AssertionResult is_nhwc(const Tensor& t);

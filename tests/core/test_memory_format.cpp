@@ -11,13 +11,7 @@
 namespace ember::testing {
 namespace {
 
-using Strides = std::vector<int64_t>;
 constexpr MemoryFormat kCL = MemoryFormat::ChannelsLast;
-
-Strides strides(const Tensor& t) { return t.strides().vec(); }
-
-// An NCHW-indexed tensor with NHWC memory holding the values of `t`.
-Tensor nhwc(const Tensor& t) { return t.contiguous(kCL); }
 
 // linspace(-1, 1, 120).reshape(2, 3, 4, 5), the values most checks use.
 Tensor values() { return linspace(-1, 1, 120).reshape({2, 3, 4, 5}); }

@@ -7,11 +7,7 @@
 namespace ember::testing {
 namespace {
 
-using Strides = std::vector<int64_t>;
 constexpr MemoryFormat kCL = MemoryFormat::ChannelsLast;
-
-Strides strides(const Tensor& t) { return t.strides().vec(); }
-Tensor nhwc(const Tensor& t) { return t.contiguous(kCL); }
 
 TEST(PoolChannelsLast, LayoutsMatchPyTorch) {
   // x = torch.linspace(-1, 1, 420).reshape(2, 5, 6, 7).contiguous(memory_format=torch.channels_last)
