@@ -56,8 +56,8 @@ bool is_pinned(const void* p) {
 
 // Both sides of one dtype, shape and dense layout (the same strides): a plain byte copy.
 bool is_direct(const Tensor& dst, const Tensor& src) {
-  return dst.dtype() == src.dtype() && dst.sizes().equals(src.sizes()) && dst.strides().equals(src.strides()) &&
-         dst.is_non_overlapping_and_dense();
+  return dst.dtype() == src.dtype() && dst.sizes().equals(src.sizes()) &&
+         dst.strides().equals(src.strides()) && dst.is_non_overlapping_and_dense();
 }
 
 // A temporary on `device` that a copy to dst goes through: dst's dtype, and its strides when

@@ -472,7 +472,8 @@ inline int64_t resident_blocks(const void* kernel, int threads) {
   if (added) {
     int per_sm = 0;
     EMBER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
-    it->second = static_cast<int64_t>(std::max(per_sm, 1)) * get_device_properties(device).multi_processor_count;
+    it->second =
+        static_cast<int64_t>(std::max(per_sm, 1)) * get_device_properties(device).multi_processor_count;
   }
   return it->second;
 }

@@ -150,8 +150,8 @@ void row_moments_cuda(const Tensor& mean, const Tensor& rstd, const Tensor& x, d
 // --- layer_norm backward. One kernel reads each row of gy and x once into registers for the row
 // sums and dx, and for dw and db adds up column sums (a thread owns the same columns in every row):
 // per warp in shared memory, or per thread in registers for a block per row; each block leaves
-// its column sums in a [blocks, 2, N] buffer that a second kernel adds up. Rows too long for registers are read twice for dx, and a separate kernel sums dw and
-// db. ---
+// its column sums in a [blocks, 2, N] buffer that a second kernel adds up. Rows too long for registers are
+// read twice for dx, and a separate kernel sums dw and db. ---
 
 // Warps per block of the warp-per-row backward: each adds its column sums in 8 KB of shared memory.
 constexpr int kBackwardWarps = 4;
@@ -325,7 +325,8 @@ __global__ void layer_norm_backward_kernel(T* dx, Acc<T>* partial, const T* gy, 
     } else {
       for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) pw[v * VEC + j] = acc_w[k * VEC + j], pw[N + v * VEC + j] = acc_b[k * VEC + j];
+        for (int j = 0; j < VEC; ++j)
+          pw[v * VEC + j] = acc_w[k * VEC + j], pw[N + v * VEC + j] = acc_b[k * VEC + j];
       });
     }
   }
