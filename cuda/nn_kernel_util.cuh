@@ -478,28 +478,34 @@ inline int64_t resident_blocks(const void* kernel, int threads) {
   return it->second;
 }
 
-// Rows of K elements of T through the kernel `kernel_of(split)` (split a
-// std::integral_constant<RowSplit, ...>): calls launch(kernel, split, grid, threads) with a warp
-// per row (`warps` per block) while the row fits a warp's registers, else a block per row of
-// just enough whole warps to hold it, else the largest block the kernel allows, reading rows twice.
+// Rows of K elements of T too long for a warp's registers, through the kernel `kernel_of(split)`
+// (split a std::integral_constant<RowSplit, ...>): calls launch(kernel, split, grid, threads) with
+// a block per row of just enough whole warps to hold it, else the largest block the kernel
+// allows, reading rows twice.
 template <class T, class KernelOf, class F>
-void launch_row_kernel(int64_t rows, int64_t K, int warps, KernelOf&& kernel_of, F&& launch) {
+void launch_block_row_kernel(int64_t rows, int64_t K, KernelOf&& kernel_of, F&& launch) {
   constexpr int R = kRowRegs<T>;
-  using Warp = std::integral_constant<RowSplit, RowSplit::kWarp>;
   using Block = std::integral_constant<RowSplit, RowSplit::kBlock>;
   using TwoPass = std::integral_constant<RowSplit, RowSplit::kBlockTwoPass>;
-  if (K <= kWarpSize * R) {
+  // Asked once per kernel, not on every call.
+  static const int block_max = max_block_threads(kernel_of(Block{}));
+  static const int two_pass_max = max_block_threads(kernel_of(TwoPass{}));
+  const int64_t threads = ceil_div<int64_t>(ceil_div<int64_t>(K, R), kWarpSize) * kWarpSize;
+  if (threads <= block_max)
+    launch(kernel_of(Block{}), Block{}, grid_for(rows, 1), static_cast<int>(threads));
+  else
+    launch(kernel_of(TwoPass{}), TwoPass{}, grid_for(rows, 1), two_pass_max);
+}
+
+// The same for rows of any length: a warp per row (`warps` per block) while the row fits a warp's
+// registers, else as launch_block_row_kernel.
+template <class T, class KernelOf, class F>
+void launch_row_kernel(int64_t rows, int64_t K, int warps, KernelOf&& kernel_of, F&& launch) {
+  using Warp = std::integral_constant<RowSplit, RowSplit::kWarp>;
+  if (K <= kWarpSize * kRowRegs<T>)
     launch(kernel_of(Warp{}), Warp{}, grid_for(rows, warps), warps * kWarpSize);
-  } else {
-    // Asked once per kernel, not on every call.
-    static const int block_max = max_block_threads(kernel_of(Block{}));
-    static const int two_pass_max = max_block_threads(kernel_of(TwoPass{}));
-    const int64_t threads = ceil_div<int64_t>(ceil_div<int64_t>(K, R), kWarpSize) * kWarpSize;
-    if (threads <= block_max)
-      launch(kernel_of(Block{}), Block{}, grid_for(rows, 1), static_cast<int>(threads));
-    else
-      launch(kernel_of(TwoPass{}), TwoPass{}, grid_for(rows, 1), two_pass_max);
-  }
+  else
+    launch_block_row_kernel<T>(rows, K, kernel_of, launch);
   EMBER_CUDA_LAUNCH_CHECK();
 }
 
