@@ -56,6 +56,21 @@ TEST_F(CudaKernels, VectorizedPathWithMisalignedSlicesAndOddSizes) {
   }
 }
 
+TEST_F(CudaKernels, HugeTensorsTakeSeveralVectorizedLaunches) {
+  // 2^31 + 20 bf16 elements: the vectorized kernel's 32-bit indices reach 2^31, so the last 20
+  // come from a second launch with every tensor operand advanced (a scalar operand stays).
+  const int64_t n = (int64_t{1} << 31) + 20;
+  if (cuda::mem_get_info().first < (size_t{16} << 30)) GTEST_SKIP() << "needs 16 GiB of free GPU memory";
+  Tensor gx = randn({n}, TensorOptions(kBFloat16).device(kGpu));
+  Tensor gy = gelu(gx), gz = gx * 3 + gy;
+  for (int64_t first : {int64_t{0}, (int64_t{1} << 31) - 12}) {
+    SCOPED_TRACE("from " + std::to_string(first));
+    Tensor x = gx.slice(0, first, first + 32).cpu();
+    expect_near_cpu(gy.slice(0, first, first + 32), gelu(x));
+    expect_near_cpu(gz.slice(0, first, first + 32), x * 3 + gelu(x));
+  }
+}
+
 TEST_F(CudaKernels, LargeBroadcastsAndStridedOperands) {
   Tensor a = random_tensor({512, 1024}, kFloat32), b = random_tensor({1024}, kFloat32);
   Tensor col = random_tensor({512, 1}, kFloat32), row = random_tensor({1, 1024}, kFloat32);
@@ -148,7 +163,8 @@ TEST_F(CudaKernels, GeluOfTwoByteFloatsIsTheRoundedExactForm) {
     // One ulp: relative for normal values, the subnormal step below them.
     const double ulp = dt == kBFloat16 ? 1.0 / 128 : 1.0 / 1024;
     const double step = dt == kBFloat16 ? std::ldexp(1.0, -133) : std::ldexp(1.0, -24);
-    EXPECT_CLOSE(gelu(xr.to(dt).cuda()).cpu().to(kFloat64), expected.to(dt).to(kFloat64), Tolerance{ulp, step});
+    EXPECT_CLOSE(gelu(xr.to(dt).cuda()).cpu().to(kFloat64), expected.to(dt).to(kFloat64),
+                 Tolerance{ulp, step});
     EXPECT_CLOSE(gelu_backward(gr.to(dt).cuda(), xr.to(dt).cuda()).cpu().to(kFloat64),
                  expected_grad.to(dt).to(kFloat64), Tolerance{ulp, step});
   }
