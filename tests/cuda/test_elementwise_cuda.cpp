@@ -170,6 +170,17 @@ TEST_F(CudaKernels, GeluOfTwoByteFloatsIsTheRoundedExactForm) {
   }
 }
 
+TEST_F(CudaKernels, GeluOfFloat32MatchesTheCpuOnBothSidesOfErfsBranch) {
+  // float32 GELU through erff, which changes polynomials at |x / sqrt 2| = 1.00295997
+  // (x = 1.41840): both sides, the tails where erf saturates, and the special values.
+  const float kInf = std::numeric_limits<float>::infinity();
+  Tensor x = cat({linspace(-12, 12, 200001, kFloat32), linspace(1.4183f, 1.4185f, 2001, kFloat32),
+                  linspace(-1.4185f, -1.4183f, 2001, kFloat32),
+                  tensor({kInf, -kInf, std::nanf(""), 0.f, -0.f, 1e-40f, -1e-40f, 100.f, -100.f}, kFloat32)},
+                 0);
+  expect_near_cpu(gelu(x.to(kGpu)), gelu(x));
+}
+
 TEST_F(CudaKernels, OverlappingInPlaceUpdatesReadBeforeWriting) {
   Tensor x = arange(10).to(kFloat32), gx = x.to(kGpu);
   gx.slice(0, 1).add_(gx.slice(0, 0, 9));
