@@ -248,7 +248,9 @@ Tensor convolution(const char* op, int64_t dims, bool transposed, const Tensor& 
   for (int64_t s : spatial_out) shape.push_back(s);
   if (dims == 1) x = x.unsqueeze(2), w = w.unsqueeze(2);
   Tensor out = run_conv(transposed, x, w, bias, p, dims == 1 ? 1 : shape[2], shape.back());
-  out = out.view(shape);
+  // Only a 1D convolution's output needs the view: on a channels-last batch of one it would
+  // recompute the batch stride as C, and the output would no longer read as channels-last.
+  if (dims == 1) out = out.view(shape);
   return batched ? out : out.squeeze(0);
 }
 

@@ -91,6 +91,20 @@ void check_all(bool transposed) {
   }
 }
 
+TEST(ConvChannelsLast, BatchOfOneKeepsPyTorchsStrides) {
+  // PyTorch: conv2d(x[1, 3, 5, 5] channels-last, w[4, 3, 3, 3], padding=1) has strides
+  // (100, 1, 20, 4), channels-last; so has conv_transpose2d's [1, 4, 5, 5], and x's gradient.
+  Tensor x = random_tensor({1, 3, 5, 5}, kFloat32).contiguous(kCL).requires_grad_();
+  Tensor w = random_tensor({4, 3, 3, 3}, kFloat32), wt = random_tensor({3, 4, 3, 3}, kFloat32);
+  Tensor y = conv2d(x, w, {}, 1, 1);
+  EXPECT_EQ(y.strides().vec(), (std::vector<int64_t>{100, 1, 20, 4}));
+  EXPECT_EQ(y.suggest_memory_format(), kCL);
+  Tensor yt = conv_transpose2d(x, wt, {}, 1, 1);
+  EXPECT_EQ(yt.strides().vec(), (std::vector<int64_t>{100, 1, 20, 4}));
+  Tensor gx = autograd::grad({y}, {x}, {ones_like(y)})[0];
+  EXPECT_EQ(gx.strides().vec(), (std::vector<int64_t>{75, 1, 15, 3}));
+}
+
 TEST(ConvChannelsLast, Conv2dMatchesNchw) { check_all(false); }
 
 TEST(ConvChannelsLast, ConvTranspose2dMatchesNchw) { check_all(true); }
