@@ -151,9 +151,9 @@ void row_moments_cuda(const Tensor& mean, const Tensor& rstd, const Tensor& x, d
 // each lane adding its columns' terms of dw and db in shared memory; for 4- and 8-byte dtypes a
 // block per tile of kTileRows rows, a thread holding the same vector of columns in each row and
 // adding its terms in registers (measured on the H200 over [32768, 1024]: f32 forward + backward
-// 7% faster in tiles, bf16 2% slower). Longer rows: a block per row (in registers, column sums
-// likewise), or read twice for dx with a separate kernel for dw and db. Each block leaves its
-// column sums in a [blocks, 2, N] buffer that a last kernel adds up. ---
+// 7% faster in tiles, bf16 2-11% slower in each variant tried). Longer rows: a block per row (in
+// registers, column sums likewise), or read twice for dx with a separate kernel for dw and db.
+// Each block leaves its column sums in a [blocks, 2, N] buffer that a last kernel adds up. ---
 
 // Row sums of gxhat and gxhat * xhat, reduced together.
 template <class A>
