@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ember/core/cpu/gemm.h"
@@ -15,6 +16,11 @@ namespace ember::cpu {
 namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+
+// The k in [0, count) whose image coordinate offset + k * step lies in [0, size): [first, last).
+std::pair<int64_t, int64_t> inside(int64_t offset, int64_t step, int64_t size, int64_t count) {
+  return {std::max<int64_t>(0, ceil_div(-offset, step)), std::min(count, ceil_div(size - offset, step))};
+}
 
 // `groups` adjacent groups of `channels` channels of an image of h x w pixels: channel c of pixel
 // (r, q) lies at (c * h + r) * w + q in NCHW memory (groups == 1), at (r * w + q) * pixel_stride + c
@@ -40,8 +46,7 @@ void for_each_run(const Image& im, int64_t kh_size, int64_t kw_size, int64_t col
         for (int64_t kw = 0; kw < kw_size; ++kw) {
           const int64_t row = ((c * kh_size + kh) * kw_size + kw) * col_h * col_w;
           const int64_t off_w = kw * dw - p.padding[1];
-          const int64_t j0 = std::max<int64_t>(0, ceil_div(-off_w, sw));
-          const int64_t j1 = std::min(col_w, ceil_div(im.w - off_w, sw));
+          const auto [j0, j1] = inside(off_w, sw, im.w, col_w);
           if (j0 >= j1) continue;
           for (int64_t i = 0; i < col_h; ++i) {
             const int64_t r = i * sh - p.padding[0] + kh * dh;
@@ -58,8 +63,7 @@ void for_each_run(const Image& im, int64_t kh_size, int64_t kw_size, int64_t col
   for (int64_t i = 0; i < col_h; ++i)
     for (int64_t j = 0; j < col_w; ++j) {
       const int64_t q0 = j * sw - p.padding[1];  // the image column of tap kw = 0
-      const int64_t kw0 = std::max<int64_t>(0, ceil_div(-q0, dw));
-      const int64_t kw1 = std::min(kw_size, ceil_div(im.w - q0, dw));
+      const auto [kw0, kw1] = inside(q0, dw, im.w, kw_size);
       if (kw0 >= kw1) continue;
       for (int64_t kh = 0; kh < kh_size; ++kh) {
         const int64_t r = i * sh - p.padding[0] + kh * dh;
