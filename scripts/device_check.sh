@@ -15,9 +15,10 @@
 #   NCU=1 TESTS=0 BENCH=0 scripts/device_check.sh
 #                                           per-kernel time and DRAM bytes under ncu of each benchmark
 #                                           case in NCU_CASES (';'-separated names), both sides
-#   NCU=1 NCU_STALLS=1 ...                  also ncu's warp-state and scheduler sections for our side:
-#                                           what each kernel's warps wait on (ncu_stalls.txt, and
-#                                           its stall lines in the summary)
+#   NCU=1 NCU_STALLS=1 ...                  also ncu's warp-state, scheduler and occupancy sections
+#                                           of both sides' first NCU_STALL_KERNELS launches: what
+#                                           each kernel's warps wait on and what limits its blocks
+#                                           (ncu_stalls.txt, and those lines in the summary)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/ember-device}
@@ -90,12 +91,18 @@ if [ "${NCU:-0}" = 1 ] && [ -x "$BUILD_DIR/tools/bench/cuda_ops_bench" ]; then
   mapfile -t ncu_lines < <(python3 tools/bench/ncu_summary.py "$OUT/ncu_ember.csv" "$OUT/ncu_torch.csv")
   if [ "${NCU_STALLS:-0}" = 1 ]; then
     : > "$OUT/ncu_stalls.txt"
+    sections=(--section WarpStateStats --section SchedulerStats --section Occupancy)
     for c in "${ncu_cases[@]}"; do
-      ncu --clock-control none --profile-from-start off --section WarpStateStats --section SchedulerStats \
-        -c "${NCU_KERNELS:-24}" "$BUILD_DIR/tools/bench/cuda_ops_bench" "$c" >> "$OUT/ncu_stalls.txt" 2>&1
+      for side in ember torch; do
+        cmd=("$BUILD_DIR/tools/bench/cuda_ops_bench" "$c")
+        [ $side = torch ] && cmd=(python3 tools/bench/torch_ops_bench.py "$c")
+        echo "==== $side: $c" >> "$OUT/ncu_stalls.txt"
+        ncu --clock-control none --profile-from-start off "${sections[@]}" -c "${NCU_STALL_KERNELS:-3}" \
+          "${cmd[@]}" >> "$OUT/ncu_stalls.txt" 2>&1
+      done
     done
-    # The kernel names, then ncu's own reading of each kernel's stalls.
-    mapfile -t -O "${#ncu_lines[@]}" ncu_lines < <(grep -E '^  [a-zA-Z_].*\(|Stall|stall|Cycles Per Issued|Eligible Warps' \
+    # The kernel names, then ncu's own reading of each kernel's stalls and occupancy.
+    mapfile -t -O "${#ncu_lines[@]}" ncu_lines < <(grep -E '^====|^  [a-zA-Z_].*\(|Stall|stall|Cycles Per Issued|Eligible Warps|Occupancy|Block Limit' \
       "$OUT/ncu_stalls.txt" | cut -c1-200)
   fi
 fi
