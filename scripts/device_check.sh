@@ -10,6 +10,7 @@
 #   CPU_TESTS=0 scripts/device_check.sh     the CUDA tests only (CI runs the CPU ones)
 #   CUDA_FILTER='*LayerNorm*' ...           those CUDA tests, in one process (ctest starts one per
 #                                           test, about 0.5 s of CUDA set-up each)
+#   LAB=1 scripts/device_check.sh           also the kernel labs of tools/lab (lab.txt)
 #   TRANSFORMER=1 scripts/device_check.sh   also transformer_bench next to PyTorch's (issue 6's table;
 #                                           TRANSFORMER_ARGS passes sizes and modes to both)
 #   NCU=1 TESTS=0 BENCH=0 scripts/device_check.sh
@@ -111,6 +112,10 @@ if [ "${TRANSFORMER:-0}" = 1 ] && [ -x "$BUILD_DIR/tools/bench/transformer_bench
   "$BUILD_DIR/tools/bench/transformer_bench" ${TRANSFORMER_ARGS:-} > "$OUT/transformer_ember.jsonl" 2>&1
   python3 tools/bench/torch_transformer_bench.py ${TRANSFORMER_ARGS:-} > "$OUT/transformer_torch.jsonl" 2>&1
 fi
+# The kernel labs (tools/lab): each prints a line per candidate, checked against ember's kernel.
+if [ "${LAB:-0}" = 1 ]; then
+  for lab in "$BUILD_DIR"/tools/lab/*_lab; do "$lab" >> "$OUT/lab.txt" 2>&1; done
+fi
 "$BUILD_DIR/tools/env_report" >> "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 grep -E "CUDA backend" "$OUT/configure.log"
@@ -124,6 +129,7 @@ printf '%-10s %s\n' configure "rc=$configure_rc" build "rc=$build_rc (warnings: 
 for l in ${sanitizer_lines[@]+"${sanitizer_lines[@]}"}; do printf '%-10s %s\n' sanitizer "$l"; done
 [ -s "$OUT/bench_ember.jsonl" ] && python3 tools/bench/compare.py "$OUT/bench_ember.jsonl" "$OUT/bench_torch.jsonl"
 for l in ${ncu_lines[@]+"${ncu_lines[@]}"}; do echo "$l"; done
+[ -s "$OUT/lab.txt" ] && cat "$OUT/lab.txt"
 [ -s "$OUT/transformer_ember.jsonl" ] &&
   python3 tools/bench/compare.py "$OUT/transformer_ember.jsonl" "$OUT/transformer_torch.jsonl"
 sanitizer_ok=1
