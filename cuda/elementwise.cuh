@@ -283,8 +283,15 @@ inline constexpr int kVectorUnroll = N <= 1 && VEC >= 8 ? 4 : 2;
 // take several launches.
 constexpr int64_t kVectorizedChunk = int64_t{1} << 31;
 
+// Blocks per SM the vectorized kernel is compiled for: 16 (at most 32 registers, full occupancy)
+// for 4-byte floats, where f32 GELU's backward otherwise took 48 registers; unset (0) for 2-byte
+// floats, where the caps tried measured slower (GELU bf16 with 16 blocks at one or two vectors a
+// thread: 320 us, against 278 us uncapped at four).
+template <int VEC>
+inline constexpr int kVectorMinBlocks = VEC >= 8 ? 0 : 16;
+
 template <int VEC, class Out, class C, class F, class... In>
-__global__ void __launch_bounds__(kElementwiseBlock)
+__global__ void __launch_bounds__(kElementwiseBlock, kVectorMinBlocks<VEC>)
     vectorized_kernel(uint32_t n, ElementwiseArgs<sizeof...(In), C> a, F f) {
   constexpr int N = sizeof...(In), U = kVectorUnroll<N, VEC>;
   C s[N > 0 ? N : 1];
