@@ -9,7 +9,12 @@
 // 167 registers per SM); ember's backward 64-66 us, of which its column-sum kernel takes 4.6 us
 // under ncu; the lab's pipeline with no math (dx = x + dy) 57.2-57.6 us, where PyTorch adds two
 // such tensors in 49.5 us: the per-warp row stream, not the arithmetic, is what stays slower.
+// A warp per contiguous range of rows measured slower (59.1 us) than warps interleaved, hence the
+// second candidate, row_backward_kernel (written after the session's last device call, not yet
+// run): blocks of consecutive rows in tile order, as an elementwise kernel's go, with the column
+// sums reduced over a thread-block cluster so that a block per tile leaves few partial rows.
 //   layer_norm_backward_lab [rows ...]
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -19,6 +24,8 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <ember/core/ops/normalization.h>
@@ -92,6 +99,66 @@ __device__ __forceinline__ uint4 pack(const float (&f)[8]) {
   return {w[0], w[1], w[2], w[3]};
 }
 
+// One row's backward from its 16-byte vectors (slot(k, x, dy, w) gives those of slot k): dx into
+// dx_row, and with kSums the column terms of dw and db added to acc_w and acc_b.
+template <bool kSums, class Slot>
+__device__ __forceinline__ void row_backward(const Slot& slot, float mu, float rs, __nv_bfloat16* dx_row,
+                                             int lane, float (&acc_w)[kSlots][8], float (&acc_b)[kSlots][8]) {
+  float sa = 0.f, sb = 0.f;
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
+    uint4 x8, g8, w8;
+    slot(k, x8, g8, w8);
+    float xv[8], gv[8], wv[8];
+    unpack(x8, xv);
+    unpack(g8, gv);
+    unpack(w8, wv);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float xh = (xv[j] - mu) * rs, gxh = gv[j] * wv[j];
+      sa += gxh, sb += gxh * xh;
+      if constexpr (kSums) acc_b[k][j] += gv[j], acc_w[k][j] += gv[j] * xh;
+    }
+  }
+#pragma unroll
+  for (int o = kLanes / 2; o > 0; o /= 2)
+    sa += __shfl_xor_sync(0xffffffffu, sa, o), sb += __shfl_xor_sync(0xffffffffu, sb, o);
+  const float c0 = -rs * (sa * (1.f / kN)), c1 = -rs * rs * (sb * (1.f / kN));
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
+    uint4 x8, g8, w8;
+    slot(k, x8, g8, w8);
+    float xv[8], gv[8], wv[8], o[8];
+    unpack(x8, xv);
+    unpack(g8, gv);
+    unpack(w8, wv);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) o[j] = fmaf(gv[j] * wv[j], rs, fmaf(xv[j] - mu, c1, c0));
+    reinterpret_cast<uint4*>(dx_row)[lane + kLanes * k] = pack(o);
+  }
+}
+
+// The block's column sums, in warp order, into red[0, 2 kN) = [dw | db]; red holds kWarps * 2 kN
+// floats. Call from every thread; ends with the sums written by this thread only.
+__device__ __forceinline__ void block_column_sums(float* red, const float (&acc_w)[kSlots][8],
+                                                  const float (&acc_b)[kSlots][8]) {
+  const int lane = threadIdx.x % kLanes, warp = threadIdx.x / kLanes;
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int c = (lane + kLanes * k) * 8 + j;
+      red[(warp * 2) * kN + c] = acc_w[k][j];
+      red[(warp * 2 + 1) * kN + c] = acc_b[k][j];
+    }
+  __syncthreads();
+  for (int c = threadIdx.x; c < 2 * kN; c += blockDim.x) {
+    float sum = red[c];
+    for (int v = 1; v < kWarps; ++v) sum += red[v * 2 * kN + c];
+    red[c] = sum;
+  }
+}
+
 // dx, and the block's column sums of gy * xhat and gy into partial[blockIdx.x] = [dw | db].
 template <int kStages, int kMinBlocks, bool kChunked, bool kMath>
 __global__ void __launch_bounds__(kWarps* kLanes, kMinBlocks)
@@ -143,34 +210,11 @@ __global__ void __launch_bounds__(kWarps* kLanes, kMinBlocks)
         reinterpret_cast<uint4*>(dx + row * kN)[lane + kLanes * k] = pack(xv);
       }
     } else {
-      float sa = 0.f, sb = 0.f;
-#pragma unroll
-      for (int k = 0; k < kSlots; ++k) {
-        float xv[8], gv[8], wv[8];
-        unpack(st.x[lane + kLanes * k], xv);
-        unpack(st.g[lane + kLanes * k], gv);
-        unpack(ws[lane + kLanes * k], wv);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const float xh = (xv[j] - mu) * rs, gxh = gv[j] * wv[j];
-          sa += gxh, sb += gxh * xh;
-          acc_b[k][j] += gv[j], acc_w[k][j] += gv[j] * xh;
-        }
-      }
-#pragma unroll
-      for (int o = kLanes / 2; o > 0; o /= 2)
-        sa += __shfl_xor_sync(0xffffffffu, sa, o), sb += __shfl_xor_sync(0xffffffffu, sb, o);
-      const float c0 = -rs * (sa * (1.f / kN)), c1 = -rs * rs * (sb * (1.f / kN));
-#pragma unroll
-      for (int k = 0; k < kSlots; ++k) {
-        float xv[8], gv[8], wv[8], o[8];
-        unpack(st.x[lane + kLanes * k], xv);
-        unpack(st.g[lane + kLanes * k], gv);
-        unpack(ws[lane + kLanes * k], wv);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) o[j] = fmaf(gv[j] * wv[j], rs, fmaf(xv[j] - mu, c1, c0));
-        reinterpret_cast<uint4*>(dx + row * kN)[lane + kLanes * k] = pack(o);
-      }
+      row_backward<true>(
+          [&](int k, uint4& x8, uint4& g8, uint4& w8) {
+            x8 = st.x[lane + kLanes * k], g8 = st.g[lane + kLanes * k], w8 = ws[lane + kLanes * k];
+          },
+          mu, rs, dx + row * kN, lane, acc_w, acc_b);
     }
     // Every lane has read the stage: lane 0 refills it (the copy engine writes what plain loads
     // read, hence the proxy fence).
@@ -184,20 +228,61 @@ __global__ void __launch_bounds__(kWarps* kLanes, kMinBlocks)
   // Every copy issued was waited on: the stages are free for the warps' column sums.
   __syncthreads();
   auto* red = reinterpret_cast<float*>(stages);  // [kWarps][2][kN]
+  block_column_sums(red, acc_w, acc_b);
+  for (int c = threadIdx.x; c < 2 * kN; c += blockDim.x) partial[blockIdx.x * 2 * kN + c] = red[c];
+}
+
+// The second candidate, to test whether the order in which rows stream matters: rows read into
+// registers (as cuda/ does), kR consecutive rows per warp and kWarps * kR per block, the blocks
+// either one per tile in tile order (as an elementwise kernel's blocks go) or persistent over
+// the tiles. With kSums, the column sums in registers, added over the block and then over its
+// cluster through distributed shared memory: one [dw | db] row of `partial` per cluster.
+template <int kR, bool kPersistent, bool kSums>
+__global__ void __launch_bounds__(kWarps* kLanes)
+    row_backward_kernel(__nv_bfloat16* dx, float* partial, const __nv_bfloat16* gy, const __nv_bfloat16* x,
+                        const float* mean, const float* rstd, const __nv_bfloat16* w, int64_t rows) {
+  __shared__ float red[kSums ? kWarps * 2 * kN : 1];  // [warp][dw, db][kN]
+  const int lane = threadIdx.x % kLanes, warp = threadIdx.x / kLanes;
+  const int64_t tiles = (rows + kWarps * kR - 1) / (kWarps * kR);
+  float acc_w[kSlots][8], acc_b[kSlots][8];  // used with kSums
+  if constexpr (kSums)
 #pragma unroll
-  for (int k = 0; k < kSlots; ++k)
+    for (int k = 0; k < kSlots; ++k)
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int c = (lane + kLanes * k) * 8 + j;
-      red[(warp * 2) * kN + c] = acc_w[k][j];
-      red[(warp * 2 + 1) * kN + c] = acc_b[k][j];
+      for (int j = 0; j < 8; ++j) acc_w[k][j] = acc_b[k][j] = 0.f;
+  for (int64_t t = blockIdx.x; t < tiles; t += kPersistent ? gridDim.x : tiles) {
+    for (int r = 0; r < kR; ++r) {
+      const int64_t row = (t * kWarps + warp) * kR + r;
+      if (row >= rows) break;
+      uint4 xr[kSlots], gr[kSlots];
+#pragma unroll
+      for (int k = 0; k < kSlots; ++k) {
+        xr[k] = reinterpret_cast<const uint4*>(x + row * kN)[lane + kLanes * k];
+        gr[k] = reinterpret_cast<const uint4*>(gy + row * kN)[lane + kLanes * k];
+      }
+      row_backward<kSums>(
+          [&](int k, uint4& x8, uint4& g8, uint4& w8) {
+            x8 = xr[k], g8 = gr[k], w8 = reinterpret_cast<const uint4*>(w)[lane + kLanes * k];
+          },
+          mean[row], rstd[row], dx + row * kN, lane, acc_w, acc_b);
     }
-  __syncthreads();
-  for (int c = threadIdx.x; c < 2 * kN; c += blockDim.x) {
-    const int which = c / kN, col = c % kN;
-    float sum = 0.f;
-    for (int v = 0; v < kWarps; ++v) sum += red[(v * 2 + which) * kN + col];
-    partial[blockIdx.x * 2 * kN + c] = sum;
+  }
+  if constexpr (kSums) {
+    block_column_sums(red, acc_w, acc_b);
+    // Then the cluster's, in block-rank order: block rank b adds up its share of the columns
+    // from every block's shared memory. The second sync keeps each block's shared memory alive
+    // until the others have read it.
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();
+    const int nb = static_cast<int>(cluster.num_blocks()), rank = static_cast<int>(cluster.block_rank());
+    const int share = 2 * kN / nb;
+    for (int c = rank * share + threadIdx.x; c < (rank + 1) * share; c += blockDim.x) {
+      float sum = 0.f;
+      for (int b = 0; b < nb; ++b) sum += cluster.map_shared_rank(red, b)[c];
+      partial[(blockIdx.x / nb) * 2 * kN + c] = sum;
+    }
+    cluster.sync();
   }
 }
 
@@ -244,63 +329,125 @@ double rel_err(const Tensor& a, const Tensor& b) {
   return std::sqrt(d.square().sum().item<double>() / r.square().sum().item<double>());
 }
 
+__nv_bfloat16* bf16_ptr(const Tensor& t) { return static_cast<__nv_bfloat16*>(t.data_ptr()); }
+const float* f32_ptr(const Tensor& t) { return static_cast<const float*>(t.data_ptr()); }
+
+// One comparison: random bf16 inputs of `rows` rows and their statistics, ember's gradients, and
+// NaN-filled buffers for a lab kernel's (every element it misses shows in the error), with
+// `splits` rows of column-sum partials.
+struct Case {
+  int64_t rows, splits;
+  Tensor x, gy, w, mean, rstd, dx, dw, db, ldx, ldw, ldb, partial;
+
+  Case(int64_t rows_, int64_t splits_) : rows(rows_), splits(splits_) {
+    TensorOptions o = TensorOptions(kBFloat16).device(kCUDA);
+    x = randn({rows, kN}, o), gy = randn({rows, kN}, o), w = randn({kN}, o);
+    Tensor y;
+    std::tie(y, mean, rstd) = native_layer_norm(x, {kN}, w, randn({kN}, o), 1e-5);
+    dx = empty({rows, kN}, o), dw = empty({kN}, o), db = empty({kN}, o);
+    ldx = full({rows, kN}, std::nan(""), o), ldw = full({kN}, std::nan(""), o),
+    ldb = full({kN}, std::nan(""), o);
+    partial = empty({splits, 2, kN}, TensorOptions(kFloat32).device(kCUDA));
+  }
+  void ember_backward() const { layer_norm_backward_stub(kCUDA)(dx, dw, db, gy, x, mean, rstd, w); }
+  void column_sums() const {
+    column_sum_kernel<<<2 * kN / 128, 128>>>(bf16_ptr(ldw), bf16_ptr(ldb), f32_ptr(partial), splits);
+  }
+
+  // Runs both once, compares, times ember's backward, the lab's kernel alone and `lab` (the
+  // kernel and its column sums), and prints a line: `what`, then the figures. Without `checked`
+  // (a kernel that computes something else) the errors are printed but not judged.
+  void report(const std::string& what, const cudaFuncAttributes& attr, int per_sm,
+              const std::function<void()>& kernel, bool sums, bool checked) const {
+    auto lab = [&] {
+      kernel();
+      if (sums) column_sums();
+    };
+    ember_backward();
+    lab();
+    check(cudaGetLastError(), "launch");
+    check(cudaDeviceSynchronize(), "run");
+    const double e_dx = rel_err(ldx, dx), e_dw = sums ? rel_err(ldw, dw) : 0,
+                 e_db = sums ? rel_err(ldb, db) : 0;
+    const double t_ember = time_us([&] { ember_backward(); }), t_lab = time_us(lab),
+                 t_kernel = time_us(kernel);
+    const double bytes = 3.0 * rows * kN * 2;  // reads x and dy, writes dx
+    const char* verdict = !checked                                    ? "(not checked)"
+                          : e_dx < 1e-2 && e_dw < 1e-2 && e_db < 1e-2 ? "ok"
+                                                                      : "MISMATCH";
+    std::printf(
+        "rows %6lld, %s: %3d registers, %d blocks/SM, %lld partial rows | ember %6.1f us %4.2f TB/s | lab "
+        "%6.1f us "
+        "(its kernel alone %6.1f us, %4.2f TB/s) | rel err dx %.1e dw %.1e db %.1e %s\n",
+        static_cast<long long>(rows), what.c_str(), attr.numRegs, per_sm, static_cast<long long>(splits),
+        t_ember, bytes / t_ember / 1e6, t_lab, t_kernel, bytes / t_kernel / 1e6, e_dx, e_dw, e_db, verdict);
+  }
+};
+
+template <class K>
+std::pair<cudaFuncAttributes, int> launch_facts(K kernel, size_t shared) {
+  int per_sm = 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * kLanes, shared), "occupancy");
+  cudaFuncAttributes attr{};
+  check(cudaFuncGetAttributes(&attr, kernel), "attributes");
+  return {attr, per_sm};
+}
+
+int64_t sms() { return ember::cuda::get_device_properties(0).multi_processor_count; }
+
+// The bulk-copy kernel, persistent (as many blocks as fit at once).
 template <int kStages, int kMinBlocks, bool kChunked = false, bool kMath = true>
 void run(int64_t rows) {
   constexpr size_t kShared = sizeof(Stage) * kWarps * kStages + kVecs * 16 + kWarps * kStages * 8;
   auto kernel = bulk_backward_kernel<kStages, kMinBlocks, kChunked, kMath>;
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared), "smem attribute");
-  int per_sm = 0;
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * kLanes, kShared),
-        "occupancy");
-  cudaFuncAttributes attr{};
-  check(cudaFuncGetAttributes(&attr, kernel), "attributes");
-  const int64_t splits =
-      std::min<int64_t>(static_cast<int64_t>(per_sm) * cuda::get_device_properties(0).multi_processor_count,
-                        (rows + kWarps - 1) / kWarps);
+  const auto [attr, per_sm] = launch_facts(kernel, kShared);
+  const Case c(rows, std::min<int64_t>(per_sm * sms(), (rows + kWarps - 1) / kWarps));
+  auto launch = [&] {
+    kernel<<<static_cast<unsigned>(c.splits), kWarps * kLanes, kShared>>>(
+        bf16_ptr(c.ldx), static_cast<float*>(c.partial.data_ptr()), bf16_ptr(c.gy), bf16_ptr(c.x),
+        f32_ptr(c.mean), f32_ptr(c.rstd), bf16_ptr(c.w), rows);
+  };
+  c.report("bulk copies, " + std::to_string(kStages) + " stages, " +
+               (kChunked ? "contiguous" : "interleaved") + " rows" + (kMath ? "" : ", no math (dx = x + dy)"),
+           attr, per_sm, launch, true, kMath);
+}
 
-  TensorOptions o = TensorOptions(kBFloat16).device(kCUDA);
-  Tensor x = randn({rows, kN}, o), gy = randn({rows, kN}, o), w = randn({kN}, o), b = randn({kN}, o);
-  auto [y, mean, rstd] = native_layer_norm(x, {kN}, w, b, 1e-5);
-  Tensor dx = empty({rows, kN}, o), dw = empty({kN}, o), db = empty({kN}, o);
-  Tensor ldx = full({rows, kN}, std::nan(""), o), ldw = full({kN}, std::nan(""), o),
-         ldb = full({kN}, std::nan(""), o);
-  Tensor partial = empty({splits, 2, kN}, TensorOptions(kFloat32).device(kCUDA));
-  auto* p = static_cast<float*>(partial.data_ptr());
-  auto bf = [](const Tensor& t) { return static_cast<__nv_bfloat16*>(t.data_ptr()); };
-  auto f32 = [](const Tensor& t) { return static_cast<const float*>(t.data_ptr()); };
-  auto ember_backward = [&] { layer_norm_backward_stub(kCUDA)(dx, dw, db, gy, x, mean, rstd, w); };
-  auto lab_kernel = [&] {
-    kernel<<<static_cast<unsigned>(splits), kWarps * kLanes, kShared>>>(bf(ldx), p, bf(gy), bf(x), f32(mean),
-                                                                        f32(rstd), bf(w), rows);
+// The row kernel: kR rows per warp, a block per tile or kPersistent; with kSums its column sums
+// reduced over clusters of `cluster` blocks (1, 2, 4 or 8).
+template <int kR, bool kPersistent, bool kSums>
+void run_rows(int64_t rows, int cluster) {
+  auto kernel = row_backward_kernel<kR, kPersistent, kSums>;
+  const auto [attr, per_sm] = launch_facts(kernel, 0);
+  const int64_t tiles = (rows + kWarps * kR - 1) / (kWarps * kR);
+  int64_t grid = kPersistent ? std::min<int64_t>(per_sm * sms(), tiles) : tiles;
+  grid = (grid + cluster - 1) / cluster * cluster;  // whole clusters; the extra blocks find no rows
+  const Case c(rows, grid / cluster);
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(grid));
+  cfg.blockDim = dim3(kWarps * kLanes);
+  cudaLaunchAttribute cluster_dim[1];
+  cluster_dim[0].id = cudaLaunchAttributeClusterDimension;
+  cluster_dim[0].val.clusterDim.x = static_cast<unsigned>(cluster);
+  cluster_dim[0].val.clusterDim.y = cluster_dim[0].val.clusterDim.z = 1;
+  cfg.attrs = cluster_dim;
+  cfg.numAttrs = 1;
+  auto launch = [&] {
+    check(cudaLaunchKernelEx(&cfg, kernel, bf16_ptr(c.ldx), static_cast<float*>(c.partial.data_ptr()),
+                             bf16_ptr(c.gy), bf16_ptr(c.x), f32_ptr(c.mean), f32_ptr(c.rstd), bf16_ptr(c.w),
+                             rows),
+          "launch");
   };
-  auto lab_backward = [&] {
-    lab_kernel();
-    column_sum_kernel<<<2 * kN / 128, 128>>>(bf(ldw), bf(ldb), p, splits);
-  };
-  ember_backward();
-  lab_backward();
-  check(cudaGetLastError(), "launch");
-  check(cudaDeviceSynchronize(), "run");
-  const double e_dx = rel_err(ldx, dx), e_dw = rel_err(ldw, dw), e_db = rel_err(ldb, db);
-  const double t_ember = time_us(ember_backward), t_lab = time_us(lab_backward),
-               t_kernel = time_us(lab_kernel);
-  const double bytes = 3.0 * rows * kN * 2;  // reads x and dy, writes dx
-  std::printf(
-      "rows %6lld, %d stages, %s rows%s: %3d registers, %d blocks/SM | ember %6.1f us %4.2f TB/s | lab %6.1f "
-      "us "
-      "%4.2f TB/s (its kernel alone %6.1f us) | rel err dx %.1e dw %.1e db %.1e %s\n",
-      static_cast<long long>(rows), kStages, kChunked ? "contiguous" : "interleaved",
-      kMath ? "" : ", no math (dx = x + dy)", attr.numRegs, per_sm, t_ember, bytes / t_ember / 1e6, t_lab,
-      bytes / t_lab / 1e6, t_kernel, e_dx, e_dw, e_db,
-      !kMath                                      ? "(not checked)"
-      : e_dx < 1e-2 && e_dw < 1e-2 && e_db < 1e-2 ? "ok"
-                                                  : "MISMATCH");
+  c.report(std::string("rows in registers, ") + std::to_string(kR) + " a warp, " +
+               (kPersistent ? "persistent" : "a block per tile") +
+               (kSums ? ", column sums over clusters of " + std::to_string(cluster) : ", no column sums"),
+           attr, per_sm, launch, kSums, true);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (!cuda::is_available()) {
+  if (!ember::cuda::is_available()) {
     std::printf("layer_norm_backward_lab: no CUDA device\n");
     return 1;
   }
@@ -313,6 +460,12 @@ int main(int argc, char** argv) {
     run<2, 1, false, false>(rows);
     run<2, 1, true>(rows);
     run<2, 1, true, false>(rows);
+    run_rows<1, false, false>(rows, 1);
+    run_rows<4, false, false>(rows, 1);
+    run_rows<1, true, false>(rows, 1);
+    run_rows<4, false, true>(rows, 8);
+    run_rows<4, false, true>(rows, 1);
+    run_rows<1, true, true>(rows, 1);
   }
   return 0;
 }
