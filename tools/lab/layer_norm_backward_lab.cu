@@ -1,18 +1,17 @@
 // Kernel lab (STYLE.md #9) for layer_norm's backward over bf16 rows of 1024, the row shape of
 // the benchmark [32768, 1024] that cuda/normalization_kernels.cu misses its bandwidth bar on.
-// The kernel tried here: a warp per row, the rows of x and dy brought into shared memory by the
-// bulk copy engine (cp.async.bulk, an mbarrier per stage, kStages rows in flight per warp), so
-// that no register holds a row while its loads are in flight, and the dw and db column sums in
-// registers. It runs on the same inputs as ember's kernel (through the op registry), its results
-// are compared with ember's (relative error ||lab - ember|| / ||ember||), and both are timed.
-// Measured on the H200 (session 8, [32768, 1024]): the lab kernel alone 56.1-56.4 us (3 blocks of
-// 167 registers per SM); ember's backward 64-66 us, of which its column-sum kernel takes 4.6 us
-// under ncu; the lab's pipeline with no math (dx = x + dy) 57.2-57.6 us, where PyTorch adds two
-// such tensors in 49.5 us: the per-warp row stream, not the arithmetic, is what stays slower.
-// A warp per contiguous range of rows measured slower (59.1 us) than warps interleaved, hence the
-// second candidate, row_backward_kernel (written after the session's last device call, not yet
-// run): blocks of consecutive rows in tile order, as an elementwise kernel's go, with the column
-// sums reduced over a thread-block cluster so that a block per tile leaves few partial rows.
+// The first candidate, bulk_backward_kernel: a warp per row, the rows of x and dy brought into shared memory
+// by the bulk copy engine (cp.async.bulk, an mbarrier per stage, kStages rows in flight per warp), so that no
+// register holds a row while its loads are in flight, and the dw and db column sums in registers. Each runs
+// on the same inputs as ember's kernel (through the op registry), its results are compared with ember's
+// (relative error ||lab - ember|| / ||ember||), and both are timed. Measured on the H200 (session 8, [32768,
+// 1024]): the lab kernel alone 56.1-56.4 us (3 blocks of 167 registers per SM); ember's backward 64-66 us, of
+// which its column-sum kernel takes 4.6 us under ncu; the lab's pipeline with no math (dx = x + dy) 57.0-57.6
+// us, where PyTorch adds two such tensors in 49.5 us: the per-warp row stream, not the arithmetic, is what
+// stays slower. A warp per contiguous range of rows measured slower (59.1 us) than warps interleaved, hence
+// the second candidate, row_backward_kernel (written after the session's last device call, not yet run):
+// blocks of consecutive rows in tile order, as an elementwise kernel's go, with the column sums reduced over
+// a thread-block cluster so that a block per tile leaves few partial rows.
 //   layer_norm_backward_lab [rows ...]
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
