@@ -114,7 +114,7 @@ if [ "${TRANSFORMER:-0}" = 1 ] && [ -x "$BUILD_DIR/tools/bench/transformer_bench
 fi
 # The kernel labs (tools/lab): each prints a line per candidate, checked against ember's kernel.
 if [ "${LAB:-0}" = 1 ]; then
-  for lab in "$BUILD_DIR"/tools/lab/*_lab; do "$lab" >> "$OUT/lab.txt" 2>&1; done
+  for lab in "$BUILD_DIR"/tools/lab/*_lab; do [ -x "$lab" ] && "$lab" >> "$OUT/lab.txt" 2>&1; done
 fi
 "$BUILD_DIR/tools/env_report" >> "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
