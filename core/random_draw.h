@@ -5,13 +5,14 @@
 // draw gives the same numbers bit for bit on either device.
 //
 // Philox block `b` (four 32-bit words) yields k consecutive elements, b * k + j for j < k:
-//  - uniform and normal in float precision (every dtype but float64): k = 4. Uniform element j
-//    takes 24 bits of word j; normals come from Box-Muller on the word pairs (0, 1) and (2, 3),
-//    the cosine for the first element of a pair, the sine for the second.
-//  - uniform and normal in double precision (float64): k = 2. Uniform element j takes 53 bits of
-//    words (2j, 2j + 1); the normal pair is Box-Muller on (words 0-1, words 2-3), cos then sin.
-//  - bernoulli (a double uniform below p) and randint (64 bits of words (2j, 2j + 1), modulo the
-//    range): k = 2.
+//  - uniform, normal and bernoulli in float precision (every dtype but float64): k = 4. Uniform
+//    element j takes 24 bits of word j, and bernoulli element j is that uniform below p (as
+//    PyTorch's dropout draws its mask); normals come from Box-Muller on the word pairs (0, 1) and
+//    (2, 3), the cosine for the first element of a pair, the sine for the second.
+//  - uniform, normal and bernoulli in double precision (float64): k = 2. Uniform element j takes
+//    53 bits of words (2j, 2j + 1); the normal pair is Box-Muller on (words 0-1, words 2-3), cos
+//    then sin.
+//  - randint (64 bits of words (2j, 2j + 1), modulo the range): k = 2.
 // The arithmetic is IEEE adds, multiplies, divisions and square roots in double, each rounded
 // once (no library log/sin/cos, whose last bits differ between libm and CUDA, and no fused
 // multiply-adds, which nvcc would otherwise form), so both devices round alike.
@@ -103,7 +104,7 @@ EMBER_HOST_DEVICE inline void sincos_2pi(double u, double& sin_out, double& cos_
 // Elements per Philox block for a draw of `kind` in precision C (float or double).
 template <class C>
 EMBER_HOST_DEVICE constexpr int block_size(RandomKind kind) {
-  return (kind == RandomKind::Uniform || kind == RandomKind::Normal) && !std::is_same_v<C, double> ? 4 : 2;
+  return kind != RandomKind::Integer && !std::is_same_v<C, double> ? 4 : 2;
 }
 
 // Writes elements b * k + j, j in [first, last), of a draw into out[0, last - first): T is the
@@ -135,7 +136,8 @@ EMBER_HOST_DEVICE inline void fill_block(RandomKind kind, PhiloxState s, double 
       }
       break;
     case RandomKind::Bernoulli:
-      for (int j = first; j < last; ++j) out[j - first] = static_cast<T>(uniform64(j) < a);
+      for (int j = first; j < last; ++j)
+        out[j - first] = static_cast<T>((kDouble ? uniform64(j) : uniform_float(r.v[j])) < a);
       break;
     case RandomKind::Integer: {
       const auto range = static_cast<uint64_t>(b - a);

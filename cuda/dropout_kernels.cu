@@ -1,6 +1,7 @@
 // CUDA kernels of native_dropout and its backward. The forward draws the mask (the Philox
 // numbers bernoulli_ draws, core/ops/dropout_functors.h) and writes it with the output in one
-// pass: each thread step takes one 16-byte load of x, i.e. whole Philox blocks of two elements.
+// pass: each thread step takes one 16-byte load of x and the Philox blocks of its elements (four
+// elements a block: two blocks for 2-byte floats, one for float, half of one for double).
 // The backward is the generic elementwise launcher over (mask, grad).
 #include "ember/core/ops/dropout.h"
 #include "ember/core/ops/dropout_functors.h"
@@ -17,15 +18,23 @@ template <class T>
 __global__ void __launch_bounds__(kDropoutBlock)
     native_dropout_kernel(const T* x, T* out, bool* mask, int64_t n, double p, PhiloxState rng, Acc<T> scale,
                           bool vectorized) {
-  constexpr int kVec = 16 / sizeof(T);  // 8 (f16, bf16), 4 (f32), 2 (f64): even
+  constexpr int kVec = 16 / sizeof(T);  // 8 (f16, bf16), 4 (f32), 2 (f64)
+  constexpr int kBlock = ops::kDropoutMaskBlock;
+  static_assert(kVec % kBlock == 0 || kBlock % kVec == 0);
   const ops::MaskedScale<Acc<T>> f{scale};
   const int64_t groups = (n + kVec - 1) / kVec, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += step) {
     const int64_t first = g * kVec;
     Vec<bool, kVec> keep;
+    if constexpr (kVec >= kBlock) {
 #pragma unroll
-    for (int b = 0; b < kVec / 2; ++b)
-      ops::dropout_mask_block(rng, p, static_cast<uint64_t>(first / 2 + b), 0, 2, keep.v + 2 * b);
+      for (int b = 0; b < kVec / kBlock; ++b)
+        ops::dropout_mask_block(rng, p, static_cast<uint64_t>(first / kBlock + b), 0, kBlock,
+                                keep.v + kBlock * b);
+    } else {
+      const int j = static_cast<int>(first % kBlock);
+      ops::dropout_mask_block(rng, p, static_cast<uint64_t>(first / kBlock), j, j + kVec, keep.v);
+    }
     if (vectorized && first + kVec <= n) {
       const Vec<T, kVec> in = reinterpret_cast<const Vec<T, kVec>*>(x)[g];
       Vec<T, kVec> o;

@@ -7,7 +7,8 @@
 namespace ember::cpu {
 namespace {
 
-constexpr int64_t kChunk = 256;  // even: a chunk starts on a Philox block
+constexpr int64_t kChunk = 256;  // a multiple of ops::kDropoutMaskBlock: a chunk starts on a Philox block
+static_assert(kChunk % ops::kDropoutMaskBlock == 0);
 
 void native_dropout_kernel(const Tensor& out, const Tensor& mask, const Tensor& x, double p,
                            PhiloxState rng) {
@@ -21,9 +22,10 @@ void native_dropout_kernel(const Tensor& out, const Tensor& mask, const Tensor& 
       for (int64_t c = cb; c < ce; ++c) {
         const int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
         bool* k = keep + begin;
-        for (int64_t i = 0; i < len; i += 2)
-          ops::dropout_mask_block(rng, p, static_cast<uint64_t>((begin + i) / 2), 0,
-                                  static_cast<int>(std::min<int64_t>(2, len - i)), k + i);
+        constexpr int64_t kBlock = ops::kDropoutMaskBlock;
+        for (int64_t i = 0; i < len; i += kBlock)
+          ops::dropout_mask_block(rng, p, static_cast<uint64_t>((begin + i) / kBlock), 0,
+                                  static_cast<int>(std::min(kBlock, len - i)), k + i);
         const C* in = load_compute<C>(byte_ptr(x, begin), x.dtype(), len, in_buf);
         C* o = out_compute<C>(byte_ptr(out, begin), out.dtype(), out_buf);
         for (int64_t i = 0; i < len; ++i) o[i] = f(static_cast<C>(k[i]), in[i]);

@@ -10,12 +10,16 @@ namespace ember::ops {
 // What the kept elements are multiplied by; 0 for p == 1, where nothing is kept (no 1 / 0).
 EMBER_HOST_DEVICE inline double dropout_scale(double p) { return p == 1 ? 0.0 : 1.0 / (1.0 - p); }
 
-// Elements 2 * block + j, j in [first, last) of [0, 2), of dropout's keep mask: bernoulli_'s draw
-// with probability 1 - p (core/random_draw.h, two elements per Philox block), so native_dropout
-// keeps exactly what bernoulli_(mask, 1 - p) sets.
+// Elements per Philox block of dropout's keep mask.
+inline constexpr int kDropoutMaskBlock = random_draw::block_size<float>(RandomKind::Bernoulli);
+
+// Elements kDropoutMaskBlock * block + j, j in [first, last) of [0, kDropoutMaskBlock), of
+// dropout's keep mask: bernoulli_'s draw for a bool mask with probability 1 - p
+// (core/random_draw.h, in float precision), so native_dropout keeps exactly what
+// bernoulli_(mask, 1 - p) sets.
 EMBER_HOST_DEVICE inline void dropout_mask_block(PhiloxState rng, double p, uint64_t block, int first,
                                                  int last, bool* keep) {
-  random_draw::fill_block<bool, double>(RandomKind::Bernoulli, rng, 1.0 - p, 0.0, block, first, last, keep);
+  random_draw::fill_block<bool, float>(RandomKind::Bernoulli, rng, 1.0 - p, 0.0, block, first, last, keep);
 }
 
 // keep ? x * scale : 0 in compute type C (float for f16/bf16/f32): the forward's output and the

@@ -19,8 +19,8 @@ Tensor bools(IntArrayRef sizes, bool v) { return full(sizes, v ? 1 : 0, kInt64).
 Tensor composite(const Tensor& x, const Tensor& mask, double p) { return where(mask, x * (1 / (1 - p)), 0); }
 
 TEST(NativeDropout, MaskIsTheBernoulliDrawOfTheSameGeneratorState) {
-  // Sizes around the Philox block (2), the kernel's chunk (256) and its thread grain (4096).
-  for (int64_t n : {1, 2, 7, 255, 257, 4097, 100003})
+  // Sizes around the Philox block (4), the kernel's chunk (256) and its thread grain (4096).
+  for (int64_t n : {1, 2, 3, 5, 7, 255, 257, 4097, 100003})
     for (double p : {0.1, 0.5, 0.9}) {
       SCOPED_TRACE("n " + std::to_string(n) + " p " + std::to_string(p));
       Generator a(42), b(42);
@@ -44,17 +44,16 @@ TEST(NativeDropout, MaskIsTheBernoulliDrawOfTheSameGeneratorState) {
 }
 
 TEST(NativeDropout, MaskFollowsThePhiloxDefinition) {
-  // Element i is kept when the double uniform of Philox block i / 2 (53 bits of words 2j, 2j + 1,
-  // j = i % 2) under key `seed` and stream `offset` is below 1 - p (core/random_draw.h).
+  // Element i is kept when the float uniform of Philox block i / 4 (24 bits of word i % 4) under
+  // key `seed` and stream `offset` is below 1 - p (core/random_draw.h), in every dtype of x.
   const uint64_t seed = 0x1234567890ull, offset = 3;
   const double p = 0.4;
   Generator g(seed);
   g.set_state({seed, offset});
   auto [out, mask] = native_dropout(ones({9}, kFloat64), p, true, &g);
   for (int64_t i = 0; i < 9; ++i) {
-    Philox4x32 r = philox_block(seed, offset, static_cast<uint64_t>(i / 2));
-    const int j = static_cast<int>(i % 2);
-    const bool keep = uniform_double(r.v[2 * j], r.v[2 * j + 1]) < 1 - p;
+    Philox4x32 r = philox_block(seed, offset, static_cast<uint64_t>(i / 4));
+    const bool keep = uniform_float(r.v[i % 4]) < 1 - p;
     EXPECT_EQ(mask[i].item<bool>(), keep) << i;
     EXPECT_EQ(out[i].item<double>(), keep ? 1 / (1 - p) : 0.0) << i;
   }
