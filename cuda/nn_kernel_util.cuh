@@ -145,6 +145,30 @@ __device__ __forceinline__ Vec<Acc<T>, N> to_acc(const Vec<T, N>& x) {
   return r;
 }
 
+// A vector of compute-type values rounded to T. Pairs of bf16 and f16 round in one instruction
+// (cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32) and land in their 32-bit word as they are stored.
+template <class T, int N>
+__device__ __forceinline__ Vec<T, N> from_acc(const Vec<Acc<T>, N>& x) {
+  Vec<T, N> r;
+  if constexpr ((std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>) && N % 2 == 0) {
+    auto* w = reinterpret_cast<uint32_t*>(r.v);
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      if constexpr (std::is_same_v<T, BFloat16>) {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(x.v[2 * i], x.v[2 * i + 1]);
+        w[i] = *reinterpret_cast<const uint32_t*>(&h);
+      } else {
+        const __half2 h = __floats2half2_rn(x.v[2 * i], x.v[2 * i + 1]);
+        w[i] = *reinterpret_cast<const uint32_t*>(&h);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; ++j) r.v[j] = from_acc<T>(x.v[j]);
+  }
+  return r;
+}
+
 // Elements per 16-byte access, when every row start is 16-byte aligned (rows of `len` elements
 // from `ptrs`), else 1.
 template <class T>

@@ -1,17 +1,22 @@
 // Kernel lab (STYLE.md #9) for layer_norm's backward over bf16 rows of 1024, the row shape of
-// the benchmark [32768, 1024] that cuda/normalization_kernels.cu misses its bandwidth bar on.
-// The first candidate, bulk_backward_kernel: a warp per row, the rows of x and dy brought into shared memory
-// by the bulk copy engine (cp.async.bulk, an mbarrier per stage, kStages rows in flight per warp), so that no
-// register holds a row while its loads are in flight, and the dw and db column sums in registers. Each runs
-// on the same inputs as ember's kernel (through the op registry), its results are compared with ember's
-// (relative error ||lab - ember|| / ||ember||), and both are timed. Measured on the H200 (session 8, [32768,
-// 1024]): the lab kernel alone 56.1-56.4 us (3 blocks of 167 registers per SM); ember's backward 64-66 us, of
-// which its column-sum kernel takes 4.6 us under ncu; the lab's pipeline with no math (dx = x + dy) 57.0-57.6
-// us, where PyTorch adds two such tensors in 49.5 us: the per-warp row stream, not the arithmetic, is what
-// stays slower. A warp per contiguous range of rows measured slower (59.1 us) than warps interleaved, hence
-// the second candidate, row_backward_kernel (written after the session's last device call, not yet run):
-// blocks of consecutive rows in tile order, as an elementwise kernel's go, with the column sums reduced over
-// a thread-block cluster so that a block per tile leaves few partial rows.
+// the benchmark [32768, 1024] that cuda/normalization_kernels.cu missed its bandwidth bar on.
+// Each candidate runs on the same inputs as ember's kernel (through the op registry), its results
+// are compared with ember's (relative error ||lab - ember|| / ||ember||), and both are timed.
+//  - bulk_backward_kernel: a warp per row, the rows of x and dy brought into shared memory by the
+//    bulk copy engine (cp.async.bulk, an mbarrier per stage, kStages rows in flight per warp), the
+//    dw and db column sums in registers. Session 8: 56.1-56.9 us alone (3 blocks of 167
+//    registers per SM); with no math (dx = x + dy) 57.0 us, where PyTorch adds two such tensors
+//    in 49.5 us; warps on contiguous row ranges slower (59.1 us) than interleaved.
+//  - row_backward_kernel: rows in registers, kR rows a warp, a block per tile in tile order or
+//    persistent, column sums in registers reduced over a thread-block cluster. Session 9: without
+//    column sums a block per 4-row tile streams at the add's speed (49.6 us, 96 registers, 5
+//    blocks/SM; persistent 51.5 us), with register column sums it is slow (168 registers,
+//    3 blocks/SM: 86-89 us a block per tile, 57.9 us persistent).
+//  - multi_row_backward_kernel: ember's design (a warp per row, persistent, the column sums in
+//    shared memory) rebuilt lean, kRows rows a warp at once. Session 9: one row 54.2-55.0 us
+//    alone, ember's kernel then about 60 us; two rows no faster (55.7-59.3 us). It moved into
+//    cuda/ as layer_norm_backward_warp_kernel (51.8 us there under ncu; ember's old kernel took
+//    31.7 M warp instructions where this one takes 19-23 M).
 //   layer_norm_backward_lab [rows ...]
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
@@ -285,6 +290,102 @@ __global__ void __launch_bounds__(kWarps* kLanes)
   }
 }
 
+// The third candidate, ember's design with kRows rows a warp at once: a warp holds kRows rows of x
+// and dy in registers (the warps interleaved over the rows, persistent, as in cuda/), and adds
+// the rows' dw and db terms to its copy of the column sums in shared memory once per kRows rows
+// (cuda/ adds them once per row: 32 shared loads and stores of 16 bytes a lane per row). kRows 1
+// is ember's kernel rebuilt here, the control; kMinBlocks caps the registers.
+template <int kRows, int kMinBlocks>
+__global__ void __launch_bounds__(kWarps* kLanes, kMinBlocks)
+    multi_row_backward_kernel(__nv_bfloat16* dx, float* partial, const __nv_bfloat16* gy,
+                              const __nv_bfloat16* x, const float* mean, const float* rstd,
+                              const __nv_bfloat16* w, int64_t rows) {
+  // [warp][dw, db][slot k][half q][lane] of float4: lanes fastest, no bank conflicts.
+  __shared__ float4 sums[kWarps * 2 * kSlots * 2 * kLanes];
+  const int lane = threadIdx.x % kLanes, warp = threadIdx.x / kLanes;
+  float4* mine = sums + warp * 2 * kSlots * 2 * kLanes + lane;
+  for (int e = 0; e < 2 * kSlots * 2; ++e) mine[e * kLanes] = make_float4(0.f, 0.f, 0.f, 0.f);
+  const int64_t gw = blockIdx.x * static_cast<int64_t>(kWarps) + warp,
+                step = static_cast<int64_t>(gridDim.x) * kWarps * kRows;
+  uint4 w8[kSlots];
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) w8[k] = reinterpret_cast<const uint4*>(w)[lane + kLanes * k];
+  for (int64_t r0 = gw * kRows; r0 < rows; r0 += step) {
+    uint4 xr[kRows][kSlots], gr[kRows][kSlots];
+    float mu[kRows], rs[kRows], sa[kRows], sb[kRows];
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const int64_t row = r0 + i < rows ? r0 + i : r0;  // a missing row repeats the first, not summed
+      mu[i] = mean[row], rs[i] = rstd[row], sa[i] = sb[i] = 0.f;
+#pragma unroll
+      for (int k = 0; k < kSlots; ++k) {
+        xr[i][k] = reinterpret_cast<const uint4*>(x + row * kN)[lane + kLanes * k];
+        gr[i][k] = reinterpret_cast<const uint4*>(gy + row * kN)[lane + kLanes * k];
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      float wv[8], tw[8], tb[8];
+      unpack(w8[k], wv);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) tw[j] = tb[j] = 0.f;
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        float xv[8], gv[8];
+        unpack(xr[i][k], xv);
+        unpack(gr[i][k], gv);
+        const bool in = r0 + i < rows;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const float xh = (xv[j] - mu[i]) * rs[i], gxh = gv[j] * wv[j];
+          sa[i] += gxh, sb[i] += gxh * xh;
+          if (in) tb[j] += gv[j], tw[j] += gv[j] * xh;
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        float4& ew = mine[((0 * kSlots + k) * 2 + q) * kLanes];
+        float4& eb = mine[((1 * kSlots + k) * 2 + q) * kLanes];
+        float4 a = ew, b = eb;
+        a.x += tw[4 * q], a.y += tw[4 * q + 1], a.z += tw[4 * q + 2], a.w += tw[4 * q + 3];
+        b.x += tb[4 * q], b.y += tb[4 * q + 1], b.z += tb[4 * q + 2], b.w += tb[4 * q + 3];
+        ew = a, eb = b;
+      }
+    }
+#pragma unroll
+    for (int o = kLanes / 2; o > 0; o /= 2)
+#pragma unroll
+      for (int i = 0; i < kRows; ++i)
+        sa[i] += __shfl_xor_sync(0xffffffffu, sa[i], o), sb[i] += __shfl_xor_sync(0xffffffffu, sb[i], o);
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      if (r0 + i >= rows) break;
+      const float c0 = -rs[i] * (sa[i] * (1.f / kN)), c1 = -rs[i] * rs[i] * (sb[i] * (1.f / kN));
+#pragma unroll
+      for (int k = 0; k < kSlots; ++k) {
+        float xv[8], gv[8], wv[8], o[8];
+        unpack(xr[i][k], xv);
+        unpack(gr[i][k], gv);
+        unpack(w8[k], wv);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) o[j] = fmaf(gv[j] * wv[j], rs[i], fmaf(xv[j] - mu[i], c1, c0));
+        reinterpret_cast<uint4*>(dx + (r0 + i) * kN)[lane + kLanes * k] = pack(o);
+      }
+    }
+  }
+  __syncthreads();
+  // The block's sums, in warp order, straight from the warps' copies.
+  for (int c = threadIdx.x; c < 2 * kN; c += blockDim.x) {
+    const int which = c / kN, col = c % kN, v = col / 8, j = col % 8;
+    const int k = v / kLanes, l = v % kLanes, q = j / 4;
+    float sum = 0.f;
+    for (int wp = 0; wp < kWarps; ++wp)
+      sum += reinterpret_cast<const float*>(
+          &sums[wp * 2 * kSlots * 2 * kLanes + ((which * kSlots + k) * 2 + q) * kLanes + l])[j % 4];
+    partial[blockIdx.x * 2 * kN + c] = sum;
+  }
+}
+
 // dw[c] and db[c] = the sums over `splits` rows of partial [splits, 2, kN], a thread per column.
 __global__ void column_sum_kernel(__nv_bfloat16* dw, __nv_bfloat16* db, const float* partial,
                                   int64_t splits) {
@@ -443,6 +544,21 @@ void run_rows(int64_t rows, int cluster) {
            attr, per_sm, launch, kSums, true);
 }
 
+// The multi-row kernel, persistent.
+template <int kRows, int kMinBlocks>
+void run_multi(int64_t rows) {
+  auto kernel = multi_row_backward_kernel<kRows, kMinBlocks>;
+  const auto [attr, per_sm] = launch_facts(kernel, 0);
+  const Case c(rows, std::min<int64_t>(per_sm * sms(), (rows + kWarps * kRows - 1) / (kWarps * kRows)));
+  auto launch = [&] {
+    kernel<<<static_cast<unsigned>(c.splits), kWarps * kLanes>>>(
+        bf16_ptr(c.ldx), static_cast<float*>(c.partial.data_ptr()), bf16_ptr(c.gy), bf16_ptr(c.x),
+        f32_ptr(c.mean), f32_ptr(c.rstd), bf16_ptr(c.w), rows);
+  };
+  c.report("ember's design, " + std::to_string(kRows) + " rows a warp at once", attr, per_sm, launch, true,
+           true);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -454,6 +570,11 @@ int main(int argc, char** argv) {
   if (argc > 1) sizes.clear();
   for (int i = 1; i < argc; ++i) sizes.push_back(std::atoll(argv[i]));
   for (int64_t rows : sizes) {
+    run_multi<1, 1>(rows);
+    run_multi<1, 4>(rows);
+    run_multi<2, 1>(rows);
+    run_multi<2, 3>(rows);
+    run_multi<2, 4>(rows);
     run<2, 1>(rows);
     run<3, 1>(rows);
     run<2, 1, false, false>(rows);
