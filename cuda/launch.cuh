@@ -4,8 +4,10 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "ember/cuda/check.h"
+#include "ember/cuda/device.h"
 #include "ember/cuda/stream.h"
 
 namespace ember::cuda {
@@ -22,6 +24,39 @@ constexpr T ceil_div(T a, T b) {
 inline unsigned grid_for(int64_t n, int per_block, int64_t max_blocks = 65535LL * 8) {
   int64_t b = ceil_div<int64_t>(n, per_block);
   return static_cast<unsigned>(b < 1 ? 1 : (b > max_blocks ? max_blocks : b));
+}
+
+// Programmatic dependent launch (Hopper and later): a kernel started by launch_dependent may be
+// scheduled while the kernel before it in the stream drains, so its launch and prologue overlap
+// that kernel's tail. It must call wait_for_prior_grids() before it reads or writes global
+// memory (the wait returns once the grid before it has finished and its writes are visible);
+// that grid may call allow_dependent_grids() to let its dependent be scheduled before it exits.
+// Both are no-ops in a kernel launched the ordinary way. Measured on the H200: layer_norm
+// fwd+bwd bf16 [32768, 1024] 98.1 -> 95.7 us with its backward and column-sum kernels so launched.
+__device__ __forceinline__ void wait_for_prior_grids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void allow_dependent_grids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+template <class... Params, class... Args>
+void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attr;
+  config.numAttrs = get_device_properties().major >= 9 ? 1 : 0;
+  EMBER_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
 }
 
 template <class T, class Op>

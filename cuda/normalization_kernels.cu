@@ -247,6 +247,7 @@ __global__ void __launch_bounds__(kBackwardWarps* kWarpSize)
   using V = Vec<T, VEC>;
   __shared__ typename Shared::E shared_sums[kBackwardWarps * 2 * Shared::kEntries];
   typename Shared::E* own = Shared::own(shared_sums);
+  wait_for_prior_grids();  // launched by launch_dependent
   const int lane = threadIdx.x % kWarpSize;
   const int64_t nvec = N / VEC;
   const float inv_n = 1.f / static_cast<float>(N);
@@ -305,6 +306,7 @@ __global__ void __launch_bounds__(kBackwardWarps* kWarpSize)
       if (const int64_t v = lane + k * kWarpSize; v < nvec) dr[v] = from_acc<T>(o);
     }
   }
+  allow_dependent_grids();  // the column-sum kernel
   __syncthreads();
   Shared::write(shared_sums, kBackwardWarps, partial + blockIdx.x * 2 * N, N);
 }
@@ -547,6 +549,7 @@ constexpr int kSumCols = 8, kSumRows = 128;
 template <class A, class P>
 __global__ void column_sum_kernel(P* dw, P* db, const A* partial, int64_t splits, int64_t N) {
   __shared__ RowSums<A> shared[kSumRows][kSumCols];
+  wait_for_prior_grids();  // launched by launch_dependent
   const int64_t c = blockIdx.x * static_cast<int64_t>(kSumCols) + threadIdx.x;
   RowSums<A> st = RowSums<A>::identity();
   if (c < N)
@@ -582,16 +585,23 @@ void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor
   bool fused = false;
   with_vector_width<T>(N, {pdx, pgy, px, pw}, [&](auto vec) {
     constexpr int VEC = decltype(vec)::value;
-    // `blocks` at most, as many as run at once: each adds up its rows' column sums.
-    auto launch = [&](auto kernel, bool in_regs, int64_t blocks, int threads) {
+    // `blocks` at most, as many as run at once: each adds up its rows' column sums. `dependent`:
+    // the kernel waits for the one before it (launch_dependent).
+    auto launch = [&](auto kernel, bool in_regs, int64_t blocks, int threads, bool dependent = false) {
       fused = params && in_regs;
       if (!pdx && !fused) return;
       splits = std::max<int64_t>(
           1, std::min(blocks, resident_blocks(reinterpret_cast<const void*>(kernel), threads)));
       if (fused) partial = empty({splits, 2, N}, mean.options());
-      kernel<<<static_cast<unsigned>(splits), threads, 0, stream>>>(
-          pdx, fused ? static_cast<A*>(partial.data_ptr()) : nullptr, pgy, px, pm, pr, pw, rows, N);
-      EMBER_CUDA_LAUNCH_CHECK();
+      A* ppartial = fused ? static_cast<A*>(partial.data_ptr()) : nullptr;
+      if (dependent) {
+        launch_dependent(kernel, dim3(static_cast<unsigned>(splits)), dim3(threads), stream, pdx, ppartial, pgy,
+                         px, pm, pr, pw, rows, N);
+      } else {
+        kernel<<<static_cast<unsigned>(splits), threads, 0, stream>>>(pdx, ppartial, pgy, px, pm, pr, pw, rows,
+                                                                       N);
+        EMBER_CUDA_LAUNCH_CHECK();
+      }
     };
     auto kernel_of = [](auto split) { return layer_norm_backward_kernel<T, P, VEC, decltype(split)::value>; };
     auto launch_split = [&](auto kernel, auto split, unsigned grid, int threads) {
@@ -600,7 +610,7 @@ void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor
     if constexpr (sizeof(T) == 2) {
       if (VEC == 8 && N <= kWarpSize * kRowRegs<T> && pdx && params)
         launch(layer_norm_backward_warp_kernel<T, P>, true, grid_for(rows, kBackwardWarps),
-               kBackwardWarps * kWarpSize);
+               kBackwardWarps * kWarpSize, true);
       else
         launch_row_kernel<T>(rows, N, kBackwardWarps, kernel_of, launch_split);
     } else {
@@ -628,12 +638,10 @@ void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor
            stream>>>(static_cast<A*>(partial.data_ptr()), pgy, px, pm, pr, rows, N, chunk);
     EMBER_CUDA_LAUNCH_CHECK();
   }
-  column_sum_kernel<A, P>
-      <<<static_cast<unsigned>(ceil_div<int64_t>(N, kSumCols)), dim3(kSumCols, kSumRows), 0, stream>>>(
-          dw.defined() ? static_cast<P*>(dw.data_ptr()) : nullptr,
-          db.defined() ? static_cast<P*>(db.data_ptr()) : nullptr, static_cast<const A*>(partial.data_ptr()),
-          splits, N);
-  EMBER_CUDA_LAUNCH_CHECK();
+  launch_dependent(column_sum_kernel<A, P>, dim3(static_cast<unsigned>(ceil_div<int64_t>(N, kSumCols))),
+                   dim3(kSumCols, kSumRows), stream, dw.defined() ? static_cast<P*>(dw.data_ptr()) : nullptr,
+                   db.defined() ? static_cast<P*>(db.data_ptr()) : nullptr,
+                   static_cast<const A*>(partial.data_ptr()), splits, N);
 }
 
 void layer_norm_backward_cuda(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& gy,
