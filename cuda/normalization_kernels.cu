@@ -148,14 +148,14 @@ void row_moments_cuda(const Tensor& mean, const Tensor& rstd, const Tensor& x, d
 }
 
 // --- layer_norm backward. Rows that fit a warp's registers: for 2-byte dtypes a warp per row,
-// each lane adding its columns' terms of dw and db in shared memory (16-byte rows with dx and
-// the column sums wanted in layer_norm_backward_warp_kernel, the rest in the generic kernel's
-// warp split); for 4- and 8-byte dtypes a
-// block per tile of kTileRows rows, a thread holding the same vector of columns in each row and
-// adding its terms in registers (measured on the H200 over [32768, 1024]: f32 forward + backward
-// 7% faster in tiles, bf16 2-11% slower in each variant tried). Longer rows: a block per row (in
-// registers, column sums likewise), or read twice for dx with a separate kernel for dw and db.
-// Each block leaves its column sums in a [blocks, 2, N] buffer that a last kernel adds up. ---
+// each lane adding its columns' terms of dw and db in shared memory (rows of 16-byte vectors
+// that want dx and the column sums in layer_norm_backward_warp_kernel, the others in the generic
+// kernel's warp split); for 4- and 8-byte dtypes a block per tile of kTileRows rows, a thread
+// holding the same vector of columns in each row and adding its terms in registers (measured on
+// the H200 over [32768, 1024]: f32 forward + backward 7% faster in tiles, bf16 2-11% slower in
+// each variant tried). Longer rows: a block per row (in registers, column sums likewise), or read
+// twice for dx with a separate kernel for dw and db. Each block leaves its column sums in a
+// [blocks, 2, N] buffer that a last kernel adds up. ---
 
 // Row sums of gxhat and gxhat * xhat, reduced together.
 template <class A>
@@ -235,9 +235,9 @@ struct SharedColumnSums {
 // elements), with dx and the column sums: layer_norm_backward_kernel's work in fewer
 // instructions, for the case that streams at the copy bandwidth. The lane's w (of type P, 1 when
 // null) stays in registers, x and dy as their packed words; pairs round to T in one instruction.
-// Measured on the H200 over bf16 [32768, 1024]: 18.9 M warp instructions and 53.3 us, where
-// layer_norm_backward_kernel takes 31.7 M and 60.1 us (it reloads w twice per row and leaves
-// rows of unknown width to the generic slot and lambda code).
+// Measured on the H200 over bf16 [32768, 1024] (ncu): 22.9 M warp instructions and 51.8 us,
+// where layer_norm_backward_kernel takes 31.7 M and 60.1 us (27.2 M and 59.4 us with its w kept
+// in registers too).
 template <class T, class P>
 __global__ void __launch_bounds__(kBackwardWarps* kWarpSize)
     layer_norm_backward_warp_kernel(T* dx, float* partial, const T* gy, const T* x, const float* mean,
