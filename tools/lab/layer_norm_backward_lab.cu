@@ -17,6 +17,9 @@
 //    alone, ember's kernel then about 60 us; two rows no faster (55.7-59.3 us). It moved into
 //    cuda/ as layer_norm_backward_warp_kernel (51.8 us there under ncu; ember's old kernel took
 //    31.7 M warp instructions where this one takes 19-23 M).
+//  - fused_backward_kernel (written after session 9's last device call, not yet run): that design
+//    with the column sums finished in the kernel, over thread-block clusters and then by the last
+//    cluster to finish, where cuda/ runs a column-sum kernel (4.9 us under ncu, and a launch).
 //   layer_norm_backward_lab [rows ...]
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
@@ -295,13 +298,15 @@ __global__ void __launch_bounds__(kWarps* kLanes)
 // the rows' dw and db terms to its copy of the column sums in shared memory once per kRows rows
 // (cuda/ adds them once per row: 32 shared loads and stores of 16 bytes a lane per row). kRows 1
 // is ember's kernel rebuilt here, the control; kMinBlocks caps the registers.
-template <int kRows, int kMinBlocks>
-__global__ void __launch_bounds__(kWarps* kLanes, kMinBlocks)
-    multi_row_backward_kernel(__nv_bfloat16* dx, float* partial, const __nv_bfloat16* gy,
-                              const __nv_bfloat16* x, const float* mean, const float* rstd,
-                              const __nv_bfloat16* w, int64_t rows) {
-  // [warp][dw, db][slot k][half q][lane] of float4: lanes fastest, no bank conflicts.
-  __shared__ float4 sums[kWarps * 2 * kSlots * 2 * kLanes];
+// The warps' column sums in shared memory: [warp][dw, db][slot k][half q][lane] of float4, lanes
+// fastest (no bank conflicts).
+constexpr int kWarpSums = kWarps * 2 * kSlots * 2 * kLanes;
+
+// The rows' dx, and each warp's column sums into its copy in `sums` (kWarpSums float4).
+template <int kRows>
+__device__ __forceinline__ void warp_rows(float4* sums, __nv_bfloat16* dx, const __nv_bfloat16* gy,
+                                          const __nv_bfloat16* x, const float* mean, const float* rstd,
+                                          const __nv_bfloat16* w, int64_t rows) {
   const int lane = threadIdx.x % kLanes, warp = threadIdx.x / kLanes;
   float4* mine = sums + warp * 2 * kSlots * 2 * kLanes + lane;
   for (int e = 0; e < 2 * kSlots * 2; ++e) mine[e * kLanes] = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -373,17 +378,97 @@ __global__ void __launch_bounds__(kWarps* kLanes, kMinBlocks)
       }
     }
   }
+}
+
+// The block's sum of column c of [dw | db], in warp order, from the warps' copies (after a
+// __syncthreads).
+__device__ __forceinline__ float block_sum(const float4* sums, int c) {
+  const int which = c / kN, col = c % kN, v = col / 8, j = col % 8;
+  const int k = v / kLanes, l = v % kLanes, q = j / 4;
+  float sum = 0.f;
+  for (int wp = 0; wp < kWarps; ++wp)
+    sum += reinterpret_cast<const float*>(
+        &sums[wp * 2 * kSlots * 2 * kLanes + ((which * kSlots + k) * 2 + q) * kLanes + l])[j % 4];
+  return sum;
+}
+
+template <int kRows, int kMinBlocks>
+__global__ void __launch_bounds__(kWarps* kLanes, kMinBlocks)
+    multi_row_backward_kernel(__nv_bfloat16* dx, float* partial, const __nv_bfloat16* gy,
+                              const __nv_bfloat16* x, const float* mean, const float* rstd,
+                              const __nv_bfloat16* w, int64_t rows) {
+  __shared__ float4 sums[kWarpSums];
+  warp_rows<kRows>(sums, dx, gy, x, mean, rstd, w, rows);
   __syncthreads();
-  // The block's sums, in warp order, straight from the warps' copies.
-  for (int c = threadIdx.x; c < 2 * kN; c += blockDim.x) {
-    const int which = c / kN, col = c % kN, v = col / 8, j = col % 8;
-    const int k = v / kLanes, l = v % kLanes, q = j / 4;
+  for (int c = threadIdx.x; c < 2 * kN; c += blockDim.x) partial[blockIdx.x * 2 * kN + c] = block_sum(sums, c);
+}
+
+// The fourth candidate, multi_row_backward_kernel<1> with its column sums finished in the kernel
+// (no column-sum kernel, no launch gap): each cluster of kCluster blocks adds up its blocks' sums
+// through distributed shared memory into one partial row, and the last cluster to finish (a
+// ticket from an atomic counter) adds up the partial rows, a share of the columns per block, in
+// partial-row order (the result does not vary from run to run). The counter is the lab's alone
+// (one launch at a time); the last cluster sets it back to 0.
+__device__ unsigned int g_clusters_done;
+
+template <int kCluster>
+__global__ void __launch_bounds__(kWarps* kLanes)
+    fused_backward_kernel(__nv_bfloat16* dx, float* partial, __nv_bfloat16* dw, __nv_bfloat16* db,
+                          const __nv_bfloat16* gy, const __nv_bfloat16* x, const float* mean,
+                          const float* rstd, const __nv_bfloat16* w, int64_t rows) {
+  namespace cg = cooperative_groups;
+  __shared__ float4 sums[kWarpSums];
+  __shared__ float block[2 * kN];  // the block's column sums
+  __shared__ unsigned int ticket;
+  warp_rows<1>(sums, dx, gy, x, mean, rstd, w, rows);
+  __syncthreads();
+  for (int c = threadIdx.x; c < 2 * kN; c += blockDim.x) block[c] = block_sum(sums, c);
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();
+  constexpr int kShare = 2 * kN / kCluster;  // columns a block of the cluster finishes
+  const int rank = static_cast<int>(cluster.block_rank());
+  const unsigned int clusters = gridDim.x / kCluster, id = blockIdx.x / kCluster;
+  for (int c = rank * kShare + threadIdx.x; c < (rank + 1) * kShare; c += blockDim.x) {
     float sum = 0.f;
-    for (int wp = 0; wp < kWarps; ++wp)
-      sum += reinterpret_cast<const float*>(
-          &sums[wp * 2 * kSlots * 2 * kLanes + ((which * kSlots + k) * 2 + q) * kLanes + l])[j % 4];
-    partial[blockIdx.x * 2 * kN + c] = sum;
+    for (int b = 0; b < kCluster; ++b) sum += cluster.map_shared_rank(block, b)[c];
+    partial[id * 2 * kN + c] = sum;
   }
+  __threadfence();  // the partial row, seen by whichever cluster finishes last
+  cluster.sync();
+  if (rank == 0 && threadIdx.x == 0) ticket = atomicAdd(&g_clusters_done, 1u);
+  cluster.sync();
+  const bool last = *cluster.map_shared_rank(&ticket, 0) == clusters - 1;
+  cluster.sync();  // rank 0's ticket stays readable until every block has read it
+  if (!last) return;
+  __threadfence();
+  // kShare columns as float4 (kShare / 4 of them) down `clusters` rows, the rows split over the
+  // block's threads in kPhases, each phase's sums then added in phase order.
+  constexpr int kCols4 = kShare / 4, kPhases = kWarps * kLanes / kCols4;
+  static_assert(kPhases >= 1 && kWarps * kLanes % kCols4 == 0);
+  const int c4 = threadIdx.x % kCols4, phase = threadIdx.x / kCols4;
+  const auto* p4 = reinterpret_cast<const float4*>(partial);
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 8
+  for (unsigned int r = phase; r < clusters; r += kPhases) {
+    const float4 v = __ldcg(&p4[r * (2 * kN / 4) + rank * kCols4 + c4]);
+    acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
+  }
+  auto* phase_sums = reinterpret_cast<float4*>(block);  // [kPhases][kCols4], block[] is free now
+  __syncthreads();
+  phase_sums[phase * kCols4 + c4] = acc;
+  __syncthreads();
+  if (phase == 0) {
+    for (int ph = 1; ph < kPhases; ++ph) {
+      const float4 v = phase_sums[ph * kCols4 + c4];
+      acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
+    }
+    const float out[4] = {acc.x, acc.y, acc.z, acc.w};
+    for (int j = 0; j < 4; ++j) {
+      const int c = rank * kShare + c4 * 4 + j;
+      (c < kN ? dw : db)[c % kN] = __float2bfloat16_rn(out[j]);
+    }
+  }
+  if (rank == 0 && threadIdx.x == 0) g_clusters_done = 0;
 }
 
 // dw[c] and db[c] = the sums over `splits` rows of partial [splits, 2, kN], a thread per column.
@@ -432,6 +517,10 @@ double rel_err(const Tensor& a, const Tensor& b) {
 __nv_bfloat16* bf16_ptr(const Tensor& t) { return static_cast<__nv_bfloat16*>(t.data_ptr()); }
 const float* f32_ptr(const Tensor& t) { return static_cast<const float*>(t.data_ptr()); }
 
+// How a candidate leaves dw and db: not at all, as partial rows for the lab's column-sum kernel,
+// or in the outputs itself.
+enum class Sums { kNone, kPartial, kFused };
+
 // One comparison: random bf16 inputs of `rows` rows and their statistics, ember's gradients, and
 // NaN-filled buffers for a lab kernel's (every element it misses shows in the error), with
 // `splits` rows of column-sum partials.
@@ -458,17 +547,18 @@ struct Case {
   // kernel and its column sums), and prints a line: `what`, then the figures. Without `checked`
   // (a kernel that computes something else) the errors are printed but not judged.
   void report(const std::string& what, const cudaFuncAttributes& attr, int per_sm,
-              const std::function<void()>& kernel, bool sums, bool checked) const {
+              const std::function<void()>& kernel, Sums sums, bool checked) const {
     auto lab = [&] {
       kernel();
-      if (sums) column_sums();
+      if (sums == Sums::kPartial) column_sums();
     };
     ember_backward();
     lab();
     check(cudaGetLastError(), "launch");
     check(cudaDeviceSynchronize(), "run");
-    const double e_dx = rel_err(ldx, dx), e_dw = sums ? rel_err(ldw, dw) : 0,
-                 e_db = sums ? rel_err(ldb, db) : 0;
+    const bool summed = sums != Sums::kNone;
+    const double e_dx = rel_err(ldx, dx), e_dw = summed ? rel_err(ldw, dw) : 0,
+                 e_db = summed ? rel_err(ldb, db) : 0;
     const double t_ember = time_us([&] { ember_backward(); }), t_lab = time_us(lab),
                  t_kernel = time_us(kernel);
     const double bytes = 3.0 * rows * kN * 2;  // reads x and dy, writes dx
@@ -510,7 +600,7 @@ void run(int64_t rows) {
   };
   c.report("bulk copies, " + std::to_string(kStages) + " stages, " +
                (kChunked ? "contiguous" : "interleaved") + " rows" + (kMath ? "" : ", no math (dx = x + dy)"),
-           attr, per_sm, launch, true, kMath);
+           attr, per_sm, launch, kMath ? Sums::kPartial : Sums::kNone, kMath);
 }
 
 // The row kernel: kR rows per warp, a block per tile or kPersistent; with kSums its column sums
@@ -541,7 +631,7 @@ void run_rows(int64_t rows, int cluster) {
   c.report(std::string("rows in registers, ") + std::to_string(kR) + " a warp, " +
                (kPersistent ? "persistent" : "a block per tile") +
                (kSums ? ", column sums over clusters of " + std::to_string(cluster) : ", no column sums"),
-           attr, per_sm, launch, kSums, true);
+           attr, per_sm, launch, kSums ? Sums::kPartial : Sums::kNone, true);
 }
 
 // The multi-row kernel, persistent.
@@ -555,8 +645,45 @@ void run_multi(int64_t rows) {
         bf16_ptr(c.ldx), static_cast<float*>(c.partial.data_ptr()), bf16_ptr(c.gy), bf16_ptr(c.x),
         f32_ptr(c.mean), f32_ptr(c.rstd), bf16_ptr(c.w), rows);
   };
-  c.report("ember's design, " + std::to_string(kRows) + " rows a warp at once", attr, per_sm, launch, true,
-           true);
+  c.report("ember's design, " + std::to_string(kRows) + " rows a warp at once", attr, per_sm, launch,
+           Sums::kPartial, true);
+}
+
+// The fused kernel, persistent: as many clusters of kCluster blocks as run at once.
+template <int kCluster>
+void run_fused(int64_t rows) {
+  auto kernel = fused_backward_kernel<kCluster>;
+  cudaLaunchConfig_t cfg{};
+  cfg.blockDim = dim3(kWarps * kLanes);
+  cudaLaunchAttribute cluster_dim[1];
+  cluster_dim[0].id = cudaLaunchAttributeClusterDimension;
+  cluster_dim[0].val.clusterDim.x = kCluster;
+  cluster_dim[0].val.clusterDim.y = cluster_dim[0].val.clusterDim.z = 1;
+  cfg.attrs = cluster_dim;
+  cfg.numAttrs = 1;
+  cfg.gridDim = dim3(kCluster);
+  int clusters = 0;
+  // A size past the portable 8 may be refused: a line saying so, not the end of the lab.
+  cudaError_t e = kCluster > 8 ? cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)
+                               : cudaSuccess;
+  if (e == cudaSuccess) e = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg);
+  if (e != cudaSuccess || clusters == 0) {
+    cudaGetLastError();  // clears the error, if any
+    std::printf("rows %6lld, clusters of %d: none fits (%s)\n", static_cast<long long>(rows), kCluster,
+                cudaGetErrorString(e));
+    return;
+  }
+  const auto [attr, per_sm] = launch_facts(kernel, 0);
+  const Case c(rows, clusters);
+  cfg.gridDim = dim3(static_cast<unsigned>(clusters * kCluster));
+  auto launch = [&] {
+    check(cudaLaunchKernelEx(&cfg, kernel, bf16_ptr(c.ldx), static_cast<float*>(c.partial.data_ptr()),
+                             bf16_ptr(c.ldw), bf16_ptr(c.ldb), bf16_ptr(c.gy), bf16_ptr(c.x), f32_ptr(c.mean),
+                             f32_ptr(c.rstd), bf16_ptr(c.w), rows),
+          "launch");
+  };
+  c.report("ember's design, column sums finished in the kernel over clusters of " + std::to_string(kCluster),
+           attr, per_sm, launch, Sums::kFused, true);
 }
 
 }  // namespace
@@ -571,6 +698,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) sizes.push_back(std::atoll(argv[i]));
   for (int64_t rows : sizes) {
     run_multi<1, 1>(rows);
+    run_fused<4>(rows);
+    run_fused<8>(rows);
     run_multi<1, 4>(rows);
     run_multi<2, 1>(rows);
     run_multi<2, 3>(rows);
@@ -586,6 +715,7 @@ int main(int argc, char** argv) {
     run_rows<4, false, true>(rows, 8);
     run_rows<4, false, true>(rows, 1);
     run_rows<1, true, true>(rows, 1);
+    run_fused<16>(rows);
   }
   return 0;
 }
