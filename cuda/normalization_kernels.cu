@@ -57,6 +57,7 @@ __global__ void layer_norm_kernel(T* out, Acc<T>* mean, Acc<T>* rstd, const T* x
   __shared__ A shared_acc[kWarpSize];
   const RowGroup<S> grp;
   const int64_t nvec = N / VEC;
+  wait_for_prior_grids();  // launched by launch_dependent
   for (int64_t row = grp.first; row < rows; row += grp.step) {
     const T* xr = x + row * N;
     A mu, m2;
@@ -124,7 +125,7 @@ void launch_layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd
         rows, N, kWarpsPerBlock,
         [](auto split) { return layer_norm_kernel<T, P, decltype(vec)::value, decltype(split)::value>; },
         [&](auto kernel, auto, unsigned grid, int threads) {
-          kernel<<<grid, threads, 0, stream>>>(po, pm, pr, px, pw, pb, rows, N, eps);
+          launch_dependent(kernel, dim3(grid), dim3(threads), stream, po, pm, pr, px, pw, pb, rows, N, eps);
         });
   });
 }
