@@ -17,9 +17,10 @@
 //    alone, ember's kernel then about 60 us; two rows no faster (55.7-59.3 us). It moved into
 //    cuda/ as layer_norm_backward_warp_kernel (51.8 us there under ncu; ember's old kernel took
 //    31.7 M warp instructions where this one takes 19-23 M).
-//  - fused_backward_kernel (written after session 9's last device call, not yet run): that design
-//    with the column sums finished in the kernel, over thread-block clusters and then by the last
-//    cluster to finish, where cuda/ runs a column-sum kernel (4.9 us under ncu, and a launch).
+//  - fused_backward_kernel: that design with the column sums finished in the kernel, over
+//    thread-block clusters and then by the last cluster to finish, where cuda/ runs a column-sum
+//    kernel (4.9-5.3 us under ncu, and a launch). Session 10: slower than ember's two kernels
+//    together, 58.4-61.6 us (clusters of 16, 8, 4) against 55.9-56.8 us, so cuda/ keeps them.
 //   layer_norm_backward_lab [rows ...]
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
