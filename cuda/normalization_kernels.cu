@@ -148,15 +148,14 @@ void row_moments_cuda(const Tensor& mean, const Tensor& rstd, const Tensor& x, d
   });
 }
 
-// --- layer_norm backward. Rows that fit a warp's registers: for 2-byte dtypes a warp per row,
-// each lane adding its columns' terms of dw and db in shared memory (rows of 16-byte vectors
-// that want dx and the column sums in layer_norm_backward_warp_kernel, the others in the generic
-// kernel's warp split); for 4- and 8-byte dtypes a block per tile of kTileRows rows, a thread
-// holding the same vector of columns in each row and adding its terms in registers (measured on
-// the H200 over [32768, 1024]: f32 forward + backward 7% faster in tiles, bf16 2-11% slower in
-// each variant tried). Longer rows: a block per row (in registers, column sums likewise), or read
-// twice for dx with a separate kernel for dw and db. Each block leaves its column sums in a
-// [blocks, 2, N] buffer that a last kernel adds up. ---
+// --- layer_norm backward. Rows that fit a warp's registers: for 2-byte dtypes a warp per row
+// (layer_norm_backward_warp_kernel), each lane adding its columns' terms of dw and db in shared
+// memory; for 4- and 8-byte dtypes a block per tile of kTileRows rows, a thread holding the same
+// vector of columns in each row and adding its terms in registers (measured on the H200 over
+// [32768, 1024]: f32 forward + backward 7% faster in tiles, bf16 2-11% slower in each variant
+// tried). Longer rows: a block per row (in registers, column sums likewise), or read twice for dx
+// with a separate kernel for dw and db. Each block leaves its column sums in a [blocks, 2, N]
+// buffer that a last kernel adds up. ---
 
 // Row sums of gxhat and gxhat * xhat, reduced together.
 template <class A>
@@ -232,22 +231,22 @@ struct SharedColumnSums {
   }
 };
 
-// The warp-per-row backward of 2-byte rows in 16-byte vectors (N % 8 == 0, at most 1024
-// elements), with dx and the column sums: layer_norm_backward_kernel's work in fewer
-// instructions, for the case that streams at the copy bandwidth. The lane's w (of type P, 1 when
-// null) stays in registers, x and dy as their packed words; pairs round to T in one instruction.
-// Measured on the H200 over bf16 [32768, 1024] (ncu): 22.9 M warp instructions and 51.8 us,
-// where layer_norm_backward_kernel takes 31.7 M and 60.1 us (27.2 M and 59.4 us with its w kept
-// in registers too).
-template <class T, class P>
+// The warp-per-row backward of 2-byte rows of at most 1024 elements in vectors of VEC, persistent.
+// Writes dx unless null, and with `partial` the block's sums of gy * xhat and gy per column into
+// partial[blockIdx.x] = [dw | db]. The lane's w (of type P, 1 when null) stays in registers, x
+// and dy as their packed words; pairs round to T in one instruction. Measured on the H200 over
+// bf16 [32768, 1024] (ncu): 22.9 M warp instructions and 51.8 us, where the generic row kernel's
+// warp split took 31.7 M and 60.1 us (27.2 M and 59.4 us with its w kept in registers too);
+// fwd+bwd of unaligned rows [32768, 1022] 0.218 -> 0.160 ms, of dx alone 87.5 -> 85.8 us.
+template <class T, class P, int VEC>
 __global__ void __launch_bounds__(kBackwardWarps* kWarpSize)
     layer_norm_backward_warp_kernel(T* dx, float* partial, const T* gy, const T* x, const float* mean,
                                     const float* rstd, const P* w, int64_t rows, int64_t N) {
-  constexpr int VEC = 8, kSlots = kRowRegs<T> / VEC;  // vector v = lane + 32 k of each row
+  constexpr int kSlots = kRowRegs<T> / VEC;  // vector v = lane + 32 k of each row
   using Shared = SharedColumnSums<float, VEC, kSlots>;
   using V = Vec<T, VEC>;
   __shared__ typename Shared::E shared_sums[kBackwardWarps * 2 * Shared::kEntries];
-  typename Shared::E* own = Shared::own(shared_sums);
+  typename Shared::E* own = partial ? Shared::own(shared_sums) : nullptr;
   wait_for_prior_grids();  // launched by launch_dependent
   const int lane = threadIdx.x % kWarpSize;
   const int64_t nvec = N / VEC;
@@ -291,8 +290,9 @@ __global__ void __launch_bounds__(kBackwardWarps* kWarpSize)
         s.a += gxh, s.b += gxh * xh;
         tb[j] = gv.v[j], tw[j] = gv.v[j] * xh;
       }
-      Shared::add(own, k, tw, tb);
+      if (partial) Shared::add(own, k, tw, tb);
     }
+    if (!dx) continue;
     s = warp_allreduce(s, RowSumsCombine{});
     // dx = rs * (gxhat - mean(gxhat)) - (x - mu) * rs^2 * mean(gxhat * xhat), as two multiply-adds.
     const float c0 = -rs * (s.a * inv_n), c1 = -rs * rs * (s.b * inv_n);
@@ -308,6 +308,7 @@ __global__ void __launch_bounds__(kBackwardWarps* kWarpSize)
     }
   }
   allow_dependent_grids();  // the column-sum kernel
+  if (!partial) return;
   __syncthreads();
   Shared::write(shared_sums, kBackwardWarps, partial + blockIdx.x * 2 * N, N);
 }
@@ -412,33 +413,24 @@ __global__ void layer_norm_backward_tile_kernel(T* dx, Acc<T>* partial, const T*
   for (int j = 0; j < VEC; ++j) pw[t * VEC + j] = acc_w[j], pw[N + t * VEC + j] = acc_b[j];
 }
 
-// Rows of N contiguous elements, split as RowSplit S says. Writes dx unless null; with `partial`
-// (rows in registers only), sums gy * xhat and gy over the block's rows into
-// partial[blockIdx.x] = [dw | db]. w is of type P.
+// Rows of N contiguous elements too long for a warp, a block per row (RowSplit S: in registers
+// or read twice). Writes dx unless null; with `partial` (rows in registers only), sums gy * xhat
+// and gy over the block's rows into partial[blockIdx.x] = [dw | db]. w is of type P.
 template <class T, class P, int VEC, RowSplit S>
 __global__ void layer_norm_backward_kernel(T* dx, Acc<T>* partial, const T* gy, const T* x,
                                            const Acc<T>* mean, const Acc<T>* rstd, const P* w, int64_t rows,
                                            int64_t N) {
   using A = Acc<T>;
   using R = RowRegs<T, VEC>;
-  constexpr bool kInRegs = S != RowSplit::kBlockTwoPass;
-  // Column sums: a warp-per-row block's in shared memory, a block-per-row group's in registers
-  // (a row of a block's sums would not fit in shared memory).
-  constexpr bool kSharedSums = S == RowSplit::kWarp;
-  using Shared = SharedColumnSums<A, VEC, R::kSlots>;
-  constexpr int kCols = kInRegs && !kSharedSums ? kRowRegs<T> : 1;
+  static_assert(S != RowSplit::kWarp, "rows that fit a warp take the warp or tile kernel");
+  constexpr bool kInRegs = S == RowSplit::kBlock;
+  constexpr int kCols = kInRegs ? kRowRegs<T> : 1;  // the thread's column sums
   __shared__ RowSums<A> shared[kWarpSize];
-  __shared__ typename Shared::E shared_sums[kSharedSums ? kBackwardWarps * 2 * Shared::kEntries : 1];
   const RowGroup<S> grp;
   const int64_t nvec = N / VEC;
   A acc_w[kCols], acc_b[kCols];
-  [[maybe_unused]] typename Shared::E* own_sums = nullptr;
-  if constexpr (kSharedSums) {
-    own_sums = Shared::own(shared_sums);
-  } else {
 #pragma unroll
-    for (int j = 0; j < kCols; ++j) acc_w[j] = acc_b[j] = A(0);
-  }
+  for (int j = 0; j < kCols; ++j) acc_w[j] = acc_b[j] = A(0);
 
   for (int64_t row = grp.first; row < rows; row += grp.step) {
     const T* gr = gy + row * N;
@@ -471,12 +463,8 @@ __global__ void layer_norm_backward_kernel(T* dx, Acc<T>* partial, const T* gy, 
           tb[j] = gk.at(k, j), tw[j] = tb[j] * xh;
         }
         if (!partial) return;
-        if constexpr (kSharedSums) {
-          Shared::add(own_sums, k, tw, tb);
-        } else {
 #pragma unroll
-          for (int j = 0; j < VEC; ++j) acc_w[k * VEC + j] += tw[j], acc_b[k * VEC + j] += tb[j];
-        }
+        for (int j = 0; j < VEC; ++j) acc_w[k * VEC + j] += tw[j], acc_b[k * VEC + j] += tb[j];
       });
       if (!dx) continue;
       s = grp.allreduce(s, RowSumsCombine{}, shared);
@@ -504,16 +492,11 @@ __global__ void layer_norm_backward_kernel(T* dx, Acc<T>* partial, const T* gy, 
   if constexpr (kInRegs) {
     if (!partial) return;
     A* pw = partial + blockIdx.x * 2 * N;  // the block's column sums, then db's N
-    if constexpr (kSharedSums) {
-      __syncthreads();
-      Shared::write(shared_sums, blockDim.x / kWarpSize, pw, N);
-    } else {
-      for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
+    for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t v) {
 #pragma unroll
-        for (int j = 0; j < VEC; ++j)
-          pw[v * VEC + j] = acc_w[k * VEC + j], pw[N + v * VEC + j] = acc_b[k * VEC + j];
-      });
-    }
+      for (int j = 0; j < VEC; ++j)
+        pw[v * VEC + j] = acc_w[k * VEC + j], pw[N + v * VEC + j] = acc_b[k * VEC + j];
+    });
   }
 }
 
@@ -609,11 +592,11 @@ void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor
       launch(kernel, decltype(split)::value != RowSplit::kBlockTwoPass, grid, threads);
     };
     if constexpr (sizeof(T) == 2) {
-      if (VEC == 8 && N <= kWarpSize * kRowRegs<T> && pdx && params)
-        launch(layer_norm_backward_warp_kernel<T, P>, true, grid_for(rows, kBackwardWarps),
+      if (N <= kWarpSize * kRowRegs<T>)
+        launch(layer_norm_backward_warp_kernel<T, P, VEC>, true, grid_for(rows, kBackwardWarps),
                kBackwardWarps * kWarpSize, true);
       else
-        launch_row_kernel<T>(rows, N, kBackwardWarps, kernel_of, launch_split);
+        launch_block_row_kernel<T>(rows, N, kernel_of, launch_split);
     } else {
       constexpr auto tile_kernel = layer_norm_backward_tile_kernel<T, P, VEC>;
       static const int tile_max = max_block_threads(tile_kernel);
