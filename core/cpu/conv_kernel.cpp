@@ -1,6 +1,6 @@
 // CPU kernels of conv2d, conv_transpose2d and conv2d's weight gradient: im2col (col2im) around
-// gemm(), one task per (image, group), on NCHW or NHWC (channels-last) memory. f16/bf16 run in
-// float32 and round once.
+// gemm(), one task per (image, group), on NCHW or NHWC (channels-last) memory; depthwise ones on
+// NHWC memory directly (conv_depthwise.h). f16/bf16 run in float32 and round once.
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "ember/core/cpu/conv_depthwise.h"
 #include "ember/core/cpu/gemm.h"
 #include "ember/core/ops/convolution.h"
 #include "ember/core/parallel.h"
@@ -239,6 +240,8 @@ void conv2d_typed(const Tensor& out, const Tensor& input, const Tensor& weight, 
   const C* bs = bias.defined() ? as_compute<C>(bias.data_ptr<T>(), cout, bbuf) : nullptr;
   const T* in = input.data_ptr<T>();
   T* po = out.data_ptr<T>();
+  if (nhwc && cig == 1)
+    return depthwise::conv2d<T, C>(po, in, wt, bs, {n_img, h, w, ho, wo, kh, kw, g, cog, p});
   // In NHWC a group's channels are a strided slice of each pixel: one im2col reads all of an
   // image's groups, and a task runs them all.
   const int64_t gt = nhwc ? g : 1;
@@ -274,6 +277,8 @@ void conv_transpose2d_typed(const Tensor& out, const Tensor& input, const Tensor
   const C* bs = bias.defined() ? as_compute<C>(bias.data_ptr<T>(), cout, bbuf) : nullptr;
   const T* in = input.data_ptr<T>();
   T* po = out.data_ptr<T>();
+  if (nhwc && cog == 1)
+    return depthwise::conv_transpose2d<T, C>(po, in, wt, bs, {n_img, ho, wo, h, w, kh, kw, g, cig, p});
   run_tasks(n_img * g, 2.0 * kc * cig * in_plane, [&](int64_t begin, int64_t end) {
     std::vector<C> xbuf, col, acc;
     for (int64_t t = begin; t < end; ++t) {
@@ -312,6 +317,9 @@ void conv2d_weight_typed(const Tensor& grad_weight, const Tensor& input, const T
   const int64_t cig = cin / g, cog = cout / g, kc = cig * kh * kw, plane = ho * wo;
   const T* in = input.data_ptr<T>();
   const T* gy = grad_out.data_ptr<T>();
+  if (nhwc && cig == 1)
+    return depthwise::conv2d_weight<T, C>(grad_weight.data_ptr<T>(), in, gy,
+                                          {n_img, h, w, ho, wo, kh, kw, g, cog, p});
   const size_t size = static_cast<size_t>(cout * kc);
   const int64_t gt = nhwc ? g : 1;  // groups per im2col, as in conv2d_typed
   const Image im{cig, h, w, cin, gt, nhwc};

@@ -1,8 +1,9 @@
 // conv2d, conv_transpose2d and their backward on the CPU with channels-last (NHWC) inputs or
 // weights: the NHWC kernels give the values of the NCHW ones (themselves checked against PyTorch
 // in test_conv_pool.cpp and op_table_conv.cpp), return NHWC outputs and input gradients, as
-// PyTorch's CPU convolution does, over groups 1, 2 and depthwise, stride, padding, dilation,
-// 1x1 kernels and float64 / float32 / bfloat16; plus float64 gradchecks through NHWC tensors.
+// PyTorch's CPU convolution does, over groups 1, 2 and depthwise (conv_depthwise.h's kernels,
+// with a channel multiplier of 1 and 2), stride, padding, dilation, 1x1 kernels and float64 /
+// float32 / bfloat16; plus float64 gradchecks through NHWC tensors.
 #include "test_util.h"
 
 namespace ember::testing {
@@ -33,6 +34,7 @@ const Case kTransposed[] = {
     {"groups 1, stride 2, output_padding", {2, 4, 4, 5}, {4, 3, 3, 3}, {2}, {1}, {1}, {1}, 1},
     {"groups 2, dilation", {2, 4, 3, 4}, {4, 2, 2, 3}, {1, 2}, {0}, {2}, {0, 1}, 2},
     {"depthwise", {2, 3, 4, 4}, {3, 1, 3, 3}, {2}, {1}, {1}, {0}, 3},
+    {"depthwise multiplier 2, output_padding", {2, 6, 3, 4}, {6, 1, 2, 3}, {2, 1}, {1, 0}, {1, 2}, {1, 0}, 3},
 };
 
 Tensor run(const Case& c, bool transposed, const Tensor& x, const Tensor& w, const Tensor& b) {

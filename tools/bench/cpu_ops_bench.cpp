@@ -77,6 +77,25 @@ void BM_conv2d(benchmark::State& state) {
 }
 BENCHMARK(BM_conv2d)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// A MobileNet-like depthwise 3x3 layer (N=16, C=128, 56x56, padding 1), forward and backward
+// (input and weight gradients), NCHW (arg 0) or channels-last (arg 1).
+void BM_conv2d_depthwise(benchmark::State& state) {
+  const int64_t n = 16, c = 128, hw = 56;
+  const bool cl = state.range(0) != 0;
+  Tensor x = ember::randn({n, c, hw, hw}), w = ember::randn({c, 1, 3, 3}), dy = ember::randn({n, c, hw, hw});
+  if (cl) {
+    x = x.contiguous(ember::MemoryFormat::ChannelsLast);
+    dy = dy.contiguous(ember::MemoryFormat::ChannelsLast);
+  }
+  x.requires_grad_();
+  w.requires_grad_();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(ember::autograd::grad({ember::conv2d(x, w, {}, 1, 1, 1, c)}, {x, w}, {dy}));
+  set_rate(state, "GFLOP", 3 * 2.0 * static_cast<double>(n * c * 9 * hw * hw));
+  state.SetLabel(cl ? "NHWC" : "NCHW");
+}
+BENCHMARK(BM_conv2d_depthwise)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // The host cost of one small op call (allocation, checks, dispatch): what DESIGN.md asks to keep
 // at a few microseconds.
 void BM_op_call(benchmark::State& state) {
