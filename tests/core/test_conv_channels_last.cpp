@@ -156,5 +156,30 @@ TEST(ConvChannelsLast, GradcheckThroughChannelsLast) {
       {x, wt, bt}));
 }
 
+// A transposed convolution to one output channel (groups 1) reads NHWC memory through the
+// depthwise kernels with all input channels in one group, and so does its weight gradient: the
+// values of the NCHW run.
+TEST(ConvChannelsLast, OneOutputChannelMatchesNchw) {
+  manual_seed(10);
+  for (ScalarType dt : {kFloat64, kFloat32}) {
+    SCOPED_TRACE(to_string(dt));
+    const Tolerance tol = dt == kFloat64 ? Tolerance{1e-12, 1e-12} : Tolerance{1e-5, 1e-5};
+    Tensor x = random_tensor({2, 4, 5, 4}, dt, -1, 1), w = random_tensor({4, 1, 3, 2}, dt, -1, 1);
+    Tensor b = random_tensor({1}, dt, -1, 1);
+    auto run_t = [](const Tensor& xi, const Tensor& wi, const Tensor& bi) {
+      return conv_transpose2d(xi, wi, bi, 2, 1, {1, 0}, 1, {1, 2});
+    };
+    Tensor y = run_t(x.requires_grad_(), w.requires_grad_(), b.requires_grad_());
+    Tensor g = random_tensor(y.sizes(), dt, -1, 1);
+    std::vector<Tensor> ref = autograd::grad({y}, {x, w, b}, {g});
+    Tensor xl = x.detach().contiguous(kCL).requires_grad_(), wl = w.detach().clone().requires_grad_();
+    Tensor bl = b.detach().clone().requires_grad_();
+    Tensor yl = run_t(xl, wl, bl);
+    EXPECT_CLOSE(yl, y, tol);
+    std::vector<Tensor> got = autograd::grad({yl}, {xl, wl, bl}, {g});
+    for (int i = 0; i < 3; ++i) EXPECT_CLOSE(got[i], ref[i], tol);
+  }
+}
+
 }  // namespace
 }  // namespace ember::testing
