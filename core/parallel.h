@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <vector>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -34,6 +37,25 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
 #endif
   (void)grain;
   f(begin, end);
+}
+
+// A sum of `size` values over [begin, end), split as parallel_for splits it: f(b, e, sum) adds
+// range [b, e)'s terms into its own zeroed buffer `sum`, and the buffers are added in the order
+// of their ranges, so that the result does not depend on the threads' timing.
+template <class C, class F>
+std::vector<C> parallel_sum(int64_t begin, int64_t end, int64_t grain, size_t size, const F& f) {
+  std::map<int64_t, std::vector<C>> sums;  // by the first item of their range
+  std::mutex sums_mutex;
+  parallel_for(begin, end, grain, [&](int64_t b, int64_t e) {
+    std::vector<C> sum(size, C(0));
+    f(b, e, sum);
+    std::lock_guard<std::mutex> lock(sums_mutex);
+    sums.emplace(b, std::move(sum));
+  });
+  std::vector<C> total(size, C(0));
+  for (size_t i = 0; i < size; ++i)
+    for (const auto& [b, sum] : sums) total[i] += sum[i];
+  return total;
 }
 
 }  // namespace ember

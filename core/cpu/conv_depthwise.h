@@ -6,8 +6,6 @@
 #pragma once
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 #include <vector>
 
 #include "ember/core/ops/convolution.h"
@@ -148,34 +146,27 @@ void conv_transpose2d(T* out, const T* x, const C* weight, const C* bias, const 
 }
 
 // grad_weight [groups * m, taps] of conv2d from x [n, h, w, groups] and grad_out [n, ho, wo,
-// groups * m]. Ranges of output rows are summed apart and added in their order, so that the result
-// does not depend on the threads' timing.
+// groups * m], summed over ranges of output rows in a fixed order (parallel_sum).
 template <class T, class C>
 void conv2d_weight(T* grad_weight, const T* x, const T* grad_out, const Geometry& d) {
   const int64_t wide = d.wide(), taps = d.taps();
-  std::map<int64_t, std::vector<C>> sums;  // [taps, wide] by the first row of their range
-  std::mutex sums_mutex;
-  parallel_for(0, d.n * d.ho, 1, [&](int64_t begin, int64_t end) {
-    std::vector<C> sum(static_cast<size_t>(taps * wide), C(0)), gy(static_cast<size_t>(wide));
-    for_each_conv2d_tap(
-        d, begin, end,
-        [&](int64_t pixel) {
-          for (int64_t o = 0; o < wide; ++o) gy[o] = static_cast<C>(grad_out[pixel * wide + o]);
-        },
-        // sum[tap, g m + k] += x[g] * gy[g m + k]
-        [&](int64_t src, int64_t tap) {
-          multiply_add(sum.data() + tap * wide, x + src * d.groups, gy.data(), d.groups, d.m);
-        },
-        [](int64_t) {});
-    std::lock_guard<std::mutex> lock(sums_mutex);
-    sums.emplace(begin, std::move(sum));
-  });
+  const std::vector<C> total = parallel_sum<C>(  // [taps, wide]
+      0, d.n * d.ho, 1, static_cast<size_t>(taps * wide),
+      [&](int64_t begin, int64_t end, std::vector<C>& sum) {
+        std::vector<C> gy(static_cast<size_t>(wide));
+        for_each_conv2d_tap(
+            d, begin, end,
+            [&](int64_t pixel) {
+              for (int64_t o = 0; o < wide; ++o) gy[o] = static_cast<C>(grad_out[pixel * wide + o]);
+            },
+            // sum[tap, g m + k] += x[g] * gy[g m + k]
+            [&](int64_t src, int64_t tap) {
+              multiply_add(sum.data() + tap * wide, x + src * d.groups, gy.data(), d.groups, d.m);
+            },
+            [](int64_t) {});
+      });
   for (int64_t o = 0; o < wide; ++o)
-    for (int64_t k = 0; k < taps; ++k) {
-      C total = 0;
-      for (const auto& [begin, sum] : sums) total += sum[k * wide + o];
-      grad_weight[o * taps + k] = static_cast<T>(total);
-    }
+    for (int64_t k = 0; k < taps; ++k) grad_weight[o * taps + k] = static_cast<T>(total[k * wide + o]);
 }
 
 }  // namespace ember::cpu::depthwise

@@ -2,8 +2,6 @@
 // gemm(), one task per (image, group), on NCHW or NHWC (channels-last) memory; depthwise ones on
 // NHWC memory directly (conv_depthwise.h). f16/bf16 run in float32 and round once.
 #include <algorithm>
-#include <map>
-#include <mutex>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -323,34 +321,25 @@ void conv2d_weight_typed(const Tensor& grad_weight, const Tensor& input, const T
   const size_t size = static_cast<size_t>(cout * kc);
   const int64_t gt = nhwc ? g : 1;  // groups per im2col, as in conv2d_typed
   const Image im{cig, h, w, cin, gt, nhwc};
-  std::map<int64_t, std::vector<C>> sums;  // by the first image of their range
-  std::mutex sums_mutex;
-  auto images = [&](int64_t begin, int64_t end) {
-    std::vector<C> col, gbuf, sum(size, C(0));
-    for (int64_t img = begin; img < end; ++img)
-      for (int64_t grp0 = 0; grp0 < g; grp0 += gt) {
-        const MatrixRef<const C> cols =
-            im2col(in + group_offset(img, grp0, cin, cig, h * w, nhwc), im, kh, kw, ho, wo, p, col);
-        for (int64_t grp = grp0; grp < grp0 + gt; ++grp) {
-          const MatrixRef<const C> d = as_compute(
-              block(gy + group_offset(img, grp, cout, cog, plane, nhwc), cog, plane, cout, nhwc), gbuf);
-          gemm_any<C>(d, transpose(group_of(cols, grp - grp0)), {sum.data() + grp * cog * kc, cog, kc, kc, 1},
-                      C(1), C(1));
-        }
-      }
-    std::lock_guard<std::mutex> lock(sums_mutex);
-    sums.emplace(begin, std::move(sum));
-  };
-  if (parallel_over_batch(n_img, 2.0 * cout * kc * plane))
-    parallel_for(0, n_img, 1, images);
-  else
-    images(0, n_img);
+  // Images over the threads when there are enough of them.
+  const int64_t grain = parallel_over_batch(n_img, 2.0 * cout * kc * plane) ? 1 : n_img;
+  const std::vector<C> total =
+      parallel_sum<C>(0, n_img, grain, size, [&](int64_t begin, int64_t end, std::vector<C>& sum) {
+        std::vector<C> col, gbuf;
+        for (int64_t img = begin; img < end; ++img)
+          for (int64_t grp0 = 0; grp0 < g; grp0 += gt) {
+            const MatrixRef<const C> cols =
+                im2col(in + group_offset(img, grp0, cin, cig, h * w, nhwc), im, kh, kw, ho, wo, p, col);
+            for (int64_t grp = grp0; grp < grp0 + gt; ++grp) {
+              const MatrixRef<const C> d = as_compute(
+                  block(gy + group_offset(img, grp, cout, cog, plane, nhwc), cog, plane, cout, nhwc), gbuf);
+              gemm_any<C>(d, transpose(group_of(cols, grp - grp0)),
+                          {sum.data() + grp * cog * kc, cog, kc, kc, 1}, C(1), C(1));
+            }
+          }
+      });
   T* out = grad_weight.data_ptr<T>();
-  for (size_t i = 0; i < size; ++i) {
-    C total = 0;
-    for (const auto& [begin, sum] : sums) total += sum[i];
-    out[i] = static_cast<T>(total);
-  }
+  for (size_t i = 0; i < size; ++i) out[i] = static_cast<T>(total[i]);
 }
 
 template <bool Transposed>
