@@ -42,6 +42,8 @@
 #include "ember/data/dataloader.h"
 #include "ember/data/dataset.h"
 #include "ember/data/sampler.h"
+#include "ember/data/transform_dataset.h"
+#include "ember/data/transforms.h"
 #include "ember/nn/activation.h"
 #include "ember/nn/attention.h"
 #include "ember/nn/checkpoint.h"

@@ -19,7 +19,7 @@ void check_no_internal_overlap(const char* op, const Tensor& t) {
                 t.sizes(), ", strides ", t.strides(), "); clone() it first");
 }
 
-const Tensor& Tensor::copy_(const Tensor& src) const {
+const Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) const {
   check_no_internal_overlap("copy_", *this);
   check_inplace("copy_", {*this, src});
   DimVector b = broadcast_shapes("copy_", src.sizes(), sizes());
@@ -27,13 +27,13 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
               " cannot be broadcast to destination of shape ", sizes());
   if (numel() == 0) return *this;
   Device d = src.is_cuda() ? src.device() : device();
-  copy_stub(d)(*this, src.dim() > dim() ? src.reshape(sizes()) : src, false);
+  copy_stub(d)(*this, src.dim() > dim() ? src.reshape(sizes()) : src, non_blocking);
   bump_version();
   return *this;
 }
 
-Tensor& Tensor::copy_(const Tensor& src) {
-  std::as_const(*this).copy_(src);
+Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
+  std::as_const(*this).copy_(src, non_blocking);
   return *this;
 }
 
@@ -50,11 +50,11 @@ namespace {
 // A copy into a new tensor (clone, to), laid out by options.memory_format (unset: Preserve), is
 // differentiable: the gradient comes back unchanged, on the source's device (the engine casts it
 // back to the source's dtype).
-Tensor copy_of(const Tensor& src, const TensorOptions& options) {
+Tensor copy_of(const Tensor& src, const TensorOptions& options, bool non_blocking = false) {
   Tensor out = empty_like(src, options);
   {
     NoGradGuard no_grad;
-    out.copy_(src);
+    out.copy_(src, non_blocking);
   }
   if (needs_grad({src}))
     record("clone", {src}, {out}, [device = src.device()](const GradContext& g) -> std::vector<Tensor> {
@@ -70,7 +70,7 @@ Tensor Tensor::clone(MemoryFormat memory_format) const {
   return copy_of(*this, options().memory_format(memory_format));
 }
 
-Tensor Tensor::to(const TensorOptions& options, bool copy) const {
+Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) const {
   ScalarType dt = options.has_dtype() ? options.dtype() : dtype();
   Device dev = options.device();
   const MemoryFormat format = options.memory_format_opt().value_or(MemoryFormat::Preserve);
@@ -79,13 +79,17 @@ Tensor Tensor::to(const TensorOptions& options, bool copy) const {
       (dev.index < 0 || dev.index == device().index || device().index < 0) &&
       (format == MemoryFormat::Preserve || format == suggest_memory_format()))
     return *this;
-  return copy_of(*this, TensorOptions(dt).device(dev).memory_format(format));
+  return copy_of(*this, TensorOptions(dt).device(dev).memory_format(format), non_blocking);
 }
 
-Tensor Tensor::to(ScalarType dt, bool copy) const { return to(TensorOptions(dt).device(device()), copy); }
-Tensor Tensor::to(Device dev, bool copy) const { return to(TensorOptions(dtype()).device(dev), copy); }
-Tensor Tensor::to(Device dev, ScalarType dt, bool copy) const {
-  return to(TensorOptions(dt).device(dev), copy);
+Tensor Tensor::to(ScalarType dt, bool non_blocking, bool copy) const {
+  return to(TensorOptions(dt).device(device()), non_blocking, copy);
+}
+Tensor Tensor::to(Device dev, bool non_blocking, bool copy) const {
+  return to(TensorOptions(dtype()).device(dev), non_blocking, copy);
+}
+Tensor Tensor::to(Device dev, ScalarType dt, bool non_blocking, bool copy) const {
+  return to(TensorOptions(dt).device(dev), non_blocking, copy);
 }
 
 Scalar Tensor::item() const {

@@ -132,14 +132,17 @@ class Tensor {
   // --- Copies and conversions ---
   // Preserve: the copy keeps this tensor's strides when it is dense, else its order of dims.
   Tensor clone(MemoryFormat memory_format = MemoryFormat::Preserve) const;
-  Tensor& copy_(const Tensor& src);
-  const Tensor& copy_(const Tensor& src) const;
-  Tensor to(ScalarType dtype, bool copy = false) const;
-  Tensor to(Device device, bool copy = false) const;
-  Tensor to(Device device, ScalarType dtype, bool copy = false) const;
+  // non_blocking, as PyTorch's: a copy between pinned host memory and a GPU is queued on the
+  // current stream and not waited for (the pinned block is reused only after it completes); any
+  // other copy ignores it.
+  Tensor& copy_(const Tensor& src, bool non_blocking = false);
+  const Tensor& copy_(const Tensor& src, bool non_blocking = false) const;
+  Tensor to(ScalarType dtype, bool non_blocking = false, bool copy = false) const;
+  Tensor to(Device device, bool non_blocking = false, bool copy = false) const;
+  Tensor to(Device device, ScalarType dtype, bool non_blocking = false, bool copy = false) const;
   // options.memory_format (unset: Preserve) lays out the copy; `to(x.options().memory_format(
   // MemoryFormat::ChannelsLast))` converts an NCHW tensor to NHWC memory.
-  Tensor to(const TensorOptions& options, bool copy = false) const;
+  Tensor to(const TensorOptions& options, bool non_blocking = false, bool copy = false) const;
   Tensor cpu() const { return to(Device(kCPU)); }
   Tensor cuda() const { return to(Device(kCUDA)); }
   // A copy in page-locked host memory (this tensor itself when already pinned), for

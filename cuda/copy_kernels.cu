@@ -13,6 +13,7 @@
 #include "ember/core/copy.h"
 #include "ember/core/factories.h"
 #include "ember/cuda/elementwise.cuh"
+#include "ember/cuda/host_allocator.h"
 
 namespace ember::cuda {
 namespace {
@@ -127,8 +128,12 @@ void host_device_copy(const Tensor& dst, const Tensor& src, bool non_blocking) {
   cudaStream_t stream = current_stream();
   EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), dst.nbytes(),
                                    to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice, stream));
-  if (!non_blocking || !is_pinned(to_host ? dst.data_ptr() : src.data_ptr()))
+  const void* host = to_host ? dst.data_ptr() : src.data_ptr();
+  // A pinned block that a queued copy still reads or writes is reused only after the copy.
+  if (!non_blocking || !is_pinned(host))
     EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
+  else
+    host_record_event(host, current_stream());
 }
 
 // dst = src on two different GPUs: src's device finishes its work, the peer copy runs on the

@@ -225,6 +225,8 @@ void DataLoader::stop_runs() {
 
 DataLoader::Iterator DataLoader::begin() {
   std::erase_if(runs_, [](const std::weak_ptr<detail::EpochRun>& r) { return r.expired(); });
+  // The sampler's order and the dataset's augmentation (TransformDataset) both follow the epoch.
+  dataset_->set_epoch(epoch_);
   batch_sampler_.set_epoch(epoch_++);
   auto run = std::make_shared<detail::EpochRun>(dataset_, batch_sampler_.batches(), options_);
   runs_.push_back(run);

@@ -65,10 +65,11 @@ class EpochRun;
 //   for (auto& batch : loader) { Tensor x = batch[0], y = batch[1]; ... }
 // Each range-for is one epoch. The order of samples is fixed by the seed and the epoch alone, so
 // it does not depend on num_workers; the epoch advances by one per loop, or set_epoch() sets it
-// (for resuming). Workers build batches ahead and hand them over in order; an exception in a
-// worker is rethrown in the loop as ember::Error naming the batch and dataset index. Leaving the
-// loop early, or destroying the loader, stops and joins the workers (each finishes the batch it
-// is building first).
+// (for resuming), and begin() hands it to the sampler and to Dataset::set_epoch (augmentation).
+// Workers build batches ahead and hand them over in order; an exception in a worker is rethrown in
+// the loop as ember::Error naming the batch and dataset index. Leaving the loop early, or
+// destroying the loader, stops and joins the workers (each finishes the batch it is building
+// first).
 class DataLoader {
  public:
   class Iterator;

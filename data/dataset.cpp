@@ -7,16 +7,11 @@
 
 namespace ember::data {
 
-namespace {
-
-// Python's rule: -size <= index < size, negative counting from the end.
-int64_t wrap_index(const char* what, int64_t index, int64_t size) {
+int64_t detail::wrap_index(const char* what, int64_t index, int64_t size) {
   EMBER_CHECK(index >= -size && index < size, what, ": index ", index,
               " is out of range for a dataset of size ", size);
   return index < 0 ? index + size : index;
 }
-
-}  // namespace
 
 TensorDataset::TensorDataset(std::vector<Tensor> tensors) : tensors_(std::move(tensors)) {
   EMBER_CHECK(!tensors_.empty(), "TensorDataset: needs at least one tensor");
@@ -33,7 +28,7 @@ TensorDataset::TensorDataset(std::vector<Tensor> tensors) : tensors_(std::move(t
 }
 
 Example TensorDataset::get(int64_t index) const {
-  index = wrap_index("TensorDataset", index, size_);
+  index = detail::wrap_index("TensorDataset", index, size_);
   Example e;
   e.reserve(tensors_.size());
   for (const Tensor& t : tensors_) e.push_back(t.select(0, index));
@@ -50,7 +45,7 @@ Subset::Subset(std::shared_ptr<const Dataset> dataset, std::vector<int64_t> indi
 }
 
 Example Subset::get(int64_t index) const {
-  index = wrap_index("Subset", index, size());
+  index = detail::wrap_index("Subset", index, size());
   return dataset_->get(indices_[static_cast<size_t>(index)]);
 }
 

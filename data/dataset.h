@@ -19,6 +19,10 @@ class Dataset {
   virtual ~Dataset() = default;
   virtual int64_t size() const = 0;
   virtual Example get(int64_t index) const = 0;
+  // Datasets whose samples change between epochs (random augmentation) use it; the DataLoader
+  // calls it before each epoch, with no get() running. const, as loaders share datasets as const:
+  // such a dataset keeps its epoch in an atomic, and a wrapper passes the call on.
+  virtual void set_epoch(int64_t epoch) const { (void)epoch; }
 };
 
 // Tensors that share their first dim: sample i is (t0[i], t1[i], ...), views of the tensors.
@@ -45,6 +49,7 @@ class Subset : public Dataset {
 
   int64_t size() const override { return static_cast<int64_t>(indices_.size()); }
   Example get(int64_t index) const override;
+  void set_epoch(int64_t epoch) const override { dataset_->set_epoch(epoch); }
   const std::shared_ptr<const Dataset>& dataset() const { return dataset_; }
   const std::vector<int64_t>& indices() const { return indices_; }
 
@@ -52,6 +57,12 @@ class Subset : public Dataset {
   std::shared_ptr<const Dataset> dataset_;
   std::vector<int64_t> indices_;
 };
+
+namespace detail {
+// Python's rule for an index into a dataset of `size`: -size <= index < size, negative counting
+// from the end; `what` starts the error.
+int64_t wrap_index(const char* what, int64_t index, int64_t size);
+}  // namespace detail
 
 // Splits `dataset` into non-overlapping subsets of the given lengths (which must add up to its
 // size) along a random permutation drawn from `seed`, as torch.utils.data.random_split.

@@ -76,22 +76,25 @@ void set_rng(const StateDict& s) {
 }  // namespace
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer* optimizer,
-                     const LRScheduler* scheduler, int64_t step) {
+                     const LRScheduler* scheduler, int64_t step, const amp::GradScaler* scaler) {
   Checkpoint c;
   c.put("model", StateDict{model.state_dict(), {}});
   if (optimizer) c.put("optimizer", optimizer->state_dict());
   if (scheduler) c.put("scheduler", scheduler->state_dict());
+  // A disabled scaler has no state (f32 and bf16 runs): nothing to restore.
+  if (scaler && scaler->is_enabled()) c.put("scaler", scaler->state_dict());
   c.put("rng", rng_state());
   c.put("train", StateDict{{}, {{"step", std::to_string(step)}}});
   c.save(path);
 }
 
 int64_t load_checkpoint(const std::string& path, nn::Module& model, Optimizer* optimizer,
-                        LRScheduler* scheduler) {
+                        LRScheduler* scheduler, amp::GradScaler* scaler) {
   Checkpoint c = Checkpoint::load(path);
   model.load_state_dict(c.get("model").tensors, /*strict=*/true);
   if (optimizer) optimizer->load_state_dict(c.get("optimizer"));
   if (scheduler) scheduler->load_state_dict(c.get("scheduler"));
+  if (scaler && scaler->is_enabled()) scaler->load_state_dict(c.get("scaler"));
   set_rng(c.get("rng"));
   const auto& meta = c.get("train").metadata;
   auto it = meta.find("step");

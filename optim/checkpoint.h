@@ -12,6 +12,7 @@
 
 #include "ember/core/state_dict.h"
 #include "ember/nn/module.h"
+#include "ember/optim/grad_scaler.h"
 #include "ember/optim/lr_scheduler.h"
 #include "ember/optim/optimizer.h"
 
@@ -33,13 +34,14 @@ class Checkpoint {
   std::map<std::string, StateDict> parts_;
 };
 
-// Parts "model", "optimizer", "scheduler" (when given), "rng" (every default generator's state)
-// and "train" (the step).
+// Parts "model", "optimizer", "scheduler", "scaler" (each when given), "rng" (every default
+// generator's state) and "train" (the step).
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer* optimizer = nullptr,
-                     const LRScheduler* scheduler = nullptr, int64_t step = 0);
+                     const LRScheduler* scheduler = nullptr, int64_t step = 0,
+                     const amp::GradScaler* scaler = nullptr);
 // Restores what save_checkpoint wrote into existing objects (strict: every key must match) and
 // returns the step. The RNG states are restored too.
 int64_t load_checkpoint(const std::string& path, nn::Module& model, Optimizer* optimizer = nullptr,
-                        LRScheduler* scheduler = nullptr);
+                        LRScheduler* scheduler = nullptr, amp::GradScaler* scaler = nullptr);
 
 }  // namespace ember::optim

@@ -58,9 +58,17 @@ ResNetImpl::ResNetImpl(ResNetBlock block, std::array<int64_t, 4> layers, const R
     EMBER_CHECK(n > 0, "ResNet: every stage needs a block, got layers {", layers[0], ", ", layers[1], ", ",
                 layers[2], ", ", layers[3], "}");
   EMBER_CHECK(options.num_classes() > 0, "ResNet: num_classes must be positive, got ", options.num_classes());
-  conv1 = register_module("conv1", nn::Conv2d(nn::Conv2dOptions(3, 64, 7).stride(2).padding(3).bias(false)));
+  EMBER_CHECK(options.in_channels() > 0, "ResNet: in_channels must be positive, got ", options.in_channels());
+  in_channels_ = options.in_channels();
+  if (options.small_input_stem()) {
+    conv1 = register_module("conv1", conv3x3(in_channels_, 64));
+  } else {
+    conv1 = register_module("conv1",
+                            nn::Conv2d(nn::Conv2dOptions(in_channels_, 64, 7).stride(2).padding(3).bias(false)));
+  }
   bn1 = register_module("bn1", nn::BatchNorm2d(64));
-  maxpool = register_module("maxpool", nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1)));
+  if (!options.small_input_stem())
+    maxpool = register_module("maxpool", nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1)));
   layer1 = register_module("layer1", make_layer(block, 64, layers[0], 1));
   layer2 = register_module("layer2", make_layer(block, 128, layers[1], 2));
   layer3 = register_module("layer3", make_layer(block, 256, layers[2], 2));
@@ -103,9 +111,14 @@ nn::Sequential ResNetImpl::make_layer(ResNetBlock block, int64_t planes, int64_t
 }
 
 Tensor ResNetImpl::forward(const Tensor& x) {
-  EMBER_CHECK(x.dim() == 4 && x.size(1) == 3, "ResNet: expected input [N, 3, H, W], got ", x.sizes());
-  Tensor out = maxpool(relu(bn1(conv1(x))));
-  out = layer4(layer3(layer2(layer1(out))));
+  EMBER_CHECK(x.dim() == 4 && x.size(1) == in_channels_, "ResNet: expected input [N, ", in_channels_,
+              ", H, W], got ", x.sizes());
+  Tensor out = relu(bn1(conv1(x)));
+  if (maxpool) out = maxpool(out);
+  for (const nn::Sequential& stage : {layer1, layer2, layer3, layer4})
+    out = gradient_checkpointing_ && is_training()
+              ? autograd::checkpoint([stage](const Tensor& t) { return stage(t); }, out)
+              : stage(out);
   return fc(avgpool(out).flatten(1));
 }
 

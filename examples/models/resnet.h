@@ -10,6 +10,11 @@
 // Initialized as torchvision: convolutions kaiming_normal (fan_out, relu), BatchNorm weight 1 and
 // bias 0, fc as nn::Linear's default; with zero_init_residual the last BatchNorm of each residual
 // branch starts at 0, so that each block starts as the identity.
+//
+// For small images (CIFAR's 32x32, Fashion-MNIST's 28x28) small_input_stem replaces the 7x7
+// stride-2 convolution and the max-pool by one 3x3 stride-1 convolution, as CIFAR ResNets do:
+// the stem otherwise shrinks a 28x28 image to 7x7 before the first block. The names stay
+// torchvision's (conv1, bn1), so only conv1's weight has another shape.
 #include <array>
 #include <cstdint>
 
@@ -20,6 +25,8 @@ namespace ember::models {
 struct ResNetOptions {
   EMBER_ARG(int64_t, num_classes) = 1000;
   EMBER_ARG(bool, zero_init_residual) = false;
+  EMBER_ARG(int64_t, in_channels) = 3;  // 1 for grayscale images
+  EMBER_ARG(bool, small_input_stem) = false;
 };
 
 // Two 3x3 convolutions; expansion 1.
@@ -56,10 +63,14 @@ class ResNetImpl : public nn::Module {
   // `layers`: blocks in each of the four stages (resnet50: {3, 4, 6, 3}).
   ResNetImpl(ResNetBlock block, std::array<int64_t, 4> layers, const ResNetOptions& options = {});
   Tensor forward(const Tensor& x);
+  // Recompute each stage's activations in backward instead of keeping them (training only;
+  // autograd::checkpoint). As in PyTorch, BatchNorm's running statistics are then updated by the
+  // recomputation too.
+  void set_gradient_checkpointing(bool on) { gradient_checkpointing_ = on; }
 
   nn::Conv2d conv1{nullptr};
   nn::BatchNorm2d bn1{nullptr};
-  nn::MaxPool2d maxpool{nullptr};
+  nn::MaxPool2d maxpool{nullptr};  // none with small_input_stem
   nn::Sequential layer1{nullptr}, layer2{nullptr}, layer3{nullptr}, layer4{nullptr};
   nn::AdaptiveAvgPool2d avgpool{nullptr};
   nn::Linear fc{nullptr};
@@ -67,6 +78,8 @@ class ResNetImpl : public nn::Module {
  private:
   nn::Sequential make_layer(ResNetBlock block, int64_t planes, int64_t blocks, int64_t stride);
   int64_t inplanes_ = 64;
+  int64_t in_channels_;
+  bool gradient_checkpointing_ = false;
 };
 EMBER_MODULE(ResNet);
 

@@ -98,6 +98,21 @@ TEST(ModelsResNet, ResNet18IsTorchvisions) {
   EXPECT_TRUE(r18(randn({2, 3, 64, 64})).sizes().equals({2, 10}));
 }
 
+TEST(ModelsResNet, SmallInputStemKeepsTheResolution) {
+  // Grayscale 28x28 in, 3x3 stride-1 stem and no max-pool: layer1 sees 28x28, layer4 4x4.
+  models::ResNet r18 =
+      models::resnet18(models::ResNetOptions().num_classes(10).in_channels(1).small_input_stem(true));
+  auto params = r18->named_parameters();
+  EXPECT_TRUE(params["conv1.weight"].sizes().equals({64, 1, 3, 3}));
+  EXPECT_FALSE(r18->maxpool);
+  EXPECT_EQ(r18->state_dict().size(), 122u);  // the same keys as torchvision's
+  Tensor x = randn({2, 1, 28, 28});
+  EXPECT_TRUE(r18->layer1(relu(r18->bn1(r18->conv1(x)))).sizes().equals({2, 64, 28, 28}));
+  EXPECT_TRUE(r18(x).sizes().equals({2, 10}));
+  EXPECT_THROW(r18(randn({2, 3, 28, 28})), Error);
+  EXPECT_THROW(models::resnet18(models::ResNetOptions().in_channels(0)), Error);
+}
+
 TEST(ModelsResNet, MatchesPyTorch) {
   // m = ResNet(BasicBlock or Bottleneck, [1, 1, 1, 1], num_classes=5).double(); fill(m) (training
   // mode); m(wave([2, 3, 64, 64], 0.37, 0.1)); then the running_var of layer4[0].downsample[1].

@@ -96,6 +96,28 @@ void BM_conv2d_depthwise(benchmark::State& state) {
 }
 BENCHMARK(BM_conv2d_depthwise)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// One image through the augmentation a DataLoader worker runs per sample: Fashion-MNIST (arg 0:
+// [1, 28, 28], RandomCrop(28, 4) + Normalize) or CIFAR-10 (arg 1: [3, 32, 32], RandomCrop(32, 4) +
+// RandomHorizontalFlip + Normalize). items_per_second is images per second on one thread.
+void BM_transforms(benchmark::State& state) {
+  namespace tf = ember::data::transforms;
+  const bool cifar = state.range(0) == 1;
+  Tensor image = cifar ? ember::randint(0, 256, {3, 32, 32}, ember::kUInt8)
+                       : ember::randint(0, 256, {1, 28, 28}, ember::kUInt8);
+  tf::Compose pipeline =
+      cifar ? tf::Compose({tf::RandomCrop(32, 4), tf::RandomHorizontalFlip(),
+                           tf::Normalize({0.4914, 0.4822, 0.4465}, {0.2470, 0.2435, 0.2616})})
+            : tf::Compose({tf::RandomCrop(28, 4), tf::Normalize({0.2860}, {0.3530})});
+  int64_t index = 0;
+  for (auto _ : state) {
+    tf::SampleRandom random(0, 0, index++);
+    benchmark::DoNotOptimize(pipeline(image, random));
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel(cifar ? "cifar10" : "fashion_mnist");
+}
+BENCHMARK(BM_transforms)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
 // The host cost of one small op call (allocation, checks, dispatch): what DESIGN.md asks to keep
 // at a few microseconds.
 void BM_op_call(benchmark::State& state) {

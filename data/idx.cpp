@@ -1,0 +1,117 @@
+#include "ember/data/idx.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "ember/core/factories.h"
+#include "ember/data/file_reader.h"
+
+namespace ember::data {
+
+namespace {
+
+constexpr int64_t kMnistClasses = 10;
+
+uint32_t big_endian32(const uint8_t* p) {
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | uint32_t{p[3]};
+}
+
+std::string hex(uint32_t v, int digits) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0x%0*x", digits, v);
+  return buf;
+}
+
+// The data after the header: n bytes. A plain file's size is checked before anything is
+// allocated; a gzip stream's is not known, so the buffer grows with the bytes actually read and
+// a hostile header cannot make it larger than about twice the data.
+std::vector<uint8_t>* read_data(FileReader& file, const std::string& path, IntArrayRef sizes, uint64_t n) {
+  std::optional<uint64_t> left = file.bytes_left();
+  if (left) {
+    EMBER_CHECK(*left >= n, "read_idx: ", path, " is truncated: its header declares sizes ", sizes, " (", n,
+                " bytes of data) but only ", *left, " bytes follow it");
+    EMBER_CHECK(*left == n, "read_idx: ", path, " has ", *left - n, " bytes of trailing garbage after the ",
+                n, " bytes of data its header declares");
+  }
+  constexpr size_t kChunk = size_t{1} << 20;
+  auto data = std::make_unique<std::vector<uint8_t>>();
+  if (left) data->reserve(n);
+  while (data->size() < n) {
+    size_t old = data->size();
+    size_t step = static_cast<size_t>(std::min<uint64_t>(n - old, std::max(old, kChunk)));
+    data->resize(old + step);
+    size_t got = file.read(data->data() + old, step);
+    EMBER_CHECK(got == step, "read_idx: ", path, " is truncated: its header declares sizes ", sizes, " (", n,
+                " bytes of data) but only ", old + got, " bytes follow it");
+  }
+  uint8_t extra;
+  EMBER_CHECK(left || file.read(&extra, 1) == 0, "read_idx: ", path, " has trailing garbage after the ", n,
+              " bytes of data its header declares");
+  return data.release();
+}
+
+// root/name.gz when present, else root/name.
+std::string find_file(const std::string& root, const std::string& name) {
+  std::string plain = (std::filesystem::path(root) / name).string();
+  std::error_code ec;
+  if (std::filesystem::exists(plain + ".gz", ec)) return plain + ".gz";
+  EMBER_CHECK(std::filesystem::exists(plain, ec), "MNIST: missing file: found neither ", plain, ".gz nor ",
+              plain);
+  return plain;
+}
+
+VisionDataset read_mnist(const std::string& root, bool train) {
+  std::string split = train ? "train" : "t10k";
+  std::string images_path = find_file(root, split + "-images-idx3-ubyte");
+  std::string labels_path = find_file(root, split + "-labels-idx1-ubyte");
+  // read_idx reads only type 0x08, so the magic number is 0x0800 + dims.
+  Tensor images = read_idx(images_path);
+  EMBER_CHECK(images.dim() == 3, "MNIST: ", images_path, " has magic number ", hex(0x800 + images.dim(), 8),
+              ", expected 0x00000803 (uint8 images [N, rows, cols])");
+  Tensor labels = read_idx(labels_path);
+  EMBER_CHECK(labels.dim() == 1, "MNIST: ", labels_path, " has magic number ", hex(0x800 + labels.dim(), 8),
+              ", expected 0x00000801 (uint8 labels [N])");
+  EMBER_CHECK(images.size(0) == labels.size(0), "MNIST: image/label count mismatch: ", images_path, " holds ",
+              images.size(0), " images but ", labels_path, " holds ", labels.size(0), " labels");
+  const uint8_t* l = labels.data_ptr<uint8_t>();
+  for (int64_t i = 0; i < labels.numel(); ++i)
+    EMBER_CHECK(l[i] < kMnistClasses, "MNIST: ", labels_path, ": label ", int{l[i]}, " at index ", i,
+                " is out of range for ", kMnistClasses, " classes");
+  return VisionDataset("MNIST", images.unsqueeze(1), labels.to(kInt64), kMnistClasses);
+}
+
+}  // namespace
+
+Tensor read_idx(const std::string& path) {
+  std::unique_ptr<FileReader> file = open_file("read_idx", path);
+  uint8_t magic[4];
+  EMBER_CHECK(file->read(magic, 4) == 4, "read_idx: ", path,
+              " is truncated: it ends inside the magic number");
+  EMBER_CHECK(magic[0] == 0 && magic[1] == 0, "read_idx: ", path, " is not an IDX file: its magic number ",
+              hex(big_endian32(magic), 8), " does not start with two zero bytes");
+  EMBER_CHECK(magic[2] == 0x08, "read_idx: ", path, " has magic number ", hex(big_endian32(magic), 8),
+              ": data type ", hex(magic[2], 2), " is not supported (only 0x08, unsigned byte)");
+  const int ndim = magic[3];
+  EMBER_CHECK(ndim >= 1, "read_idx: ", path, " has magic number ", hex(big_endian32(magic), 8),
+              ", which declares 0 dims");
+  std::vector<uint8_t> header(4 * static_cast<size_t>(ndim));
+  EMBER_CHECK(file->read(header.data(), header.size()) == header.size(), "read_idx: ", path,
+              " is truncated: it ends inside the header's ", ndim, " sizes");
+  std::vector<int64_t> sizes;
+  int64_t n = 1;
+  bool overflow = false;
+  for (int d = 0; d < ndim; ++d) {
+    sizes.push_back(big_endian32(&header[4 * static_cast<size_t>(d)]));
+    overflow = overflow || __builtin_mul_overflow(n, sizes.back(), &n);
+  }
+  EMBER_CHECK(!overflow, "read_idx: ", path, " declares sizes ", IntArrayRef(sizes),
+              " of more than 2^63 bytes");
+  std::vector<uint8_t>* data = read_data(*file, path, sizes, static_cast<uint64_t>(n));
+  return from_blob(data->data(), sizes, kUInt8, [data](void*) { delete data; });
+}
+
+MNIST::MNIST(const std::string& root, bool train) : VisionDataset(read_mnist(root, train)) {}
+
+}  // namespace ember::data
