@@ -1,5 +1,6 @@
 #include "ember/data/file_reader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -51,14 +52,17 @@ std::unique_ptr<FileReader> open_file(const char* op, const std::string& path) {
 
 std::vector<uint8_t> read_to_end(FileReader& file) {
   constexpr size_t kChunk = size_t{1} << 20;
+  // A plain file's size and one byte to see its end: one allocation. A gzip stream's size is
+  // unknown: the buffer grows with the data read, to at most about twice its size.
   std::vector<uint8_t> out;
-  if (std::optional<uint64_t> n = file.bytes_left()) out.reserve(*n);
+  out.reserve(file.bytes_left().value_or(0) + 1);
   for (;;) {
-    size_t old = out.size();
-    out.resize(old + kChunk);
-    size_t got = file.read(out.data() + old, kChunk);
+    const size_t old = out.size();
+    if (old == out.capacity()) out.reserve(std::max(2 * old, kChunk));
+    out.resize(out.capacity());
+    const size_t got = file.read(out.data() + old, out.size() - old);
     out.resize(old + got);
-    if (got < kChunk) return out;
+    if (old + got < out.capacity()) return out;
   }
 }
 

@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <memory>
 #include <vector>
 
 #include "ember/core/factories.h"
@@ -22,34 +21,6 @@ std::string hex(uint32_t v, int digits) {
   char buf[16];
   std::snprintf(buf, sizeof(buf), "0x%0*x", digits, v);
   return buf;
-}
-
-// The data after the header: n bytes. A plain file's size is checked before anything is
-// allocated; a gzip stream's is not known, so the buffer grows with the bytes actually read and
-// a hostile header cannot make it larger than about twice the data.
-std::vector<uint8_t>* read_data(FileReader& file, const std::string& path, IntArrayRef sizes, uint64_t n) {
-  std::optional<uint64_t> left = file.bytes_left();
-  if (left) {
-    EMBER_CHECK(*left >= n, "read_idx: ", path, " is truncated: its header declares sizes ", sizes, " (", n,
-                " bytes of data) but only ", *left, " bytes follow it");
-    EMBER_CHECK(*left == n, "read_idx: ", path, " has ", *left - n, " bytes of trailing garbage after the ",
-                n, " bytes of data its header declares");
-  }
-  constexpr size_t kChunk = size_t{1} << 20;
-  auto data = std::make_unique<std::vector<uint8_t>>();
-  if (left) data->reserve(n);
-  while (data->size() < n) {
-    size_t old = data->size();
-    size_t step = static_cast<size_t>(std::min<uint64_t>(n - old, std::max(old, kChunk)));
-    data->resize(old + step);
-    size_t got = file.read(data->data() + old, step);
-    EMBER_CHECK(got == step, "read_idx: ", path, " is truncated: its header declares sizes ", sizes, " (", n,
-                " bytes of data) but only ", old + got, " bytes follow it");
-  }
-  uint8_t extra;
-  EMBER_CHECK(left || file.read(&extra, 1) == 0, "read_idx: ", path, " has trailing garbage after the ", n,
-              " bytes of data its header declares");
-  return data.release();
 }
 
 // root/name.gz when present, else root/name.
@@ -108,8 +79,16 @@ Tensor read_idx(const std::string& path) {
   }
   EMBER_CHECK(!overflow, "read_idx: ", path, " declares sizes ", IntArrayRef(sizes),
               " of more than 2^63 bytes");
-  std::vector<uint8_t>* data = read_data(*file, path, sizes, static_cast<uint64_t>(n));
-  return from_blob(data->data(), sizes, kUInt8, [data](void*) { delete data; });
+  // Read whole, then checked: the buffer never outgrows the data actually there, whatever the
+  // header declares.
+  std::vector<uint8_t> data = read_to_end(*file);
+  const uint64_t got = data.size(), want = static_cast<uint64_t>(n);
+  EMBER_CHECK(got >= want, "read_idx: ", path, " is truncated: its header declares sizes ",
+              IntArrayRef(sizes), " (", want, " bytes of data) but only ", got, " bytes follow it");
+  EMBER_CHECK(got == want, "read_idx: ", path, " has ", got - want, " bytes of trailing garbage after the ",
+              want, " bytes of data its header declares");
+  auto* storage = new std::vector<uint8_t>(std::move(data));  // freed with the tensor
+  return from_blob(storage->data(), sizes, kUInt8, [storage](void*) { delete storage; });
 }
 
 MNIST::MNIST(const std::string& root, bool train) : VisionDataset(read_mnist(root, train)) {}

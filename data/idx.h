@@ -14,7 +14,7 @@ Tensor read_idx(const std::string& path);
 
 // MNIST (and Fashion-MNIST, KMNIST: the same files): root/{train,t10k}-images-idx3-ubyte and
 // root/{train,t10k}-labels-idx1-ubyte, each read from its .gz when present. images() is
-// [N, 1, 28, 28] uint8, targets() [N] int64 in [0, 10).
+// [N, 1, H, W] uint8 (28 x 28 in MNIST), targets() [N] int64 in [0, 10).
 class MNIST : public VisionDataset {
  public:
   explicit MNIST(const std::string& root, bool train = true);

@@ -26,6 +26,12 @@ std::string first_bytes(const std::vector<uint8_t>& bytes) {
 
 }  // namespace
 
+void check_image_size(const std::string& path, int64_t width, int64_t height) {
+  constexpr int64_t kMaxPixels = 2 * 89478485;
+  EMBER_CHECK(width * height <= kMaxPixels, "decode_image: ", path, " declares ", width, " x ", height,
+              " pixels, more than the limit of ", kMaxPixels, " (PIL's decompression-bomb limit)");
+}
+
 Tensor decode_image(const std::string& path) {
   std::vector<uint8_t> bytes = read_to_end(*open_file("decode_image", path));
   if (starts_with(bytes, {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'}))

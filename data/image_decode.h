@@ -23,4 +23,8 @@ Tensor decode_image(const std::string& path);
 Tensor decode_png(const std::vector<uint8_t>& bytes, const std::string& path);
 Tensor decode_jpeg(const std::vector<uint8_t>& bytes, const std::string& path);
 
+// The decoders' guard against a small file declaring a huge image: more pixels than PIL's
+// decompression-bomb limit (2 * 89478485) is an error.
+void check_image_size(const std::string& path, int64_t width, int64_t height);
+
 }  // namespace ember::data

@@ -53,10 +53,7 @@ ImageFolder::ImageFolder(const std::string& root) {
 }
 
 Example ImageFolder::get(int64_t index) const {
-  const int64_t n = size();
-  EMBER_CHECK(index >= -n && index < n, "ImageFolder: index ", index,
-              " is out of range for a dataset of size ", n);
-  const auto& [path, label] = samples_[static_cast<size_t>(index < 0 ? index + n : index)];
+  const auto& [path, label] = samples_[static_cast<size_t>(detail::wrap_index("ImageFolder", index, size()))];
   return {decode_image(path), full({}, label, kInt64)};
 }
 

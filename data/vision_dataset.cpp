@@ -16,9 +16,7 @@ VisionDataset::VisionDataset(std::string name, Tensor images, Tensor targets, in
 }
 
 Example VisionDataset::get(int64_t index) const {
-  int64_t n = size();
-  EMBER_CHECK(index >= -n && index < n, name_, ": index ", index, " is out of range for a dataset of size ",
-              n);
+  index = detail::wrap_index(name_.c_str(), index, size());
   return {images_.select(0, index), targets_.select(0, index)};
 }
 

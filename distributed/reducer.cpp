@@ -17,7 +17,7 @@ constexpr size_t kNone = std::numeric_limits<size_t>::max();
 
 CommWork compress_hook(ProcessGroup& group, GradBucket& bucket, ScalarType dtype) {
   // Divided before the sum, as PyTorch does, so that the half-precision sum does not overflow.
-  Tensor compressed = bucket.buffer.to(dtype, /*copy=*/true).div_(group.size());
+  Tensor compressed = bucket.buffer.to(dtype, /*non_blocking=*/false, /*copy=*/true).div_(group.size());
   std::shared_ptr<Work> work = group.all_reduce(compressed, ReduceOp::SUM);
   return {std::move(work), [buffer = bucket.buffer, compressed] { buffer.copy_(compressed); }};
 }

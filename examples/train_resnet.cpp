@@ -26,6 +26,7 @@
 #include <vector>
 
 #include <ember/core/autocast_mode.h>
+#include <ember/cuda/caching_allocator.h>
 #include <ember/data/cifar.h>
 #include <ember/data/idx.h>
 #include <ember/data/image_folder.h>
@@ -200,7 +201,7 @@ Data make_data(const Args& a) {
 
 models::ResNet make_model(const Args& a, const Data& d) {
   auto options = models::ResNetOptions()
-                     .num_classes(a.num_classes > 0 ? a.num_classes : d.num_classes)
+                     .num_classes(d.num_classes)
                      .in_channels(d.channels)
                      .small_input_stem(a.small_stem || (!a.imagenet_stem && d.image_size <= 64));
   if (a.arch == "resnet18") return models::resnet18(options);
@@ -209,10 +210,12 @@ models::ResNet make_model(const Args& a, const Data& d) {
   throw Error("train_resnet: unknown --arch " + a.arch + " (resnet18, resnet34, resnet50)");
 }
 
-// Loads a torchvision-layout state_dict. A classifier of another size stays as initialized (a
-// new head for --num-classes); any other missing, unexpected or mismatched tensor is an error.
+// Loads a torchvision-layout state_dict, or the model of a train_resnet checkpoint. A classifier
+// of another size stays as initialized (a new head for --num-classes); any other missing,
+// unexpected or mismatched tensor is an error.
 void init_from(models::ResNet& model, const std::string& path, bool verbose) {
   StateDict saved = load(path);
+  if (saved.metadata.count("ember.part.model")) saved = optim::Checkpoint::load(path).get("model");
   OrderedDict<Tensor> weights;
   std::vector<std::string> replaced;
   for (const auto& [key, mine] : model->state_dict()) {
@@ -313,6 +316,7 @@ int main(int argc, char** argv) try {
 
   manual_seed(static_cast<uint64_t>(a.seed));
   Data d = make_data(a);
+  if (a.num_classes > 0) d.num_classes = a.num_classes;  // a new head of another size
   models::ResNet model = make_model(a, d);
   if (!a.init_from.empty()) init_from(model, a.init_from, main_rank);
   if (a.freeze_backbone) {
@@ -437,13 +441,16 @@ int main(int argc, char** argv) try {
     }
     const double train_loss = epoch_loss.item<float>();
     const double epoch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double peak_gib = l.device.is_cuda() ? cuda::max_memory_allocated(l.device.index) / 1073741824.0 : 0;
     last_eval = evaluate(*model, forward, d, l, a, bf16, f16);
     const double n = static_cast<double>(std::max<int64_t>(last_eval.count, 1));
     if (main_rank) {
-      std::printf("epoch %lld/%lld: train loss %.4f | test loss %.4f top-1 %.4f top-5 %.4f | %.1f s, %.0f img/s, lr %.4g\n",
+      std::printf("epoch %lld/%lld: train loss %.4f | test loss %.4f top-1 %.4f top-5 %.4f | %.1f s, %.0f img/s, "
+                  "lr %.4g%s\n",
                   (long long)epoch + 1, (long long)a.epochs, train_loss, last_eval.loss / n, last_eval.top1 / n,
                   last_eval.top5 / n, epoch_s, steps_per_epoch * a.batch_size * l.world_size / epoch_s,
-                  opt.param_groups().back().options().get_lr());
+                  opt.param_groups().back().options().get_lr(),
+                  l.device.is_cuda() ? detail::str_cat(", peak ", peak_gib, " GiB").c_str() : "");
       metrics.write({{"epoch", epoch + 1},
                      {"step", step},
                      {"train_loss", train_loss},
@@ -452,7 +459,8 @@ int main(int argc, char** argv) try {
                      {"test_top5", last_eval.top5 / n},
                      {"epoch_s", epoch_s},
                      {"img_per_s", steps_per_epoch * a.batch_size * l.world_size / epoch_s},
-                     {"lr", opt.param_groups().back().options().get_lr()}});
+                     {"lr", opt.param_groups().back().options().get_lr()},
+                     {"peak_gib", peak_gib}});
       if (!a.checkpoint.empty()) optim::save_checkpoint(a.checkpoint, *model, &opt, sched.get(), epoch + 1, &scaler);
     }
   }

@@ -298,7 +298,7 @@ void Optimizer::load_state_dict(const StateDict& sd) {
                 key, " (parameter ", i, "'s state holds no ", buffer, " with these options)");
     EMBER_CHECK(t.sizes().equals(p.sizes()), who, ": ", key, " has shape ", t.sizes(), ", parameter ", i,
                 " has shape ", p.sizes());
-    loaded[i].buffers.insert(buffer, t.to(p.device(), p.dtype(), /*copy=*/true));
+    loaded[i].buffers.insert(buffer, t.to(p.device(), p.dtype(), /*non_blocking=*/false, /*copy=*/true));
   }
   if (counts_steps()) {
     for (const auto& [i, s] : loaded) {

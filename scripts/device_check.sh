@@ -11,6 +11,12 @@
 #   CUDA_FILTER='*LayerNorm*' ...           those CUDA tests, in one process (ctest starts one per
 #                                           test, about 0.5 s of CUDA set-up each)
 #   LAB=1 scripts/device_check.sh           also the kernel labs of tools/lab (lab.txt)
+#   RESNET=1 scripts/device_check.sh        also ResNet-18 against torchvision: the golden step
+#                                           (resnet_golden_check), then train_resnet and
+#                                           examples/train_resnet_torch.py on Fashion-MNIST
+#                                           (RESNET_DATA, default .data/fashion-mnist; RESNET_EPOCHS,
+#                                           default 15; RESNET_ARGS for both), and train_resnet on
+#                                           synthetic data (the data pipeline's share)
 #   TRANSFORMER=1 scripts/device_check.sh   also transformer_bench next to PyTorch's (issue 6's table;
 #                                           TRANSFORMER_ARGS passes sizes and modes to both)
 #   NCU=1 TESTS=0 BENCH=0 scripts/device_check.sh
@@ -112,6 +118,27 @@ if [ "${TRANSFORMER:-0}" = 1 ] && [ -x "$BUILD_DIR/tools/bench/transformer_bench
   "$BUILD_DIR/tools/bench/transformer_bench" ${TRANSFORMER_ARGS:-} > "$OUT/transformer_ember.jsonl" 2>&1
   python3 tools/bench/torch_transformer_bench.py ${TRANSFORMER_ARGS:-} > "$OUT/transformer_torch.jsonl" 2>&1
 fi
+if [ "${RESNET:-0}" = 1 ] && [ -x "$BUILD_DIR/examples/train_resnet" ]; then
+  python3 tools/golden/torch_resnet_golden.py "$OUT/resnet_golden.safetensors" > "$OUT/resnet.txt" 2>&1
+  "$BUILD_DIR/tools/resnet_golden_check" "$OUT/resnet_golden.safetensors" >> "$OUT/resnet.txt" 2>&1
+  rm -f "$OUT/resnet_golden.safetensors"
+  data=${RESNET_DATA:-.data/fashion-mnist}
+  epochs=${RESNET_EPOCHS:-15}
+  # shellcheck disable=SC2086  # RESNET_ARGS is a list of arguments
+  "$BUILD_DIR/examples/train_resnet" --data-dir "$data" --epochs "$epochs" --workers 8 ${RESNET_ARGS:-} \
+    --metrics "$OUT/resnet_ember.jsonl" > "$OUT/resnet_ember.log" 2>&1
+  # shellcheck disable=SC2086
+  python3 examples/train_resnet_torch.py --data-dir "$data" --epochs "$epochs" --workers 8 ${RESNET_ARGS:-} \
+    --metrics "$OUT/resnet_torch.jsonl" > "$OUT/resnet_torch.log" 2>&1
+  # shellcheck disable=SC2086
+  "$BUILD_DIR/examples/train_resnet" --data-dir "$data" --epochs 2 --synthetic ${RESNET_ARGS:-} \
+    > "$OUT/resnet_synthetic.log" 2>&1
+  for f in resnet_ember.log resnet_torch.log resnet_synthetic.log; do
+    { echo "== $f"; grep -E "^(train_resnet|epoch [0-9]+/[0-9]+:)|rror" "$OUT/$f"; } >> "$OUT/resnet.txt"
+  done
+  python3 tools/plot_metrics.py "$OUT/resnet_ember.jsonl" "$OUT/resnet_torch.jsonl" -o "$OUT/resnet.png" \
+    >> "$OUT/resnet.txt" 2>&1
+fi
 # The kernel labs (tools/lab): each prints a line per candidate, checked against ember's kernel.
 if [ "${LAB:-0}" = 1 ]; then
   for lab in "$BUILD_DIR"/tools/lab/*_lab; do [ -x "$lab" ] && "$lab" >> "$OUT/lab.txt" 2>&1; done
@@ -130,6 +157,7 @@ for l in ${sanitizer_lines[@]+"${sanitizer_lines[@]}"}; do printf '%-10s %s\n' s
 [ -s "$OUT/bench_ember.jsonl" ] && python3 tools/bench/compare.py "$OUT/bench_ember.jsonl" "$OUT/bench_torch.jsonl"
 for l in ${ncu_lines[@]+"${ncu_lines[@]}"}; do echo "$l"; done
 [ -s "$OUT/lab.txt" ] && cat "$OUT/lab.txt"
+[ -s "$OUT/resnet.txt" ] && cat "$OUT/resnet.txt"
 [ -s "$OUT/transformer_ember.jsonl" ] &&
   python3 tools/bench/compare.py "$OUT/transformer_ember.jsonl" "$OUT/transformer_torch.jsonl"
 sanitizer_ok=1

@@ -32,18 +32,26 @@ void emit_message(j_common_ptr cinfo, int level) {
   if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) error_exit(cinfo);
 }
 
-bool start(jpeg_decompress_struct* cinfo, ErrorManager* err, const std::vector<uint8_t>& bytes) {
+// Frees libjpeg's state on every way out, from a frame no longjmp crosses.
+struct DestroyOnExit {
+  jpeg_decompress_struct* cinfo;
+  ~DestroyOnExit() { jpeg_destroy_decompress(cinfo); }
+};
+
+// The header, up to the output size: nothing the size of the image is allocated yet.
+bool read_header(jpeg_decompress_struct* cinfo, ErrorManager* err, const std::vector<uint8_t>& bytes) {
   if (setjmp(err->jump)) return false;
   jpeg_create_decompress(cinfo);
   jpeg_mem_src(cinfo, const_cast<unsigned char*>(bytes.data()), bytes.size());
   jpeg_read_header(cinfo, TRUE);
   cinfo->out_color_space = JCS_RGB;  // grayscale and YCbCr alike
-  jpeg_start_decompress(cinfo);
+  jpeg_calc_output_dimensions(cinfo);
   return true;
 }
 
-bool finish(jpeg_decompress_struct* cinfo, ErrorManager* err, uint8_t* rgb) {
+bool read_pixels(jpeg_decompress_struct* cinfo, ErrorManager* err, uint8_t* rgb) {
   if (setjmp(err->jump)) return false;
+  jpeg_start_decompress(cinfo);
   while (cinfo->output_scanline < cinfo->output_height) {
     JSAMPROW row = rgb + size_t{cinfo->output_scanline} * cinfo->output_width * 3;
     jpeg_read_scanlines(cinfo, &row, 1);
@@ -62,14 +70,12 @@ Tensor decode_jpeg(const std::vector<uint8_t>& bytes, const std::string& path) {
   cinfo.err = jpeg_std_error(&err.pub);
   err.pub.error_exit = error_exit;
   err.pub.emit_message = emit_message;
-  if (start(&cinfo, &err, bytes)) {
+  DestroyOnExit destroy{&cinfo};
+  if (read_header(&cinfo, &err, bytes)) {
+    check_image_size(path, cinfo.output_width, cinfo.output_height);
     Tensor rgb = empty({int64_t{cinfo.output_height}, int64_t{cinfo.output_width}, 3}, kUInt8);
-    if (finish(&cinfo, &err, rgb.data_ptr<uint8_t>())) {
-      jpeg_destroy_decompress(&cinfo);
-      return rgb;
-    }
+    if (read_pixels(&cinfo, &err, rgb.data_ptr<uint8_t>())) return rgb;
   }
-  jpeg_destroy_decompress(&cinfo);
   throw Error(detail::str_cat("decode_image: ", path, " is a corrupt JPEG image: ", err.message));
 }
 

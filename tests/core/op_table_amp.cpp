@@ -57,7 +57,7 @@ std::vector<Sample> update_samples(ScalarType dt) {
 }
 
 Tensor update_fn(const Inputs& in) {
-  Tensor scale = in[0].to(kFloat32, false, true), tracker = in[1].clone(), found_inf = in[2].to(kFloat32);
+  Tensor scale = in[0].to(kFloat32, /*non_blocking=*/false, /*copy=*/true), tracker = in[1].clone(), found_inf = in[2].to(kFloat32);
   _amp_update_scale_(scale, tracker, found_inf, 2.0, 0.5, 3);
   return cat({scale.reshape({1}), tracker.to(kFloat32).reshape({1})});
 }

@@ -95,7 +95,7 @@ TEST(Tensor, CopyCastsAndBroadcasts) {
   EXPECT_EQ(dst[0][0].item<double>(), 1.0);
   Tensor same = dst.to(kFloat64);
   EXPECT_TRUE(same.is_same(dst));
-  EXPECT_FALSE(dst.to(kFloat64, /*copy=*/true).is_same(dst));
+  EXPECT_FALSE(dst.to(kFloat64, /*non_blocking=*/false, /*copy=*/true).is_same(dst));
 }
 
 TEST(Tensor, PrintsLikePyTorch) {

@@ -44,7 +44,7 @@ struct ScaledRun {
   optim::Adam opt;
   amp::GradScaler scaler;
   ScaledRun(Device device, const Tensor& w0, const Tensor& x0)
-      : w(w0.to(device, /*copy=*/true).requires_grad_()),
+      : w(w0.to(device, /*non_blocking=*/false, /*copy=*/true).requires_grad_()),
         x(x0.to(device)),
         opt({w}, optim::AdamOptions(0.1).fused(true)),
         scaler(1024.0, 2.0, 0.5, 2) {}

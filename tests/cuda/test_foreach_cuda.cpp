@@ -14,7 +14,7 @@ const Device kGpu(kCUDA, 0);
 
 // `t` on the GPU; with `misalign`, one element into a larger buffer.
 Tensor on_gpu(const Tensor& t, bool misalign) {
-  if (!misalign) return t.to(kGpu, /*copy=*/true);
+  if (!misalign) return t.to(kGpu, /*non_blocking=*/false, /*copy=*/true);
   Tensor buf = zeros({t.numel() + 1}, TensorOptions(t.dtype()).device(kGpu));
   Tensor view = buf.narrow(0, 1, t.numel()).view(t.sizes());
   view.copy_(t);

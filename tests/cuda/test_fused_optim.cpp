@@ -32,7 +32,7 @@ std::vector<Tensor> on(const std::vector<Tensor>& ts, Device device, bool misali
   std::vector<Tensor> out;
   for (const Tensor& t : ts) {
     if (!misalign || t.dim() != 1) {
-      out.push_back(t.to(device, /*copy=*/true));
+      out.push_back(t.to(device, /*non_blocking=*/false, /*copy=*/true));
       continue;
     }
     Tensor buf = zeros({t.numel() + 1}, TensorOptions(t.dtype()).device(device));

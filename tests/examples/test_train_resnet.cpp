@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/distributed/process_group_gloo.h"
 #include "ember/ember.h"
 
 namespace ember::testing {
@@ -111,6 +112,60 @@ TEST(TrainResnet, ResumeAfterSigkillIsBitExact) {
   int lines = 0;
   for (std::string line; std::getline(metrics, line);) ++lines;
   EXPECT_EQ(lines, 3);
+  fs::remove_all(dir);
+}
+
+// emberrun --nproc-per-node 2 over Gloo, with SyncBatchNorm: each process trains on its half of
+// every batch; only rank 0 writes the metrics and the checkpoint, and the checkpoint is the same
+// model the ranks trained (DDP kept them equal).
+TEST(TrainResnet, TwoProcessesOverGloo) {
+  if (!distributed::is_gloo_available()) GTEST_SKIP() << "ember was built without Gloo";
+  const fs::path dir = fresh_dir("ddp");
+  write_quadrants(dir, "train", 64, 3);
+  write_quadrants(dir, "t10k", 16, 4);
+  const std::string args = std::string("--nproc-per-node 2 ") + EMBER_TRAIN_RESNET_PATH +
+                           " --dataset mnist --data-dir " + dir.string() +
+                           " --device cpu --epochs 2 --batch-size 8 --workers 1 --sync-bn --checkpoint " +
+                           (dir / "run/ckpt.safetensors").string();
+  const std::string cmd = std::string(EMBER_EMBERRUN_PATH) + " " + args + " > " + (dir / "log").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_text(dir / "log");
+  const std::string log = read_text(dir / "log");
+  EXPECT_NE(log.find("batch 8 x 2 processes"), std::string::npos) << log;
+  EXPECT_NE(log.find("epoch 2/2: train loss"), std::string::npos) << log;
+  std::ifstream metrics(dir / "run/metrics.jsonl");
+  int lines = 0;
+  for (std::string line; std::getline(metrics, line);) ++lines;
+  EXPECT_EQ(lines, 2);
+  optim::Checkpoint c = optim::Checkpoint::load((dir / "run/ckpt.safetensors").string());
+  EXPECT_TRUE(c.has("model"));
+  fs::remove_all(dir);
+}
+
+// Fine-tuning: a model trained on 10 classes starts a 4-class run; the classifier is replaced
+// (and the trainer says so), and with a frozen backbone only fc changes.
+TEST(TrainResnet, FineTunesWithANewHead) {
+  const fs::path dir = fresh_dir("finetune");
+  write_quadrants(dir, "train", 32, 5);
+  write_quadrants(dir, "t10k", 16, 6);
+  const std::string common = "--dataset mnist --data-dir " + dir.string() + " --device cpu --batch-size 16 --workers 1";
+  const std::string base = (dir / "base/ckpt.safetensors").string(), tuned = (dir / "tuned/ckpt.safetensors").string();
+  ASSERT_EQ(run_trainer(common + " --epochs 1 --checkpoint " + base, dir / "1.log"), 0) << read_text(dir / "1.log");
+  ASSERT_EQ(run_trainer(common + " --epochs 2 --num-classes 4 --freeze-backbone --init-from " + base +
+                            " --checkpoint " + tuned,
+                        dir / "2.log"),
+            0)
+      << read_text(dir / "2.log");
+  const std::string log = read_text(dir / "2.log");
+  EXPECT_NE(log.find("a new classifier: fc.weight [10, 512] -> [4, 512]"), std::string::npos) << log;
+  const optim::Checkpoint base_ckpt = optim::Checkpoint::load(base), tuned_ckpt = optim::Checkpoint::load(tuned);
+  const auto& before = base_ckpt.get("model").tensors;
+  const auto& after = tuned_ckpt.get("model").tensors;
+  EXPECT_TRUE(bit_equal(before.at("layer3.1.conv2.weight"), after.at("layer3.1.conv2.weight")));
+  EXPECT_TRUE(bit_equal(before.at("bn1.running_mean"), after.at("bn1.running_mean")));  // frozen BatchNorm
+  EXPECT_TRUE(after.at("fc.weight").sizes().equals({4, 512}));
+  // A backbone of another shape is an error that names the tensor.
+  EXPECT_EQ(WEXITSTATUS(run_trainer(common + " --epochs 1 --arch resnet34 --init-from " + base, dir / "3.log")), 2);
+  EXPECT_NE(read_text(dir / "3.log").find("layer1.2"), std::string::npos) << read_text(dir / "3.log");
   fs::remove_all(dir);
 }
 

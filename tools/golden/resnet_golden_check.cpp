@@ -3,9 +3,13 @@
 // every parameter gradient, in float32 and under bf16 autocast, on the GPU. Prints a line per
 // check and exits 1 when one fails:
 //
-//   PASS eval_logits f32 rel=3.1e-07 tol=1e-04
+//   PASS grads f32 (62 parameters) vs torch: all 2.1e-06, worst 3.3e-05 (layer4.0.conv1.weight) tol=1e-04
 //
-// The error of a tensor is ||ember - torch|| / ||torch||; a gradient check reports the worst one.
+// An error is ||ember - torch|| / ||torch||: over all gradients at once ("all") and per parameter
+// ("worst"). BatchNorm's backward cancels (it subtracts the batch means), so the gradients of
+// the layers before it carry more rounding than the loss: a parameter whose worst error is past
+// the tolerance still passes when ember is as close to the float64 answer as PyTorch's own
+// float32 (or bf16) run is (within twice PyTorch's error against float64).
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -18,15 +22,16 @@ using namespace ember;
 
 namespace {
 
+Tensor f64(const Tensor& t) { return t.to(Device(kCPU)).to(kFloat64); }
+
 double rel_error(const Tensor& got, const Tensor& want) {
-  Tensor g = got.to(Device(kCPU)).to(kFloat64), w = want.to(kFloat64);
-  return (g - w).norm().item<double>() / std::max(w.norm().item<double>(), 1e-30);
+  Tensor w = f64(want);
+  return (f64(got) - w).norm().item<double>() / std::max(w.norm().item<double>(), 1e-300);
 }
 
-bool report(const std::string& name, double rel, double tol, const std::string& worst = "") {
+bool report(const std::string& name, double rel, double tol) {
   const bool ok = std::isfinite(rel) && rel <= tol;
-  std::printf("%s %s rel=%.2e tol=%.0e%s%s\n", ok ? "PASS" : "FAIL", name.c_str(), rel, tol,
-              worst.empty() ? "" : " worst=", worst.c_str());
+  std::printf("%s %s rel=%.2e tol=%.0e\n", ok ? "PASS" : "FAIL", name.c_str(), rel, tol);
   return ok;
 }
 
@@ -40,6 +45,50 @@ models::ResNet load_model(const StateDict& golden, Device dev) {
   return m;
 }
 
+// One training step's gradients against torch's (`prec`) and float64's.
+bool check_step(const StateDict& golden, const std::string& prec, double tol, Device dev) {
+  const auto& g = golden.tensors;
+  models::ResNet m = load_model(golden, dev);
+  m->train();
+  Tensor loss;
+  {
+    amp::AutocastGuard autocast(kCUDA, kBFloat16, prec == "bf16");
+    loss = cross_entropy(m(g.at("x").to(dev)), g.at("y").to(dev));
+  }
+  loss.backward();
+  bool ok = report("loss " + prec + " vs torch", rel_error(loss.reshape({1}), g.at(prec + ".loss")), tol);
+  std::vector<Tensor> mine, theirs;
+  double worst = 0;
+  std::string worst_name, excused;
+  int64_t n = 0;
+  for (const auto& [name, p] : m->named_parameters()) {
+    const Tensor& torch_grad = g.at(prec + ".grad." + name);
+    const Tensor& exact = g.at("f64.grad." + name);
+    mine.push_back(f64(p.grad()).flatten());
+    theirs.push_back(f64(torch_grad).flatten());
+    const double e = rel_error(p.grad(), torch_grad);
+    if (e > tol) {
+      const double ours = rel_error(p.grad(), exact), torchs = rel_error(torch_grad, exact);
+      char buf[160];
+      std::snprintf(buf, sizeof buf, " %s (vs f64: ember %.1e, torch %.1e)", name.c_str(), ours, torchs);
+      excused += buf;
+      if (!(ours <= std::max(tol, 2 * torchs))) ok = false;
+    }
+    if (!(e <= worst)) {
+      worst = e;
+      worst_name = name;
+    }
+    ++n;
+  }
+  const double all = rel_error(cat(mine), cat(theirs));
+  const bool all_ok = std::isfinite(all) && all <= tol;
+  ok = ok && all_ok;
+  std::printf("%s grads %s (%lld parameters) vs torch: all %.2e, worst %.2e (%s) tol=%.0e\n", ok ? "PASS" : "FAIL",
+              prec.c_str(), (long long)n, all, worst, worst_name.c_str(), tol);
+  if (!excused.empty()) std::printf("  past tol:%s\n", excused.c_str());
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -50,39 +99,16 @@ int main(int argc, char** argv) try {
   EMBER_CHECK(cuda::is_available(), "resnet_golden_check: needs a GPU");
   const Device dev(kCUDA);
   StateDict golden = load(argv[1]);
-  const auto& g = golden.tensors;
-  Tensor x = g.at("x").to(dev), y = g.at("y").to(dev);
   bool ok = true;
   {
     models::ResNet m = load_model(golden, dev);
     m->eval();
     NoGradGuard no_grad;
-    ok &= report("eval_logits f32", rel_error(m(x), g.at("eval_logits")), 1e-4);
+    ok &= report("eval_logits f32 vs torch", rel_error(m(golden.tensors.at("x").to(dev)), golden.tensors.at("eval_logits")),
+                 1e-4);
   }
-  for (const std::string prec : {"f32", "bf16"}) {
-    const double tol = prec == "f32" ? 1e-4 : 1e-2;
-    models::ResNet m = load_model(golden, dev);
-    m->train();
-    Tensor loss;
-    {
-      amp::AutocastGuard autocast(kCUDA, kBFloat16, prec == "bf16");
-      loss = cross_entropy(m(x), y);
-    }
-    loss.backward();
-    ok &= report("loss " + prec, rel_error(loss.reshape({1}).to(kFloat32), g.at(prec + ".loss")), tol);
-    double worst = 0;
-    std::string worst_name;
-    int64_t n = 0;
-    for (const auto& [name, p] : m->named_parameters()) {
-      const double e = rel_error(p.grad(), g.at(prec + ".grad." + name));
-      if (!(e <= worst)) {
-        worst = e;
-        worst_name = name;
-      }
-      ++n;
-    }
-    ok &= report("grads " + prec + " (" + std::to_string(n) + " parameters)", worst, tol, worst_name);
-  }
+  ok &= check_step(golden, "f32", 1e-4, dev);
+  ok &= check_step(golden, "bf16", 1e-2, dev);
   return ok ? 0 : 1;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "%s\n", e.what());

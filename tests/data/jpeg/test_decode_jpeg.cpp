@@ -56,7 +56,7 @@ Bytes gradient(uint32_t w, uint32_t h) {
 Tensor hwc_to_chw(const Bytes& pixels, int64_t h, int64_t w) {
   return from_blob(const_cast<uint8_t*>(pixels.data()), {h, w, 3}, kUInt8)
       .permute({2, 0, 1})
-      .to(kFloat32, true);
+      .to(kFloat32);
 }
 
 }  // namespace
@@ -100,6 +100,16 @@ TEST(DecodeJpeg, RejectsCorruptFilesWithoutExiting) {
   EXPECT_EMBER_ERROR(data::decode_image(path), "decode_image: ", path.c_str(), "is a corrupt JPEG image");
   write_bytes(path, {0xff, 0xd8, 0xff, 0x01, 0x02, 0x03, 0x04, 0x05});
   EXPECT_EMBER_ERROR(data::decode_image(path), "decode_image: ", path.c_str(), "is a corrupt JPEG image");
+  // A hostile header (SOF0 height and width 60000; libjpeg's own limit is 65500) fails before the pixels are
+  // allocated.
+  Bytes huge = good;
+  const Bytes sof0 = {0xff, 0xc0};
+  auto sof = std::search(huge.begin(), huge.end(), sof0.begin(), sof0.end());
+  ASSERT_NE(sof, huge.end());
+  std::copy_n(Bytes{0xea, 0x60, 0xea, 0x60}.begin(), 4, sof + 5);
+  write_bytes(path, huge);
+  EXPECT_EMBER_ERROR(data::decode_image(path), "decode_image: ", path.c_str(),
+                     "declares 60000 x 60000 pixels, more than the limit");
   write_bytes(path, good);
   EXPECT_EQ(data::decode_image(path).size(1), 24) << "decodes fine after the errors";
 }

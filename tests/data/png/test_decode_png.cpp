@@ -1,5 +1,6 @@
 // PNG decoding, on files written with libpng's simplified API.
 #include <png.h>
+#include <zlib.h>
 
 #include <cstring>
 #include <fstream>
@@ -94,6 +95,15 @@ TEST(DecodePng, RejectsCorruptFiles) {
   garbled[idat + 10] ^= 0xff;
   write_bytes(path, garbled);
   EXPECT_EMBER_ERROR(data::decode_image(path), "decode_image: ", path.c_str(), "is a corrupt PNG image");
+  // A hostile header (1e6 x 1e6, libpng's own limit) fails before the pixels are allocated.
+  Bytes huge = good;
+  for (size_t at : {16, 20})
+    std::copy_n(Bytes{0x00, 0x0f, 0x42, 0x40}.begin(), 4, huge.begin() + static_cast<std::ptrdiff_t>(at));
+  uint32_t crc = static_cast<uint32_t>(crc32(0, huge.data() + 12, 17));  // over "IHDR" and its 13 bytes
+  for (int i = 0; i < 4; ++i) huge[29 + static_cast<size_t>(i)] = static_cast<uint8_t>(crc >> (24 - 8 * i));
+  write_bytes(path, huge);
+  EXPECT_EMBER_ERROR(data::decode_image(path), "decode_image: ", path.c_str(),
+                     "declares 1000000 x 1000000 pixels, more than the limit");
   Bytes header(good.begin(), good.begin() + 8);
   header.resize(40, 7);
   write_bytes(path, header);

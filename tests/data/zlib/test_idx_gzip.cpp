@@ -61,7 +61,7 @@ TEST(ReadIdxGzip, RejectsBadStreams) {
   EXPECT_EMBER_ERROR(data::read_idx(path), "read_idx: ", path.c_str(), "is truncated",
                      "declares sizes [2, 28, 28] (1568 bytes", "only 1000 bytes follow it");
   write_gzip(path, idx_bytes({2, 2}, Bytes(7)));
-  EXPECT_EMBER_ERROR(data::read_idx(path), path.c_str(), "has trailing garbage after the 4 bytes");
+  EXPECT_EMBER_ERROR(data::read_idx(path), path.c_str(), "has 3 bytes of trailing garbage after the 4 bytes");
   // A hostile header: the buffer grows only as far as the data goes.
   write_gzip(path, idx_bytes({1u << 31, 1u << 31}, Bytes(16)));
   EXPECT_EMBER_ERROR(data::read_idx(path), path.c_str(), "is truncated", "[2147483648, 2147483648]",
