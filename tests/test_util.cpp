@@ -1,6 +1,9 @@
 #include "test_util.h"
 
+#include <stdlib.h>
+
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 
 namespace ember::testing {
@@ -122,6 +125,30 @@ std::vector<std::vector<DimVector>> unary_shapes() { return {{{4, 5}}, {{}}, {{3
 
 std::vector<std::vector<DimVector>> binary_shapes() {
   return {{{4, 5}, {4, 5}}, {{3, 1, 5}, {4, 1}}, {{4, 5}, {}}, {{0, 5}, {1, 5}}, {{5}, {2, 5}}};
+}
+
+TempDir::TempDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "ember_test_XXXXXX").string();
+  EMBER_CHECK(mkdtemp(tmpl.data()), "TempDir: mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string TempDir::file(const std::string& name) const { return (std::filesystem::path(path_) / name).string(); }
+
+std::string TempDir::new_file(const std::string& name) const {
+  std::filesystem::path p = std::filesystem::path(path_) / name;
+  std::filesystem::create_directories(p.parent_path());
+  return p.string();
+}
+
+size_t TempDir::count() const {
+  return static_cast<size_t>(
+      std::distance(std::filesystem::directory_iterator(path_), std::filesystem::directory_iterator()));
 }
 
 }  // namespace ember::testing

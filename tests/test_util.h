@@ -130,4 +130,20 @@ void register_table_tests(const char* op_suite, void (*run_op)(const OpEntry&), 
   }
 }
 
+// A fresh folder under the system's temp dir, removed with everything in it at scope end.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const;      // path/name
+  std::string new_file(const std::string& name) const;  // path/name, its folders created
+  size_t count() const;                                 // the entries directly inside
+
+ private:
+  std::string path_;
+};
+
 }  // namespace ember::testing

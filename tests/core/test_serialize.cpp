@@ -17,23 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory, removed with everything in it.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("ember_serialize_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  size_t count() const {
-    return static_cast<size_t>(std::distance(fs::directory_iterator(path), fs::directory_iterator()));
-  }
-};
-
 std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -493,7 +476,7 @@ TEST(Serialize, LoadReportsUnreadablePaths) {
   TempDir dir;
   EXPECT_EMBER_ERROR(load(dir.file("missing.safetensors")), "load: \"", "missing.safetensors\": cannot open",
                      "No such file or directory");
-  EXPECT_EMBER_ERROR(load(dir.path.string()), "not a regular file");
+  EXPECT_EMBER_ERROR(load(dir.path()), "not a regular file");
 }
 
 }  // namespace ember::testing

@@ -7,23 +7,6 @@
 
 namespace ember::testing {
 
-TempDir::TempDir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "ember_data_XXXXXX").string();
-  EMBER_CHECK(mkdtemp(tmpl.data()), "TempDir: mkdtemp failed");
-  path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
-std::string TempDir::file(const std::string& name) const {
-  std::filesystem::path p = std::filesystem::path(path_) / name;
-  std::filesystem::create_directories(p.parent_path());
-  return p.string();
-}
-
 void write_bytes(const std::string& path, const Bytes& bytes) {
   std::ofstream f(path, std::ios::binary);
   f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));

@@ -8,25 +8,11 @@
 #include <vector>
 
 #include "ember/core/tensor.h"
+#include "test_util.h"
 
 namespace ember::testing {
 
 using Bytes = std::vector<uint8_t>;
-
-// A fresh folder under the system's temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  // path/name, creating the folders on the way.
-  std::string file(const std::string& name) const;
-
- private:
-  std::string path_;
-};
 
 void write_bytes(const std::string& path, const Bytes& bytes);
 

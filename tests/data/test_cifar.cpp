@@ -26,9 +26,9 @@ TEST(Cifar10, ReadsTheFiveTrainBatchesInOrder) {
   TempDir dir;
   const std::vector<Bytes> labels = {{0, 9}, {1}, {2, 3, 4}, {5}, {6, 7}};
   for (size_t b = 0; b < labels.size(); ++b)
-    write_bytes(dir.file(detail::str_cat("data_batch_", b + 1, ".bin")),
+    write_bytes(dir.new_file(detail::str_cat("data_batch_", b + 1, ".bin")),
                 records(labels[b], 1, static_cast<uint8_t>(10 * b)));
-  write_bytes(dir.file("test_batch.bin"), records({8}, 1, 100));
+  write_bytes(dir.new_file("test_batch.bin"), records({8}, 1, 100));
   data::CIFAR10 train(dir.path());
   EXPECT_EQ(train.size(), 9);
   EXPECT_EQ(train.num_classes(), 10);
@@ -48,8 +48,8 @@ TEST(Cifar10, ReadsTheFiveTrainBatchesInOrder) {
 
 TEST(Cifar100, UsesTheFineLabel) {
   TempDir dir;
-  write_bytes(dir.file("train.bin"), records({0, 99, 42}, 2, 3));
-  write_bytes(dir.file("test.bin"), records({17}, 2, 0));
+  write_bytes(dir.new_file("train.bin"), records({0, 99, 42}, 2, 3));
+  write_bytes(dir.new_file("test.bin"), records({17}, 2, 0));
   data::CIFAR100 train(dir.path());
   EXPECT_EQ(train.num_classes(), 100);
   EXPECT_CLOSE(train.targets(), tensor({0, 99, 42}));
@@ -59,7 +59,7 @@ TEST(Cifar100, UsesTheFineLabel) {
 
 TEST(Cifar, RejectsBadFiles) {
   TempDir dir;
-  std::string path = dir.file("test_batch.bin");
+  std::string path = dir.new_file("test_batch.bin");
   EXPECT_EMBER_ERROR((data::CIFAR10(dir.path(), false)), "CIFAR10: cannot open ", path.c_str(),
                      "No such file");
   write_bytes(path, {});
@@ -72,7 +72,7 @@ TEST(Cifar, RejectsBadFiles) {
   write_bytes(path, records({1, 10}, 1, 0));
   EXPECT_EMBER_ERROR((data::CIFAR10(dir.path(), false)), "CIFAR10: ", path.c_str(),
                      "record 1 has label 10, out of range for 10 classes");
-  std::string path100 = dir.file("test.bin");
+  std::string path100 = dir.new_file("test.bin");
   write_bytes(path100, records({5, 100}, 2, 0));
   EXPECT_EMBER_ERROR((data::CIFAR100(dir.path(), false)), "CIFAR100: ", path100.c_str(),
                      "record 1 has label 100, out of range for 100 classes");
@@ -80,8 +80,8 @@ TEST(Cifar, RejectsBadFiles) {
   EXPECT_EMBER_ERROR((data::CIFAR100(dir.path(), false)), "CIFAR100: ", path100.c_str(),
                      "3073 bytes are not a whole number of 3074-byte records");
   for (int b = 1; b <= 4; ++b)
-    write_bytes(dir.file(detail::str_cat("data_batch_", b, ".bin")), records({1}, 1, 0));
-  std::string batch5 = dir.file("data_batch_5.bin");
+    write_bytes(dir.new_file(detail::str_cat("data_batch_", b, ".bin")), records({1}, 1, 0));
+  std::string batch5 = dir.new_file("data_batch_5.bin");
   EXPECT_EMBER_ERROR(data::CIFAR10(dir.path()), "CIFAR10: cannot open ", batch5.c_str());
 }
 

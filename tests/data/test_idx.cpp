@@ -10,9 +10,9 @@ namespace {
 
 // root/<split>-images-idx3-ubyte with n 28x28 images (pattern bytes) and its labels file.
 void write_mnist(const TempDir& dir, const std::string& split, const Bytes& labels) {
-  write_bytes(dir.file(split + "-images-idx3-ubyte"),
+  write_bytes(dir.new_file(split + "-images-idx3-ubyte"),
               idx_bytes({static_cast<uint32_t>(labels.size()), 28, 28}, pattern(labels.size() * 784)));
-  write_bytes(dir.file(split + "-labels-idx1-ubyte"),
+  write_bytes(dir.new_file(split + "-labels-idx1-ubyte"),
               idx_bytes({static_cast<uint32_t>(labels.size())}, labels));
 }
 
@@ -24,7 +24,7 @@ TEST(ReadIdx, ReadsPlainFilesOfAnyDims) {
   for (const std::vector<uint32_t>& shape : shapes) {
     size_t n = 1;
     for (uint32_t s : shape) n *= s;
-    std::string path = dir.file(detail::str_cat("t", shape.size(), "-", n));
+    std::string path = dir.new_file(detail::str_cat("t", shape.size(), "-", n));
     write_bytes(path, idx_bytes(shape, pattern(n, 7)));
     Tensor t = data::read_idx(path);
     EXPECT_EQ(t.dtype(), kUInt8);
@@ -35,7 +35,7 @@ TEST(ReadIdx, ReadsPlainFilesOfAnyDims) {
 
 TEST(ReadIdx, RejectsBadFiles) {
   TempDir dir;
-  std::string path = dir.file("bad-idx");
+  std::string path = dir.new_file("bad-idx");
   EXPECT_EMBER_ERROR(data::read_idx(path), "read_idx: cannot open ", path.c_str(), "No such file");
   EXPECT_EMBER_ERROR(data::read_idx(dir.path()), "read_idx: ", dir.path().c_str(), "is a directory");
   write_bytes(path, {0, 0, 8});
@@ -92,7 +92,7 @@ TEST(Mnist, ReadsBothSplits) {
 TEST(Mnist, RejectsBadFiles) {
   TempDir dir;
   std::string root = dir.path();
-  std::string images = dir.file("train-images-idx3-ubyte"), labels = dir.file("train-labels-idx1-ubyte");
+  std::string images = dir.new_file("train-images-idx3-ubyte"), labels = dir.new_file("train-labels-idx1-ubyte");
   EXPECT_EMBER_ERROR(data::MNIST{root}, "MNIST: missing file: found neither ", images.c_str());
   write_mnist(dir, "train", {1, 2, 3});
   std::filesystem::remove(labels);
@@ -120,7 +120,7 @@ TEST(Mnist, RejectsBadFiles) {
 TEST(Mnist, SaysWhenGzipNeedsZlib) {
   if (data::has_zlib()) GTEST_SKIP() << "ember was built with zlib (tests/data/zlib/ reads gzip files)";
   TempDir dir;
-  std::string path = dir.file("train-images-idx3-ubyte.gz");
+  std::string path = dir.new_file("train-images-idx3-ubyte.gz");
   write_bytes(path, {0x1f, 0x8b, 8, 0, 0, 0, 0, 0});
   EXPECT_EMBER_ERROR(data::read_idx(path), "read_idx: ", path.c_str(),
                      "is gzip-compressed and ember was built without zlib");

@@ -60,17 +60,6 @@ void check_close(const Tensor& actual, const Tensor& expected, const std::string
   EMBER_CHECK(r, what, " (rank ", std::getenv("RANK") ? std::getenv("RANK") : "?", "): ", r.message());
 }
 
-TempDir::TempDir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "ember_dist_XXXXXX").string();
-  EMBER_CHECK(mkdtemp(tmpl.data()), "TempDir: mkdtemp failed");
-  path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
 Process::Process(const std::vector<std::string>& argv, const Env& env, std::string log)
     : log_(std::move(log)) {
   Env merged;

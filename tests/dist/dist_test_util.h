@@ -36,18 +36,6 @@ void check_close(const Tensor& actual, const Tensor& expected, const std::string
                  std::optional<Tolerance> tol = std::nullopt);
 
 // --- Processes the tests start ---
-// A temporary directory removed (with its files) at scope end.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
 // A started process: its own process group, stdout and stderr into `log`. The destructor kills
 // its group and reaps it if still running, so a failing test leaves nothing behind.
 class Process {

@@ -14,6 +14,7 @@
 
 #include "ember/distributed/process_group_gloo.h"
 #include "ember/ember.h"
+#include "test_util.h"
 
 namespace ember::testing {
 namespace {
@@ -69,15 +70,9 @@ bool bit_equal(const Tensor& a, const Tensor& b) {
   return std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;
 }
 
-fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("ember_train_resnet_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 TEST(TrainResnet, ResumeAfterSigkillIsBitExact) {
-  const fs::path dir = fresh_dir("resume");
+  TempDir tmp;
+  const fs::path dir = tmp.path();
   write_quadrants(dir, "train", 96, 1);
   write_quadrants(dir, "t10k", 32, 2);
   // 3 epochs of 6 steps; augmentation, shuffling and two loader workers all in play.
@@ -112,7 +107,6 @@ TEST(TrainResnet, ResumeAfterSigkillIsBitExact) {
   int lines = 0;
   for (std::string line; std::getline(metrics, line);) ++lines;
   EXPECT_EQ(lines, 3);
-  fs::remove_all(dir);
 }
 
 // emberrun --nproc-per-node 2 over Gloo, with SyncBatchNorm: each process trains on its half of
@@ -120,7 +114,8 @@ TEST(TrainResnet, ResumeAfterSigkillIsBitExact) {
 // model the ranks trained (DDP kept them equal).
 TEST(TrainResnet, TwoProcessesOverGloo) {
   if (!distributed::is_gloo_available()) GTEST_SKIP() << "ember was built without Gloo";
-  const fs::path dir = fresh_dir("ddp");
+  TempDir tmp;
+  const fs::path dir = tmp.path();
   write_quadrants(dir, "train", 64, 3);
   write_quadrants(dir, "t10k", 16, 4);
   const std::string args = std::string("--nproc-per-node 2 ") + EMBER_TRAIN_RESNET_PATH +
@@ -138,13 +133,13 @@ TEST(TrainResnet, TwoProcessesOverGloo) {
   EXPECT_EQ(lines, 2);
   optim::Checkpoint c = optim::Checkpoint::load((dir / "run/ckpt.safetensors").string());
   EXPECT_TRUE(c.has("model"));
-  fs::remove_all(dir);
 }
 
 // Fine-tuning: a model trained on 10 classes starts a 4-class run; the classifier is replaced
 // (and the trainer says so), and with a frozen backbone only fc changes.
 TEST(TrainResnet, FineTunesWithANewHead) {
-  const fs::path dir = fresh_dir("finetune");
+  TempDir tmp;
+  const fs::path dir = tmp.path();
   write_quadrants(dir, "train", 32, 5);
   write_quadrants(dir, "t10k", 16, 6);
   const std::string common = "--dataset mnist --data-dir " + dir.string() + " --device cpu --batch-size 16 --workers 1";
@@ -166,11 +161,11 @@ TEST(TrainResnet, FineTunesWithANewHead) {
   // A backbone of another shape is an error that names the tensor.
   EXPECT_EQ(WEXITSTATUS(run_trainer(common + " --epochs 1 --arch resnet34 --init-from " + base, dir / "3.log")), 2);
   EXPECT_NE(read_text(dir / "3.log").find("layer1.2"), std::string::npos) << read_text(dir / "3.log");
-  fs::remove_all(dir);
 }
 
 TEST(TrainResnet, BadArgumentsAreClearErrors) {
-  const fs::path dir = fresh_dir("args");
+  TempDir tmp;
+  const fs::path dir = tmp.path();
   EXPECT_EQ(WEXITSTATUS(run_trainer("--dataset nosuch --device cpu", dir / "1.log")), 2);
   EXPECT_NE(read_text(dir / "1.log").find("unknown --dataset nosuch"), std::string::npos) << read_text(dir / "1.log");
   EXPECT_EQ(WEXITSTATUS(run_trainer("--dataset mnist --data-dir " + (dir / "none").string() + " --device cpu",
@@ -178,7 +173,6 @@ TEST(TrainResnet, BadArgumentsAreClearErrors) {
             2);
   EXPECT_NE(read_text(dir / "2.log").find("missing file"), std::string::npos) << read_text(dir / "2.log");
   EXPECT_EQ(WEXITSTATUS(run_trainer("--epochs x", dir / "3.log")), 2);
-  fs::remove_all(dir);
 }
 
 // CI's smoke run on the real data (Debian's dataset-fashion-mnist, which the scripts install):
@@ -186,7 +180,8 @@ TEST(TrainResnet, BadArgumentsAreClearErrors) {
 TEST(TrainResnet, LearnsFashionMnist) {
   const fs::path data = "/usr/share/datasets/fashion-mnist";
   if (!fs::exists(data / "train-images-idx3-ubyte.gz")) GTEST_SKIP() << "no " << data << " (dataset-fashion-mnist)";
-  const fs::path dir = fresh_dir("smoke");
+  TempDir tmp;
+  const fs::path dir = tmp.path();
   // About 25 s on 2 cores: 3 epochs of 12 steps, ResNet-18 at 1.3 GFLOP a training image.
   const std::string args = "--dataset fashion-mnist --device cpu --limit-train 384 --limit-test 128 --epochs 3 "
                            "--batch-size 32 --lr 0.2 --warmup-epochs 1 --workers 1 --metrics " +
@@ -206,7 +201,6 @@ TEST(TrainResnet, LearnsFashionMnist) {
   ASSERT_EQ(loss.size(), 3u) << read_text(dir / "log");
   EXPECT_LT(loss.back(), 0.8 * loss.front()) << read_text(dir / "log");
   EXPECT_GT(top1.back(), 0.3) << read_text(dir / "log");
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -66,14 +66,14 @@ TEST(DecodeJpeg, ReadsRgbImages) {
   TempDir dir;
   Bytes uniform;
   for (int i = 0; i < 16 * 8; ++i) uniform.insert(uniform.end(), {200, 100, 50});
-  write_jpeg(dir.file("uniform.jpg"), 16, 8, 3, uniform, 100);
-  Tensor img = data::decode_image(dir.file("uniform.jpg"));
+  write_jpeg(dir.new_file("uniform.jpg"), 16, 8, 3, uniform, 100);
+  Tensor img = data::decode_image(dir.new_file("uniform.jpg"));
   EXPECT_EQ(img.dtype(), kUInt8);
   EXPECT_EQ(img.sizes().vec(), (std::vector<int64_t>{3, 8, 16}));
   EXPECT_CLOSE(img.to(kFloat32), hwc_to_chw(uniform, 8, 16), Tolerance{0, 1});
   const Bytes smooth = gradient(32, 24);
-  write_jpeg(dir.file("smooth.jpeg"), 32, 24, 3, smooth, 95);
-  EXPECT_CLOSE(data::decode_image(dir.file("smooth.jpeg")).to(kFloat32), hwc_to_chw(smooth, 24, 32),
+  write_jpeg(dir.new_file("smooth.jpeg"), 32, 24, 3, smooth, 95);
+  EXPECT_CLOSE(data::decode_image(dir.new_file("smooth.jpeg")).to(kFloat32), hwc_to_chw(smooth, 24, 32),
                Tolerance{0, 8});
 }
 
@@ -83,8 +83,8 @@ TEST(DecodeJpeg, RepeatsGrayIntoRgb) {
   Bytes gray;
   for (int y = 0; y < 8; ++y)
     for (int x = 0; x < 8; ++x) gray.push_back(static_cast<uint8_t>(100 + 3 * x + 2 * y));
-  write_jpeg(dir.file("gray.jpg"), 8, 8, 1, gray, 100);
-  Tensor img = data::decode_image(dir.file("gray.jpg"));
+  write_jpeg(dir.new_file("gray.jpg"), 8, 8, 1, gray, 100);
+  Tensor img = data::decode_image(dir.new_file("gray.jpg"));
   ASSERT_EQ(img.sizes().vec(), (std::vector<int64_t>{3, 8, 8}));
   EXPECT_CLOSE(img[1], img[0]);
   EXPECT_CLOSE(img[2], img[0]);
@@ -94,7 +94,7 @@ TEST(DecodeJpeg, RepeatsGrayIntoRgb) {
 TEST(DecodeJpeg, RejectsCorruptFilesWithoutExiting) {
   if (!data::has_jpeg()) GTEST_SKIP() << "ember was built without libjpeg";
   TempDir dir;
-  std::string path = dir.file("a.jpg");
+  std::string path = dir.new_file("a.jpg");
   Bytes good = write_jpeg(path, 32, 24, 3, gradient(32, 24), 90);
   write_bytes(path, Bytes(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(good.size() / 2)));
   EXPECT_EMBER_ERROR(data::decode_image(path), "decode_image: ", path.c_str(), "is a corrupt JPEG image");

@@ -61,7 +61,7 @@ TEST(DecodePng, ConvertsEveryColorTypeToRgb) {
     if (k.channels % 2 == 0)  // alpha, 0 and 255 included: dropped whatever it is
       for (size_t i = 0; i < w * h; ++i)
         pixels[(i + 1) * static_cast<size_t>(k.channels) - 1] = static_cast<uint8_t>(i * 18);
-    std::string path = dir.file(std::string(k.name) + ".png");
+    std::string path = dir.new_file(std::string(k.name) + ".png");
     write_png(path, w, h, k.format, pixels);
     Tensor img = data::decode_image(path);
     EXPECT_EQ(img.dtype(), kUInt8);
@@ -74,7 +74,7 @@ TEST(DecodePng, ReadsPaletteImagesWithTransparency) {
   TempDir dir;
   const Bytes colormap = {255, 0, 0, 255, 0, 128, 0, 0, 10, 20, 30, 77, 200, 201, 202, 255};  // RGBA
   const Bytes indices = {0, 1, 2, 3, 3, 2, 1, 0};
-  std::string path = dir.file("palette.png");
+  std::string path = dir.new_file("palette.png");
   Bytes file = write_png(path, 4, 2, PNG_FORMAT_RGBA_COLORMAP, indices, colormap);
   ASSERT_EQ(file[25], 3) << "IHDR color type: a palette image";
   Bytes rgba;
@@ -85,7 +85,7 @@ TEST(DecodePng, ReadsPaletteImagesWithTransparency) {
 TEST(DecodePng, RejectsCorruptFiles) {
   if (!data::has_png()) GTEST_SKIP() << "ember was built without libpng";
   TempDir dir;
-  std::string path = dir.file("a.png");
+  std::string path = dir.new_file("a.png");
   Bytes good = write_png(path, 64, 64, PNG_FORMAT_RGB, pattern(64 * 64 * 3));
   write_bytes(path, Bytes(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(good.size() / 2)));
   EXPECT_EMBER_ERROR(data::decode_image(path), "decode_image: ", path.c_str(), "is a corrupt PNG image");
@@ -114,8 +114,8 @@ TEST(ImageFolderPng, GetDecodesTheSample) {
   if (!data::has_png()) GTEST_SKIP() << "ember was built without libpng";
   TempDir dir;
   const Bytes cat = pattern(2 * 3 * 3), dog = pattern(4 * 1, 9);
-  write_png(dir.file("cat/0.png"), 3, 2, PNG_FORMAT_RGB, cat);
-  write_png(dir.file("dog/0.PNG"), 1, 4, PNG_FORMAT_GRAY, dog);
+  write_png(dir.new_file("cat/0.png"), 3, 2, PNG_FORMAT_RGB, cat);
+  write_png(dir.new_file("dog/0.PNG"), 1, 4, PNG_FORMAT_GRAY, dog);
   data::ImageFolder f(dir.path());
   data::Example e = f.get(1);
   ASSERT_EQ(e.size(), 2u);

@@ -31,23 +31,23 @@ TEST(ReadIdxGzip, ReadsGzipFilesWhateverTheirName) {
   if (!data::has_zlib()) GTEST_SKIP() << "ember was built without zlib";
   TempDir dir;
   for (const char* name : {"images.gz", "images"}) {
-    write_gzip(dir.file(name), idx_bytes({3, 28, 28}, pattern(3 * 784, 5)));
-    Tensor t = data::read_idx(dir.file(name));
+    write_gzip(dir.new_file(name), idx_bytes({3, 28, 28}, pattern(3 * 784, 5)));
+    Tensor t = data::read_idx(dir.new_file(name));
     EXPECT_EQ(t.sizes().vec(), (std::vector<int64_t>{3, 28, 28}));
     EXPECT_EQ(bytes_of(t), pattern(3 * 784, 5));
   }
   // Larger than read_idx's first 1 MiB chunk, so its buffer grows.
-  write_gzip(dir.file("big.gz"), idx_bytes({3000, 28, 28}, pattern(3000 * 784)));
-  EXPECT_EQ(bytes_of(data::read_idx(dir.file("big.gz"))), pattern(3000 * 784));
+  write_gzip(dir.new_file("big.gz"), idx_bytes({3000, 28, 28}, pattern(3000 * 784)));
+  EXPECT_EQ(bytes_of(data::read_idx(dir.new_file("big.gz"))), pattern(3000 * 784));
 }
 
 TEST(MnistGzip, PrefersTheGzFiles) {
   if (!data::has_zlib()) GTEST_SKIP() << "ember was built without zlib";
   TempDir dir;
-  write_bytes(dir.file("t10k-images-idx3-ubyte"), idx_bytes({2, 28, 28}, pattern(2 * 784)));
-  write_bytes(dir.file("t10k-labels-idx1-ubyte"), idx_bytes({2}, {1, 2}));
-  write_gzip(dir.file("t10k-images-idx3-ubyte.gz"), idx_bytes({3, 28, 28}, pattern(3 * 784, 9)));
-  write_gzip(dir.file("t10k-labels-idx1-ubyte.gz"), idx_bytes({3}, {3, 4, 5}));
+  write_bytes(dir.new_file("t10k-images-idx3-ubyte"), idx_bytes({2, 28, 28}, pattern(2 * 784)));
+  write_bytes(dir.new_file("t10k-labels-idx1-ubyte"), idx_bytes({2}, {1, 2}));
+  write_gzip(dir.new_file("t10k-images-idx3-ubyte.gz"), idx_bytes({3, 28, 28}, pattern(3 * 784, 9)));
+  write_gzip(dir.new_file("t10k-labels-idx1-ubyte.gz"), idx_bytes({3}, {3, 4, 5}));
   data::MNIST test(dir.path(), /*train=*/false);
   EXPECT_EQ(bytes_of(test.images()), pattern(3 * 784, 9));
   EXPECT_CLOSE(test.targets(), tensor({3, 4, 5}));
@@ -56,7 +56,7 @@ TEST(MnistGzip, PrefersTheGzFiles) {
 TEST(ReadIdxGzip, RejectsBadStreams) {
   if (!data::has_zlib()) GTEST_SKIP() << "ember was built without zlib";
   TempDir dir;
-  std::string path = dir.file("bad.gz");
+  std::string path = dir.new_file("bad.gz");
   write_gzip(path, idx_bytes({2, 28, 28}, Bytes(1000)));
   EXPECT_EMBER_ERROR(data::read_idx(path), "read_idx: ", path.c_str(), "is truncated",
                      "declares sizes [2, 28, 28] (1568 bytes", "only 1000 bytes follow it");
