@@ -6,10 +6,12 @@
 //   PASS grads f32 (62 parameters) vs torch: all 2.1e-06, worst 3.3e-05 (layer4.0.conv1.weight) tol=1e-04
 //
 // An error is ||ember - torch|| / ||torch||: over all gradients at once ("all") and per parameter
-// ("worst"). BatchNorm's backward cancels (it subtracts the batch means), so the gradients of
-// the layers before it carry more rounding than the loss: a parameter whose worst error is past
-// the tolerance still passes when ember is as close to the float64 answer as PyTorch's own
-// float32 (or bf16) run is (within twice PyTorch's error against float64).
+// ("worst"). A training step of a BatchNorm network amplifies rounding in its backward (the
+// gradients of the early layers most), so two correct float32 runs can differ by more than the
+// tolerance, and under bf16 autocast by far more (PyTorch's own bf16 gradients are tens of percent
+// from the float64 ones here). A gradient past the tolerance still passes when ember is as close
+// to the float64 answer as PyTorch is (within twice PyTorch's error against float64); the line
+// says which ones were judged that way.
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -58,9 +60,9 @@ bool check_step(const StateDict& golden, const std::string& prec, double tol, De
   loss.backward();
   bool ok = report("loss " + prec + " vs torch", rel_error(loss.reshape({1}), g.at(prec + ".loss")), tol);
   std::vector<Tensor> mine, theirs;
-  double worst = 0;
-  std::string worst_name, excused;
-  int64_t n = 0;
+  double worst = 0, worst_ratio = 0;  // the largest ember/torch error ratio against float64
+  std::string worst_name, worst_ratio_name;
+  int64_t n = 0, excused = 0;
   for (const auto& [name, p] : m->named_parameters()) {
     const Tensor& torch_grad = g.at(prec + ".grad." + name);
     const Tensor& exact = g.at("f64.grad." + name);
@@ -69,10 +71,12 @@ bool check_step(const StateDict& golden, const std::string& prec, double tol, De
     const double e = rel_error(p.grad(), torch_grad);
     if (e > tol) {
       const double ours = rel_error(p.grad(), exact), torchs = rel_error(torch_grad, exact);
-      char buf[160];
-      std::snprintf(buf, sizeof buf, " %s (vs f64: ember %.1e, torch %.1e)", name.c_str(), ours, torchs);
-      excused += buf;
+      ++excused;
       if (!(ours <= std::max(tol, 2 * torchs))) ok = false;
+      if (!(ours / torchs <= worst_ratio)) {
+        worst_ratio = ours / torchs;
+        worst_ratio_name = name;
+      }
     }
     if (!(e <= worst)) {
       worst = e;
@@ -80,12 +84,17 @@ bool check_step(const StateDict& golden, const std::string& prec, double tol, De
     }
     ++n;
   }
+  std::vector<Tensor> exact;
+  for (const auto& [name, p] : m->named_parameters()) exact.push_back(f64(g.at("f64.grad." + name)).flatten());
   const double all = rel_error(cat(mine), cat(theirs));
-  const bool all_ok = std::isfinite(all) && all <= tol;
-  ok = ok && all_ok;
-  std::printf("%s grads %s (%lld parameters) vs torch: all %.2e, worst %.2e (%s) tol=%.0e\n", ok ? "PASS" : "FAIL",
-              prec.c_str(), (long long)n, all, worst, worst_name.c_str(), tol);
-  if (!excused.empty()) std::printf("  past tol:%s\n", excused.c_str());
+  const double ours = rel_error(cat(mine), cat(exact)), torchs = rel_error(cat(theirs), cat(exact));
+  ok = ok && std::isfinite(all) && (all <= tol || ours <= std::max(tol, 2 * torchs));
+  std::printf("%s grads %s (%lld parameters) vs torch: all %.2e, worst %.2e (%s) tol=%.0e; vs f64: ember %.2e, "
+              "torch %.2e\n",
+              ok ? "PASS" : "FAIL", prec.c_str(), (long long)n, all, worst, worst_name.c_str(), tol, ours, torchs);
+  if (excused)
+    std::printf("  %lld parameters past tol vs torch, judged against f64: ember's error / torch's at most %.2f (%s)\n",
+                (long long)excused, worst_ratio, worst_ratio_name.c_str());
   return ok;
 }
 
