@@ -1,5 +1,8 @@
 #include "ember/data/dataset.h"
 
+#include <algorithm>
+#include <cmath>
+#include <map>
 #include <numeric>
 
 #include "ember/core/generator.h"
@@ -69,6 +72,27 @@ std::vector<Subset> random_split(std::shared_ptr<const Dataset> dataset, const s
     start += len;
   }
   return out;
+}
+
+std::pair<std::vector<int64_t>, std::vector<int64_t>> stratified_split(const std::vector<int64_t>& labels,
+                                                                      double test_fraction, uint64_t seed) {
+  EMBER_CHECK(test_fraction >= 0 && test_fraction <= 1, "stratified_split: test_fraction must be in [0, 1], got ",
+              test_fraction);
+  std::map<int64_t, std::vector<int64_t>> by_class;
+  for (size_t i = 0; i < labels.size(); ++i) by_class[labels[i]].push_back(static_cast<int64_t>(i));
+  std::vector<int64_t> train, test;
+  for (const auto& [label, members] : by_class) {
+    // Philox stream `label` under key `seed`: each class's shuffle is its own.
+    Generator gen(seed);
+    gen.set_state({seed, static_cast<uint64_t>(label)});
+    Tensor perm = randperm(static_cast<int64_t>(members.size()), kInt64, &gen);
+    const int64_t* p = perm.data_ptr<int64_t>();
+    const auto n_test = static_cast<size_t>(std::llround(test_fraction * static_cast<double>(members.size())));
+    for (size_t k = 0; k < members.size(); ++k) (k < n_test ? test : train).push_back(members[p[k]]);
+  }
+  std::sort(train.begin(), train.end());
+  std::sort(test.begin(), test.end());
+  return {train, test};
 }
 
 }  // namespace ember::data

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ember/core/tensor.h"
@@ -68,5 +69,11 @@ int64_t wrap_index(const char* what, int64_t index, int64_t size);
 // size) along a random permutation drawn from `seed`, as torch.utils.data.random_split.
 std::vector<Subset> random_split(std::shared_ptr<const Dataset> dataset, const std::vector<int64_t>& lengths,
                                  uint64_t seed = 0);
+
+// Indices of a train/test split that keeps each class's share (scikit-learn's train_test_split
+// with stratify=labels): each class's samples are shuffled by (seed, class) and round(test_fraction
+// * count) of them go to the test side. Both lists are sorted.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> stratified_split(const std::vector<int64_t>& labels,
+                                                                      double test_fraction, uint64_t seed = 0);
 
 }  // namespace ember::data
