@@ -17,8 +17,12 @@ else
 fi
 "${BUILD_DIR:-build}/examples/train_resnet" --dataset fashion-mnist --data-dir "$data" \
   --checkpoint "$out/ckpt.safetensors" "${job[@]}" "$@"
-# The plot needs matplotlib; the run is what counts, so a missing one only skips the picture.
-SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
-python3 -c 'import matplotlib' 2> /dev/null ||
+# The plot needs matplotlib: Debian's, for Debian's python3 when the python3 on the PATH (a
+# virtual environment, pyenv) lacks it. The run is what counts: no matplotlib, no picture.
+py=python3
+if ! $py -c 'import matplotlib' 2> /dev/null; then
+  SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-matplotlib > /dev/null 2>&1 || true
-python3 tools/plot_metrics.py "$out/metrics.jsonl" 2> /dev/null || echo "run_main: no plot (python3-matplotlib missing)"
+  py=/usr/bin/python3
+fi
+$py tools/plot_metrics.py "$out/metrics.jsonl" 2> /dev/null || echo "run_main: no plot (matplotlib missing)"

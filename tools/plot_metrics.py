@@ -15,6 +15,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 
 def read(path):
@@ -44,6 +45,7 @@ def main():
     acc_ax.set(xlabel="epoch", ylabel="accuracy (%)", title="test accuracy")
     for ax in (loss_ax, acc_ax):
         ax.grid(alpha=0.3)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out, dpi=100)
