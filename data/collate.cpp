@@ -1,5 +1,9 @@
 #include "ember/data/collate.h"
 
+#include <algorithm>
+#include <iterator>
+
+#include "ember/core/factories.h"
 #include "ember/core/ops/shape_ops.h"
 
 namespace ember::data {
@@ -26,6 +30,34 @@ Example default_collate(std::vector<Example> examples) {
     Tensor stacked = stack(column);
     batch.push_back(stacked.dtype() == kInt32 ? stacked.to(kInt64) : stacked);
   }
+  return batch;
+}
+
+Example pad_collate(std::vector<Example> examples, int64_t padding_value) {
+  EMBER_CHECK(!examples.empty(), "pad_collate: got no examples");
+  int64_t longest = 0;
+  for (size_t i = 0; i < examples.size(); ++i) {
+    EMBER_CHECK(!examples[i].empty() && examples[i][0].defined() && examples[i][0].dim() == 1,
+                "pad_collate: field 0 of example ", i, " must be a 1-D sequence, got ",
+                examples[i].empty() || !examples[i][0].defined() ? std::string("nothing")
+                                                                 : ember::detail::str_cat(examples[i][0].sizes()));
+    EMBER_CHECK(examples[i][0].dtype() == examples[0][0].dtype(), "pad_collate: sequence ", i, " is ",
+                examples[i][0].dtype(), ", sequence 0 is ", examples[0][0].dtype());
+    longest = std::max(longest, examples[i][0].size(0));
+  }
+  const auto n = static_cast<int64_t>(examples.size());
+  Tensor ids = full({n, longest}, padding_value, TensorOptions(examples[0][0].dtype()));
+  Tensor mask = zeros({n, longest}, TensorOptions(kInt64));
+  std::vector<Example> rest(examples.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const Tensor& seq = examples[i][0];
+    ids[i].narrow(0, 0, seq.size(0)).copy_(seq);
+    mask[i].narrow(0, 0, seq.size(0)).fill_(1);
+    rest[i].assign(std::make_move_iterator(examples[i].begin() + 1), std::make_move_iterator(examples[i].end()));
+  }
+  Example batch{ids.dtype() == kInt32 ? ids.to(kInt64) : ids, mask};
+  if (!rest[0].empty())
+    for (Tensor& t : default_collate(std::move(rest))) batch.push_back(std::move(t));
   return batch;
 }
 

@@ -11,4 +11,11 @@ namespace ember::data {
 // class labels are ready for the losses; bool and uint8 fields keep their dtype.
 Example default_collate(std::vector<Example> examples);
 
+// For token sequences of different lengths (Hugging Face's DataCollatorWithPadding): field 0 of
+// every example is a 1-D tensor; they are padded with `padding_value` to the longest of the batch
+// (dynamic padding) into [B, L], followed by the attention mask [B, L] (int64, 1 for a real token,
+// 0 for padding) and then the other fields, stacked as default_collate stacks them.
+//   DataLoaderOptions().collate_fn([](std::vector<Example> e) { return pad_collate(std::move(e), pad_id); })
+Example pad_collate(std::vector<Example> examples, int64_t padding_value);
+
 }  // namespace ember::data
