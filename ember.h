@@ -68,3 +68,4 @@
 #include "ember/optim/lr_scheduler.h"
 #include "ember/optim/optimizer.h"
 #include "ember/optim/sgd.h"
+#include "ember/text/bert_tokenizer.h"

@@ -41,6 +41,7 @@
 #include <ember/examples/common/metrics_log.h>
 #include <ember/examples/common/param_groups.h>
 #include <ember/examples/common/progress_bar.h>
+#include <ember/examples/common/run_setup.h>
 #include <ember/examples/models/resnet.h>
 #include <ember/tools/common/arg_parser.h>
 
@@ -246,7 +247,7 @@ struct Totals {
 // Sums of loss, top-1 and top-5 hits over the test set, on the device; summed over the
 // processes when there are several (each evaluates its share).
 Totals evaluate(nn::Module& model, const std::function<Tensor(const Tensor&)>& forward, const Data& d,
-                const examples::Launch& l, const Args& a, bool autocast_bf16, bool autocast_f16) {
+                const examples::Launch& l, const Args& a, const examples::Precision& precision) {
   NoGradGuard no_grad;
   model.eval();
   data::DataLoaderOptions opts = data::DataLoaderOptions().batch_size(a.batch_size).num_workers(a.workers)
@@ -261,7 +262,7 @@ Totals evaluate(nn::Module& model, const std::function<Tensor(const Tensor&)>& f
     if (a.channels_last) x = x.contiguous(MemoryFormat::ChannelsLast);
     Tensor logits;
     {
-      amp::AutocastGuard autocast(l.device.type, autocast_f16 ? kFloat16 : kBFloat16, autocast_bf16 || autocast_f16);
+      amp::AutocastGuard autocast(l.device.type, precision.dtype, precision.autocast);
       logits = forward(x);
     }
     logits = logits.to(kFloat32);
@@ -303,16 +304,8 @@ int main(int argc, char** argv) try {
   if (a.resume && a.checkpoint.empty()) return parser.fail("--resume needs --checkpoint");
   const examples::Launch l = examples::init_launch(a.device);
   const bool main_rank = l.is_main();
-  if (a.precision.empty()) a.precision = l.device.is_cuda() ? "bf16" : "f32";
-  EMBER_CHECK(a.precision == "f32" || a.precision == "bf16" || a.precision == "f16",
-              "train_resnet: --precision must be f32, bf16 or f16, got ", a.precision);
-  const bool bf16 = a.precision == "bf16", f16 = a.precision == "f16";
-  if (a.metrics.empty() && !a.checkpoint.empty())
-    a.metrics = (fs::path(a.checkpoint).parent_path() / "metrics.jsonl").string();
-  if (main_rank) {
-    for (const std::string& file : {a.checkpoint, a.metrics})
-      if (fs::path(file).has_parent_path()) fs::create_directories(fs::path(file).parent_path());
-  }
+  const examples::Precision precision = examples::parse_precision("train_resnet", a.precision, l.device);
+  a.metrics = examples::prepare_outputs(a.checkpoint, a.metrics, main_rank);
 
   manual_seed(static_cast<uint64_t>(a.seed));
   Data d = make_data(a);
@@ -364,7 +357,7 @@ int main(int argc, char** argv) try {
                                               .backbone_lr_scale = a.backbone_lr_scale}),
                  sgd);
   std::unique_ptr<optim::LRScheduler> sched = make_scheduler(a, opt, steps_per_epoch);
-  amp::GradScaler scaler(65536.0, 2.0, 0.5, 2000, /*enabled=*/f16);
+  amp::GradScaler scaler(65536.0, 2.0, 0.5, 2000, /*enabled=*/precision.grad_scaler);
 
   int64_t start_epoch = 0;
   const bool resuming = a.resume && fs::exists(a.checkpoint);
@@ -380,7 +373,7 @@ int main(int argc, char** argv) try {
                 "%s, %s, batch %lld x %d processes, lr %.4g, %lld steps per epoch\n",
                 a.arch.c_str(), a.dataset.c_str(), (long long)d.train->size(), (long long)d.test->size(),
                 (long long)d.num_classes, (int)d.channels, (long long)d.image_size, (long long)d.image_size,
-                (long long)n_params, l.device.str().c_str(), a.precision.c_str(), (long long)a.batch_size, l.world_size,
+                (long long)n_params, l.device.str().c_str(), precision.name.c_str(), (long long)a.batch_size, l.world_size,
                 lr, (long long)steps_per_epoch);
 
   Tensor synthetic_x, synthetic_y;
@@ -404,7 +397,7 @@ int main(int argc, char** argv) try {
       if (a.channels_last) x = x.contiguous(MemoryFormat::ChannelsLast);
       Tensor loss;
       {
-        amp::AutocastGuard autocast(l.device.type, f16 ? kFloat16 : kBFloat16, bf16 || f16);
+        amp::AutocastGuard autocast(l.device.type, precision.dtype, precision.autocast);
         loss = cross_entropy(forward(x), y, {}, -100, "mean", a.label_smoothing);
       }
       opt.zero_grad();
@@ -442,7 +435,7 @@ int main(int argc, char** argv) try {
     const double train_loss = epoch_loss.item<float>();
     const double epoch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double peak_gib = l.device.is_cuda() ? cuda::max_memory_allocated(l.device.index) / 1073741824.0 : 0;
-    last_eval = evaluate(*model, forward, d, l, a, bf16, f16);
+    last_eval = evaluate(*model, forward, d, l, a, precision);
     const double n = static_cast<double>(std::max<int64_t>(last_eval.count, 1));
     if (main_rank) {
       std::printf("epoch %lld/%lld: train loss %.4f | test loss %.4f top-1 %.4f top-5 %.4f | %.1f s, %.0f img/s, "

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building ember needs from Debian's packages (skips apt when all are present).
 set -euo pipefail
-pkgs=(cmake ninja-build g++ libeigen3-dev libgtest-dev libbenchmark-dev libgloo-dev zlib1g-dev libpng-dev libjpeg-dev)
+pkgs=(cmake ninja-build g++ libeigen3-dev libgtest-dev libbenchmark-dev libgloo-dev zlib1g-dev libpng-dev libjpeg-dev nlohmann-json3-dev
+  libutf8proc-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 namespace ember::testing {
@@ -149,6 +150,17 @@ std::string TempDir::new_file(const std::string& name) const {
 size_t TempDir::count() const {
   return static_cast<size_t>(
       std::distance(std::filesystem::directory_iterator(path_), std::filesystem::directory_iterator()));
+}
+
+int run_program(const std::string& program, const std::string& args, const std::string& log) {
+  return std::system((program + " " + args + " > " + log + " 2>&1").c_str());
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 }  // namespace ember::testing

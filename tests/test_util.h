@@ -146,4 +146,9 @@ class TempDir {
   std::string path_;
 };
 
+// Runs `program args` through the shell with stdout and stderr to `log`; returns the wait status.
+int run_program(const std::string& program, const std::string& args, const std::string& log);
+// A file's whole content ("" when it cannot be read).
+std::string read_text(const std::string& path);
+
 }  // namespace ember::testing

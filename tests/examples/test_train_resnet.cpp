@@ -21,17 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Runs the trainer with `args`; returns the wait status (output to `log`).
 int run_trainer(const std::string& args, const fs::path& log) {
-  const std::string cmd = std::string(EMBER_TRAIN_RESNET_PATH) + " " + args + " > " + log.string() + " 2>&1";
-  return std::system(cmd.c_str());
-}
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return run_program(EMBER_TRAIN_RESNET_PATH, args, log.string());
 }
 
 void write_idx(const fs::path& path, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {

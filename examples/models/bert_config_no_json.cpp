@@ -1,0 +1,11 @@
+// BertConfig::from_file when CMake did not find nlohmann-json (see bert_config_json.cpp).
+#include "ember/examples/models/bert_config.h"
+
+namespace ember::models {
+
+BertConfig BertConfig::from_file(const std::string& path) {
+  throw Error("BertConfig: cannot read " + path +
+              ": ember_models was built without nlohmann-json (install nlohmann-json3-dev and reconfigure)");
+}
+
+}  // namespace ember::models
