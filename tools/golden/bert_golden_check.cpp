@@ -1,0 +1,107 @@
+// ember's BERT against transformers' on the same weights and batch (the folder that
+// tools/golden/torch_bert_golden.py writes: golden.safetensors and config.json), on the GPU: the
+// encoder's hidden states, pooler output and sentence embeddings in float32 (tolerance 1e-4) and
+// under bf16 autocast (2e-2), then one training step's loss and every gradient in float32 (1e-4).
+// Prints a line per check and exits 1 when one fails:
+//
+//   PASS hidden f32 rel=3.1e-07 tol=1e-04
+//
+// An error is ||ember - torch|| / ||torch||; the gradient line gives the error over all
+// gradients at once and the worst parameter's.
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include <ember/core/autocast_mode.h>
+#include <ember/ember.h>
+#include <ember/examples/models/bert_model.h>
+#include <ember/examples/models/bert_pretrained.h>
+
+using namespace ember;
+
+namespace {
+
+Tensor f64(const Tensor& t) { return t.to(Device(kCPU)).to(kFloat64); }
+
+double rel_error(const Tensor& got, const Tensor& want) {
+  Tensor w = f64(want);
+  return (f64(got) - w).norm().item<double>() / std::max(w.norm().item<double>(), 1e-300);
+}
+
+bool report(const std::string& name, double rel, double tol, const std::string& extra = "") {
+  const bool ok = std::isfinite(rel) && rel <= tol;
+  std::printf("%s %s rel=%.2e tol=%.0e%s\n", ok ? "PASS" : "FAIL", name.c_str(), rel, tol, extra.c_str());
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: bert_golden_check DIR (golden.safetensors, config.json)\n");
+    return 2;
+  }
+  EMBER_CHECK(cuda::is_available(), "bert_golden_check: needs a GPU");
+  const Device dev(kCUDA);
+  const std::string dir = argv[1];
+  StateDict golden = load(dir + "/golden.safetensors");
+  const auto& g = golden.tensors;
+  OrderedDict<Tensor> weights;
+  for (const auto& [key, t] : g)
+    if (key.rfind("model.", 0) == 0) weights.insert(key.substr(6), t);
+  models::BertForSequenceClassification m(models::BertConfig::from_file(dir + "/config.json"), 3);
+  nn::IncompatibleKeys keys = models::load_pretrained(*m, weights);
+  bool ok = keys.missing_keys.empty() && keys.unexpected_keys.empty();
+  std::printf("%s load: %zu missing, %zu unexpected keys\n", ok ? "PASS" : "FAIL", keys.missing_keys.size(),
+              keys.unexpected_keys.size());
+  m->to(dev);
+  Tensor ids = g.at("input_ids").to(dev), mask = g.at("attention_mask").to(dev), labels = g.at("labels").to(dev);
+  m->eval();
+  {
+    NoGradGuard no_grad;
+    for (const std::string prec : {"f32", "bf16"}) {
+      const double tol = prec == "f32" ? 1e-4 : 2e-2;
+      models::BertOutput o;
+      {
+        amp::AutocastGuard autocast(kCUDA, kBFloat16, prec == "bf16");
+        o = m->bert(ids, mask);
+      }
+      Tensor h = o.last_hidden_state.to(kFloat32);
+      // Padded positions are free to differ: compare the tokens the mask keeps.
+      Tensor keep = g.at("attention_mask").to(kBool).unsqueeze(-1);
+      ok &= report("hidden " + prec, rel_error(h.cpu().masked_fill(keep.logical_not(), 0),
+                                               g.at(prec + ".hidden").masked_fill(keep.logical_not(), 0)),
+                   tol);
+      ok &= report("pooler " + prec, rel_error(o.pooler_output.to(kFloat32), g.at(prec + ".pooler")), tol);
+      ok &= report("embedding " + prec, rel_error(models::sentence_embedding(h, mask), g.at(prec + ".embedding")), tol);
+    }
+  }
+  m->train();
+  Tensor loss = cross_entropy(m(ids.narrow(0, 0, 32), mask.narrow(0, 0, 32)), labels.narrow(0, 0, 32));
+  loss.backward();
+  ok &= report("step loss f32", rel_error(loss.reshape({1}), g.at("step.loss")), 1e-4);
+  std::vector<Tensor> mine, theirs;
+  double worst = 0;
+  std::string worst_name;
+  for (const auto& [name, p] : m->named_parameters()) {
+    const Tensor* want = g.find("step.grad." + name);
+    if (!want) {
+      std::printf("FAIL no torch gradient for %s\n", name.c_str());
+      ok = false;
+      continue;
+    }
+    mine.push_back(f64(p.grad()).flatten());
+    theirs.push_back(f64(*want).flatten());
+    const double e = rel_error(p.grad(), *want);
+    if (!(e <= worst)) {
+      worst = e;
+      worst_name = name;
+    }
+  }
+  ok &= report("step grads f32 (all)", rel_error(cat(mine), cat(theirs)), 1e-4,
+               detail::str_cat(", worst ", worst, " (", worst_name, ")"));
+  return ok ? 0 : 1;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "%s\n", e.what());
+  return 2;
+}
