@@ -18,3 +18,11 @@ execute_process(COMMAND ${WORK_DIR}/build/consumer RESULT_VARIABLE rc)
 if(rc)
   message(FATAL_ERROR "the consumer ran but failed: ${rc}")
 endif()
+# The installed programs find the installed library by themselves (RUNPATH $ORIGIN/../lib).
+foreach(program emberrun bert_tokenize)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH ${WORK_DIR}/prefix/bin/${program} --help
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+  if(rc)
+    message(FATAL_ERROR "the installed ${program} --help failed (${rc}): ${err}")
+  endif()
+endforeach()
