@@ -29,7 +29,7 @@ def main():
                      intermediate_size=1536, hidden_act="gelu", hidden_dropout_prob=0.0,
                      attention_probs_dropout_prob=0.0, num_labels=3)
     cfg.to_json_file(os.path.join(out_dir, "config.json"))
-    model = BertForSequenceClassification(cfg, attn_implementation="eager")
+    model = BertForSequenceClassification(cfg)
     here = os.path.dirname(os.path.abspath(__file__))
     rows = []
     with open(os.path.join(here, "../../tests/text/fixtures/golden_single.tsv"), encoding="utf-8") as f:
