@@ -19,7 +19,7 @@ if(rc)
   message(FATAL_ERROR "the consumer ran but failed: ${rc}")
 endif()
 # The installed programs find the installed library by themselves (RUNPATH $ORIGIN/../lib).
-foreach(program emberrun bert_tokenize)
+foreach(program emberrun bert_tokenize bert_embed)
   execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH ${WORK_DIR}/prefix/bin/${program} --help
                   RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
   if(rc)
