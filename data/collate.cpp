@@ -39,8 +39,9 @@ Example pad_collate(std::vector<Example> examples, int64_t padding_value) {
   for (size_t i = 0; i < examples.size(); ++i) {
     EMBER_CHECK(!examples[i].empty() && examples[i][0].defined() && examples[i][0].dim() == 1,
                 "pad_collate: field 0 of example ", i, " must be a 1-D sequence, got ",
-                examples[i].empty() || !examples[i][0].defined() ? std::string("nothing")
-                                                                 : ember::detail::str_cat(examples[i][0].sizes()));
+                examples[i].empty() || !examples[i][0].defined()
+                    ? std::string("nothing")
+                    : ember::detail::str_cat(examples[i][0].sizes()));
     EMBER_CHECK(examples[i][0].dtype() == examples[0][0].dtype(), "pad_collate: sequence ", i, " is ",
                 examples[i][0].dtype(), ", sequence 0 is ", examples[0][0].dtype());
     longest = std::max(longest, examples[i][0].size(0));
@@ -53,7 +54,8 @@ Example pad_collate(std::vector<Example> examples, int64_t padding_value) {
     const Tensor& seq = examples[i][0];
     ids[i].narrow(0, 0, seq.size(0)).copy_(seq);
     mask[i].narrow(0, 0, seq.size(0)).fill_(1);
-    rest[i].assign(std::make_move_iterator(examples[i].begin() + 1), std::make_move_iterator(examples[i].end()));
+    rest[i].assign(std::make_move_iterator(examples[i].begin() + 1),
+                   std::make_move_iterator(examples[i].end()));
   }
   Example batch{ids.dtype() == kInt32 ? ids.to(kInt64) : ids, mask};
   if (!rest[0].empty())

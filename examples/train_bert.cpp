@@ -51,7 +51,8 @@ namespace {
 struct Args {
   std::string model, data, text_column = "text", label_column = "sentiment", device, precision;
   std::string checkpoint, metrics;
-  int64_t epochs = 3, batch_size = 32, max_length = 128, workers = 2, seed = 0, limit = 0, debug_sigkill_at_step = -1;
+  int64_t epochs = 3, batch_size = 32, max_length = 128, workers = 2, seed = 0, limit = 0,
+          debug_sigkill_at_step = -1;
   double lr = 5e-5, weight_decay = 0.01, warmup_ratio = 0.1, max_grad_norm = 1.0, test_fraction = 0.1;
   double min_accuracy = 0;
   bool random_init = false, checkpointing = false, resume = false;
@@ -71,7 +72,8 @@ tools::ArgParser make_parser(Args& a) {
       .option("--warmup-ratio", &a.warmup_ratio, "share of the steps spent warming up linearly")
       .option("--max-grad-norm", &a.max_grad_norm, "gradient clipping (0: none)")
       .option("--test-fraction", &a.test_fraction, "share of each label held out for testing")
-      .option("--precision", &a.precision, "f32, bf16 or f16 (autocast); default bf16 on a GPU, f32 on the CPU")
+      .option("--precision", &a.precision,
+              "f32, bf16 or f16 (autocast); default bf16 on a GPU, f32 on the CPU")
       .flag("--checkpointing", &a.checkpointing, "recompute each layer's activations in backward")
       .flag("--random-init", &a.random_init, "the model's architecture with random weights")
       .option("--seed", &a.seed, "seed of the split, the weights' init, the order and dropout")
@@ -79,7 +81,8 @@ tools::ArgParser make_parser(Args& a) {
       .option("--device", &a.device, "cpu or cuda (default: cuda when there is a GPU)")
       .option("--checkpoint", &a.checkpoint, "checkpoint file, written each epoch")
       .flag("--resume", &a.resume, "continue from --checkpoint when it exists")
-      .option("--metrics", &a.metrics, "metrics file, JSON lines (default: metrics.jsonl beside --checkpoint)")
+      .option("--metrics", &a.metrics,
+              "metrics file, JSON lines (default: metrics.jsonl beside --checkpoint)")
       .option("--limit", &a.limit, "use only N rows of the CSV, drawn at random (--seed)")
       .option("--min-accuracy", &a.min_accuracy, "exit 1 unless the final test accuracy reaches it")
       .option("--debug-sigkill-at-step", &a.debug_sigkill_at_step,
@@ -97,7 +100,8 @@ Corpus load_corpus(const Args& a, const text::BertTokenizer& tokenizer) {
   data::CsvTable csv = data::read_csv(a.data);
   const size_t text_col = csv.column(a.text_column), label_col = csv.column(a.label_column);
   // --limit: a random subset (the file may be sorted by label), the same for the same seed.
-  std::vector<int64_t> rows = data::RandomSampler(static_cast<int64_t>(csv.rows.size()), static_cast<uint64_t>(a.seed)).indices();
+  std::vector<int64_t> rows =
+      data::RandomSampler(static_cast<int64_t>(csv.rows.size()), static_cast<uint64_t>(a.seed)).indices();
   if (a.limit > 0 && a.limit < static_cast<int64_t>(rows.size())) rows.resize(static_cast<size_t>(a.limit));
   std::sort(rows.begin(), rows.end());
   const size_t n = rows.size();
@@ -105,7 +109,8 @@ Corpus load_corpus(const Args& a, const text::BertTokenizer& tokenizer) {
   std::set<std::string> names;
   for (size_t i = 0; i < n; ++i) {
     const auto& row = csv.rows[rows[i]];
-    EMBER_CHECK(!row[label_col].empty(), "train_bert: ", a.data, ":", csv.lines[rows[i]], ": the label is empty");
+    EMBER_CHECK(!row[label_col].empty(), "train_bert: ", a.data, ":", csv.lines[rows[i]],
+                ": the label is empty");
     names.insert(row[label_col]);
   }
   c.label_names.assign(names.begin(), names.end());
@@ -174,7 +179,8 @@ int main(int argc, char** argv) try {
   const text::BertTokenizer tokenizer = text::BertTokenizer::from_pretrained(a.model);
   Corpus corpus = load_corpus(a, tokenizer);
   const auto num_labels = static_cast<int64_t>(corpus.label_names.size());
-  const models::BertConfig config = models::BertConfig::from_file((fs::path(a.model) / "config.json").string());
+  const models::BertConfig config =
+      models::BertConfig::from_file((fs::path(a.model) / "config.json").string());
   models::BertForSequenceClassification model(config, num_labels);
   if (!a.random_init) {
     nn::IncompatibleKeys keys = models::load_pretrained(*model, a.model);
@@ -182,7 +188,8 @@ int main(int argc, char** argv) try {
       std::string missing, unexpected;
       for (const auto& k : keys.missing_keys) missing += " " + k;
       for (const auto& k : keys.unexpected_keys) unexpected += " " + k;
-      std::printf("loaded %s; newly initialized:%s%s%s\n", a.model.c_str(), missing.empty() ? " none" : missing.c_str(),
+      std::printf("loaded %s; newly initialized:%s%s%s\n", a.model.c_str(),
+                  missing.empty() ? " none" : missing.c_str(),
                   unexpected.empty() ? "" : "; unused:", unexpected.c_str());
     }
   }
@@ -190,7 +197,9 @@ int main(int argc, char** argv) try {
   model->to(l.device);
   std::optional<distributed::DistributedDataParallel<models::BertForSequenceClassificationImpl>> ddp;
   if (l.distributed()) ddp.emplace(model);
-  auto forward = [&](const Tensor& ids, const Tensor& mask) { return ddp ? (*ddp)(ids, mask) : model(ids, mask); };
+  auto forward = [&](const Tensor& ids, const Tensor& mask) {
+    return ddp ? (*ddp)(ids, mask) : model(ids, mask);
+  };
 
   const int64_t pad_id = tokenizer.pad_token_id();
   data::DataLoaderOptions opts = data::DataLoaderOptions()
@@ -207,8 +216,9 @@ int main(int argc, char** argv) try {
                                                                      static_cast<uint64_t>(a.seed));
   data::DataLoader train_loader(corpus.train, opts, train_sampler);
   std::shared_ptr<data::Sampler> test_sampler =
-      l.distributed() ? std::shared_ptr<data::Sampler>(distributed::make_distributed_sampler(corpus.test->size(), false))
-                      : std::make_shared<data::SequentialSampler>(corpus.test->size());
+      l.distributed()
+          ? std::shared_ptr<data::Sampler>(distributed::make_distributed_sampler(corpus.test->size(), false))
+          : std::make_shared<data::SequentialSampler>(corpus.test->size());
   data::DataLoader test_loader(corpus.test, opts, test_sampler);
   const int64_t steps_per_epoch = train_loader.size(), total = a.epochs * steps_per_epoch;
   const auto warmup = static_cast<int64_t>(a.warmup_ratio * static_cast<double>(total));
@@ -218,7 +228,8 @@ int main(int argc, char** argv) try {
   // Hugging Face's get_linear_schedule_with_warmup.
   optim::LambdaLR sched(opt, [warmup, total](int64_t step) {
     if (step < warmup) return static_cast<double>(step) / static_cast<double>(std::max<int64_t>(1, warmup));
-    return std::max(0.0, static_cast<double>(total - step) / static_cast<double>(std::max<int64_t>(1, total - warmup)));
+    return std::max(
+        0.0, static_cast<double>(total - step) / static_cast<double>(std::max<int64_t>(1, total - warmup)));
   });
   amp::GradScaler scaler(65536.0, 2.0, 0.5, 2000, /*enabled=*/precision.grad_scaler);
   std::vector<Tensor> params;
@@ -229,7 +240,8 @@ int main(int argc, char** argv) try {
   const bool resuming = a.resume && fs::exists(a.checkpoint);
   if (resuming) {
     start_epoch = optim::load_checkpoint(a.checkpoint, *model, &opt, &sched, &scaler);
-    if (main_rank) std::printf("resumed from %s after epoch %lld\n", a.checkpoint.c_str(), (long long)start_epoch);
+    if (main_rank)
+      std::printf("resumed from %s after epoch %lld\n", a.checkpoint.c_str(), (long long)start_epoch);
   }
   examples::MetricsLog metrics(main_rank ? a.metrics : "", resuming);
   int64_t n_params = 0;
@@ -237,11 +249,13 @@ int main(int argc, char** argv) try {
   if (main_rank) {
     std::string names;
     for (const auto& s : corpus.label_names) names += (names.empty() ? "" : ", ") + s;
-    std::printf("train_bert: %s%s, %lld parameters; %lld train / %lld test texts, labels %s; %s, %s, batch %lld x %d "
-                "processes, %lld steps per epoch\n",
-                a.model.c_str(), a.random_init ? " (random init)" : "", (long long)n_params,
-                (long long)corpus.train->size(), (long long)corpus.test->size(), names.c_str(), l.device.str().c_str(),
-                precision.name.c_str(), (long long)a.batch_size, l.world_size, (long long)steps_per_epoch);
+    std::printf(
+        "train_bert: %s%s, %lld parameters; %lld train / %lld test texts, labels %s; %s, %s, batch %lld x %d "
+        "processes, %lld steps per epoch\n",
+        a.model.c_str(), a.random_init ? " (random init)" : "", (long long)n_params,
+        (long long)corpus.train->size(), (long long)corpus.test->size(), names.c_str(),
+        l.device.str().c_str(), precision.name.c_str(), (long long)a.batch_size, l.world_size,
+        (long long)steps_per_epoch);
   }
 
   int64_t step = start_epoch * steps_per_epoch;
@@ -249,13 +263,15 @@ int main(int argc, char** argv) try {
   for (int64_t epoch = start_epoch; epoch < a.epochs; ++epoch) {
     train_loader.set_epoch(epoch);
     model->train();
-    examples::ProgressBar bar(detail::str_cat("epoch ", epoch + 1, "/", a.epochs), steps_per_epoch, main_rank);
+    examples::ProgressBar bar(detail::str_cat("epoch ", epoch + 1, "/", a.epochs), steps_per_epoch,
+                              main_rank);
     Tensor loss_sum = zeros({}, TensorOptions(kFloat32).device(l.device));
     const auto t0 = std::chrono::steady_clock::now();
     int64_t done = 0, tokens = 0;
     for (auto& batch : train_loader) {
       if (step == a.debug_sigkill_at_step) std::raise(SIGKILL);
-      Tensor ids = batch[0].to(l.device, /*non_blocking=*/true), mask = batch[1].to(l.device, /*non_blocking=*/true);
+      Tensor ids = batch[0].to(l.device, /*non_blocking=*/true),
+             mask = batch[1].to(l.device, /*non_blocking=*/true);
       Tensor y = batch[2].to(l.device, /*non_blocking=*/true);
       Tensor loss;
       {
@@ -302,25 +318,29 @@ int main(int argc, char** argv) try {
     {
       NoGradGuard no_grad;
       for (auto& batch : test_loader) {
-        Tensor ids = batch[0].to(l.device, true), mask = batch[1].to(l.device, true), y = batch[2].to(l.device, true);
+        Tensor ids = batch[0].to(l.device, true), mask = batch[1].to(l.device, true),
+               y = batch[2].to(l.device, true);
         Tensor logits;
         {
           amp::AutocastGuard autocast(l.device.type, precision.dtype, precision.autocast);
           logits = forward(ids, mask);
         }
         Tensor pred = logits.argmax(1);
-        confusion.add_(one_hot(y, num_labels).to(kFloat64).transpose(0, 1).matmul(
-            one_hot(pred, num_labels).to(kFloat64)));
+        confusion.add_(one_hot(y, num_labels)
+                           .to(kFloat64)
+                           .transpose(0, 1)
+                           .matmul(one_hot(pred, num_labels).to(kFloat64)));
       }
     }
     if (l.distributed()) distributed::all_reduce(confusion);
     auto [acc, macro_f1] = accuracy_and_macro_f1(confusion);
     accuracy = acc;
     if (main_rank) {
-      std::printf("epoch %lld/%lld: train loss %.4f | test accuracy %.4f macro-F1 %.4f | %.1f s, %.0f seq/s, %.0f "
-                  "tokens/s\n",
-                  (long long)epoch + 1, (long long)a.epochs, train_loss, acc, macro_f1, epoch_s,
-                  done * a.batch_size * l.world_size / epoch_s, tokens * l.world_size / epoch_s);
+      std::printf(
+          "epoch %lld/%lld: train loss %.4f | test accuracy %.4f macro-F1 %.4f | %.1f s, %.0f seq/s, %.0f "
+          "tokens/s\n",
+          (long long)epoch + 1, (long long)a.epochs, train_loss, acc, macro_f1, epoch_s,
+          done * a.batch_size * l.world_size / epoch_s, tokens * l.world_size / epoch_s);
       metrics.write({{"epoch", epoch + 1},
                      {"step", step},
                      {"train_loss", train_loss},
@@ -328,7 +348,8 @@ int main(int argc, char** argv) try {
                      {"test_macro_f1", macro_f1},
                      {"epoch_s", epoch_s},
                      {"lr", opt.param_groups().back().options().get_lr()}});
-      if (!a.checkpoint.empty()) optim::save_checkpoint(a.checkpoint, *model, &opt, &sched, epoch + 1, &scaler);
+      if (!a.checkpoint.empty())
+        optim::save_checkpoint(a.checkpoint, *model, &opt, &sched, epoch + 1, &scaler);
     }
   }
   if (l.distributed()) distributed::destroy_process_group();

@@ -76,8 +76,9 @@ tools::ArgParser make_parser(Args& a) {
       .option("--schedule", &a.schedule, "cosine (after a linear warmup) or onecycle")
       .option("--warmup-epochs", &a.warmup_epochs, "linear warmup before the cosine schedule")
       .option("--label-smoothing", &a.label_smoothing, "label smoothing of the cross-entropy")
-      .option("--precision", &a.precision, "f32, bf16 (autocast) or f16 (autocast and GradScaler); "
-                                           "default bf16 on a GPU, f32 on the CPU")
+      .option("--precision", &a.precision,
+              "f32, bf16 (autocast) or f16 (autocast and GradScaler); "
+              "default bf16 on a GPU, f32 on the CPU")
       .flag("--channels-last", &a.channels_last, "NHWC memory for the model and the images")
       .flag("--checkpointing", &a.checkpointing, "recompute each stage's activations in backward")
       .option("--seed", &a.seed, "seed of the weights, the data order and the augmentation")
@@ -89,7 +90,8 @@ tools::ArgParser make_parser(Args& a) {
       .option("--device", &a.device, "cpu or cuda (default: cuda when there is a GPU)")
       .option("--checkpoint", &a.checkpoint, "checkpoint file, written each epoch")
       .flag("--resume", &a.resume, "continue from --checkpoint when it exists")
-      .option("--metrics", &a.metrics, "metrics file, JSON lines (default: metrics.jsonl beside --checkpoint)")
+      .option("--metrics", &a.metrics,
+              "metrics file, JSON lines (default: metrics.jsonl beside --checkpoint)")
       .option("--init-from", &a.init_from, "start from these weights (a torchvision-layout safetensors file)")
       .option("--num-classes", &a.num_classes, "classes of the new head (default: the data set's)")
       .flag("--freeze-backbone", &a.freeze_backbone, "train only the classifier")
@@ -188,12 +190,13 @@ Data make_data(const Args& a) {
     test_tf.push_back(T::CenterCrop(d.image_size));
   }
   if (!a.no_flip) train_tf.push_back(T::RandomHorizontalFlip(0.5));
-  auto [mean, std] = train_images.defined()
-                         ? channel_stats(train_images)
-                         : std::make_pair(std::vector<double>{0.485, 0.456, 0.406}, std::vector<double>{0.229, 0.224, 0.225});
+  auto [mean, std] = train_images.defined() ? channel_stats(train_images)
+                                            : std::make_pair(std::vector<double>{0.485, 0.456, 0.406},
+                                                             std::vector<double>{0.229, 0.224, 0.225});
   // Normalize converts uint8 to float32 in the same pass.
   for (auto* tf : {&train_tf, &test_tf}) tf->push_back(T::Normalize(mean, std));
-  d.train = std::make_shared<data::TransformDataset>(train, T::Compose(train_tf), static_cast<uint64_t>(a.seed));
+  d.train =
+      std::make_shared<data::TransformDataset>(train, T::Compose(train_tf), static_cast<uint64_t>(a.seed));
   d.test = std::make_shared<data::TransformDataset>(test, T::Compose(test_tf), static_cast<uint64_t>(a.seed));
   return d;
 }
@@ -250,11 +253,14 @@ Totals evaluate(nn::Module& model, const std::function<Tensor(const Tensor&)>& f
                 const examples::Launch& l, const Args& a, const examples::Precision& precision) {
   NoGradGuard no_grad;
   model.eval();
-  data::DataLoaderOptions opts = data::DataLoaderOptions().batch_size(a.batch_size).num_workers(a.workers)
+  data::DataLoaderOptions opts = data::DataLoaderOptions()
+                                     .batch_size(a.batch_size)
+                                     .num_workers(a.workers)
                                      .pin_memory(l.device.is_cuda());
   std::shared_ptr<data::Sampler> sampler;
   if (l.distributed()) sampler = distributed::make_distributed_sampler(d.test->size(), /*shuffle=*/false);
-  data::DataLoader loader = sampler ? data::DataLoader(d.test, opts, sampler) : data::DataLoader(d.test, opts);
+  data::DataLoader loader =
+      sampler ? data::DataLoader(d.test, opts, sampler) : data::DataLoader(d.test, opts);
   const int64_t k = std::min<int64_t>(5, d.num_classes);
   Tensor sums = zeros({4}, TensorOptions(kFloat64).device(l.device));  // loss, top1, topk, count
   for (auto& batch : loader) {
@@ -279,7 +285,8 @@ Totals evaluate(nn::Module& model, const std::function<Tensor(const Tensor&)>& f
   return {p[0], p[1], p[2], static_cast<int64_t>(p[3])};
 }
 
-std::unique_ptr<optim::LRScheduler> make_scheduler(const Args& a, optim::Optimizer& opt, int64_t steps_per_epoch) {
+std::unique_ptr<optim::LRScheduler> make_scheduler(const Args& a, optim::Optimizer& opt,
+                                                   int64_t steps_per_epoch) {
   const int64_t total = a.epochs * steps_per_epoch;
   if (a.schedule == "onecycle") {
     std::vector<double> max_lr;
@@ -291,8 +298,8 @@ std::unique_ptr<optim::LRScheduler> make_scheduler(const Args& a, optim::Optimiz
   if (warmup <= 0) return std::make_unique<optim::CosineAnnealingLR>(opt, total);
   auto warm = std::make_shared<optim::LinearLR>(opt, 0.01, 1.0, warmup);
   auto cosine = std::make_shared<optim::CosineAnnealingLR>(opt, total - warmup);
-  return std::make_unique<optim::SequentialLR>(opt, std::vector<std::shared_ptr<optim::LRScheduler>>{warm, cosine},
-                                               std::vector<int64_t>{warmup});
+  return std::make_unique<optim::SequentialLR>(
+      opt, std::vector<std::shared_ptr<optim::LRScheduler>>{warm, cosine}, std::vector<int64_t>{warmup});
 }
 
 }  // namespace
@@ -339,8 +346,9 @@ int main(int argc, char** argv) try {
                                            .seed(static_cast<uint64_t>(a.seed));
   std::optional<data::DataLoader> train_loader;
   if (l.distributed())
-    train_loader.emplace(d.train, train_opts,
-                         distributed::make_distributed_sampler(d.train->size(), true, static_cast<uint64_t>(a.seed)));
+    train_loader.emplace(
+        d.train, train_opts,
+        distributed::make_distributed_sampler(d.train->size(), true, static_cast<uint64_t>(a.seed)));
   else
     train_loader.emplace(d.train, train_opts.shuffle(true));
   const int64_t steps_per_epoch = train_loader->size();
@@ -351,11 +359,11 @@ int main(int argc, char** argv) try {
   // backbone --backbone-lr-scale of it.
   const double lr = a.lr * static_cast<double>(a.batch_size * l.world_size) / 256.0;
   const auto sgd = optim::SGDOptions(lr).momentum(a.momentum).nesterov(!a.no_nesterov);
-  optim::SGD opt(examples::make_param_groups(*model, sgd,
-                                             {.weight_decay = a.weight_decay,
-                                              .head_prefix = "fc.",
-                                              .backbone_lr_scale = a.backbone_lr_scale}),
-                 sgd);
+  optim::SGD opt(
+      examples::make_param_groups(
+          *model, sgd,
+          {.weight_decay = a.weight_decay, .head_prefix = "fc.", .backbone_lr_scale = a.backbone_lr_scale}),
+      sgd);
   std::unique_ptr<optim::LRScheduler> sched = make_scheduler(a, opt, steps_per_epoch);
   amp::GradScaler scaler(65536.0, 2.0, 0.5, 2000, /*enabled=*/precision.grad_scaler);
 
@@ -363,22 +371,26 @@ int main(int argc, char** argv) try {
   const bool resuming = a.resume && fs::exists(a.checkpoint);
   if (resuming) {
     start_epoch = optim::load_checkpoint(a.checkpoint, *model, &opt, sched.get(), &scaler);
-    if (main_rank) std::printf("resumed from %s after epoch %lld\n", a.checkpoint.c_str(), (long long)start_epoch);
+    if (main_rank)
+      std::printf("resumed from %s after epoch %lld\n", a.checkpoint.c_str(), (long long)start_epoch);
   }
   examples::MetricsLog metrics(main_rank ? a.metrics : "", resuming);
   int64_t n_params = 0;
   for (const Tensor& p : model->parameters()) n_params += p.numel();
   if (main_rank)
-    std::printf("train_resnet: %s on %s (%lld train / %lld test images, %lld classes, %dx%lldx%lld), %lld parameters, "
-                "%s, %s, batch %lld x %d processes, lr %.4g, %lld steps per epoch\n",
-                a.arch.c_str(), a.dataset.c_str(), (long long)d.train->size(), (long long)d.test->size(),
-                (long long)d.num_classes, (int)d.channels, (long long)d.image_size, (long long)d.image_size,
-                (long long)n_params, l.device.str().c_str(), precision.name.c_str(), (long long)a.batch_size, l.world_size,
-                lr, (long long)steps_per_epoch);
+    std::printf(
+        "train_resnet: %s on %s (%lld train / %lld test images, %lld classes, %dx%lldx%lld), %lld "
+        "parameters, "
+        "%s, %s, batch %lld x %d processes, lr %.4g, %lld steps per epoch\n",
+        a.arch.c_str(), a.dataset.c_str(), (long long)d.train->size(), (long long)d.test->size(),
+        (long long)d.num_classes, (int)d.channels, (long long)d.image_size, (long long)d.image_size,
+        (long long)n_params, l.device.str().c_str(), precision.name.c_str(), (long long)a.batch_size,
+        l.world_size, lr, (long long)steps_per_epoch);
 
   Tensor synthetic_x, synthetic_y;
   if (a.synthetic) {
-    synthetic_x = randn({a.batch_size, d.channels, d.image_size, d.image_size}, TensorOptions(kFloat32).device(l.device));
+    synthetic_x = randn({a.batch_size, d.channels, d.image_size, d.image_size},
+                        TensorOptions(kFloat32).device(l.device));
     synthetic_y = randint(0, d.num_classes, {a.batch_size}, TensorOptions(kInt64).device(l.device));
     if (a.channels_last) synthetic_x = synthetic_x.contiguous(MemoryFormat::ChannelsLast);
   }
@@ -388,7 +400,8 @@ int main(int argc, char** argv) try {
   for (int64_t epoch = start_epoch; epoch < a.epochs; ++epoch) {
     train_loader->set_epoch(epoch);  // the sampler's order and the augmentation's draws
     train_mode();
-    examples::ProgressBar bar(detail::str_cat("epoch ", epoch + 1, "/", a.epochs), steps_per_epoch, main_rank);
+    examples::ProgressBar bar(detail::str_cat("epoch ", epoch + 1, "/", a.epochs), steps_per_epoch,
+                              main_rank);
     Tensor loss_sum = zeros({}, TensorOptions(kFloat32).device(l.device));
     const auto t0 = std::chrono::steady_clock::now();
     int64_t done = 0;
@@ -424,7 +437,8 @@ int main(int argc, char** argv) try {
       for (int64_t i = 0; i < steps_per_epoch; ++i) train_step(synthetic_x, synthetic_y);
     } else {
       for (auto& batch : *train_loader)
-        train_step(batch[0].to(l.device, /*non_blocking=*/true), batch[1].to(l.device, /*non_blocking=*/true));
+        train_step(batch[0].to(l.device, /*non_blocking=*/true),
+                   batch[1].to(l.device, /*non_blocking=*/true));
     }
     bar.finish();
     Tensor epoch_loss = loss_sum / static_cast<double>(done);
@@ -434,16 +448,18 @@ int main(int argc, char** argv) try {
     }
     const double train_loss = epoch_loss.item<float>();
     const double epoch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double peak_gib = l.device.is_cuda() ? cuda::max_memory_allocated(l.device.index) / 1073741824.0 : 0;
+    const double peak_gib =
+        l.device.is_cuda() ? cuda::max_memory_allocated(l.device.index) / 1073741824.0 : 0;
     last_eval = evaluate(*model, forward, d, l, a, precision);
     const double n = static_cast<double>(std::max<int64_t>(last_eval.count, 1));
     if (main_rank) {
-      std::printf("epoch %lld/%lld: train loss %.4f | test loss %.4f top-1 %.4f top-5 %.4f | %.1f s, %.0f img/s, "
-                  "lr %.4g%s\n",
-                  (long long)epoch + 1, (long long)a.epochs, train_loss, last_eval.loss / n, last_eval.top1 / n,
-                  last_eval.top5 / n, epoch_s, steps_per_epoch * a.batch_size * l.world_size / epoch_s,
-                  opt.param_groups().back().options().get_lr(),
-                  l.device.is_cuda() ? detail::str_cat(", peak ", peak_gib, " GiB").c_str() : "");
+      std::printf(
+          "epoch %lld/%lld: train loss %.4f | test loss %.4f top-1 %.4f top-5 %.4f | %.1f s, %.0f img/s, "
+          "lr %.4g%s\n",
+          (long long)epoch + 1, (long long)a.epochs, train_loss, last_eval.loss / n, last_eval.top1 / n,
+          last_eval.top5 / n, epoch_s, steps_per_epoch * a.batch_size * l.world_size / epoch_s,
+          opt.param_groups().back().options().get_lr(),
+          l.device.is_cuda() ? detail::str_cat(", peak ", peak_gib, " GiB").c_str() : "");
       metrics.write({{"epoch", epoch + 1},
                      {"step", step},
                      {"train_loss", train_loss},
@@ -454,7 +470,8 @@ int main(int argc, char** argv) try {
                      {"img_per_s", steps_per_epoch * a.batch_size * l.world_size / epoch_s},
                      {"lr", opt.param_groups().back().options().get_lr()},
                      {"peak_gib", peak_gib}});
-      if (!a.checkpoint.empty()) optim::save_checkpoint(a.checkpoint, *model, &opt, sched.get(), epoch + 1, &scaler);
+      if (!a.checkpoint.empty())
+        optim::save_checkpoint(a.checkpoint, *model, &opt, sched.get(), epoch + 1, &scaler);
     }
   }
   const double top1 = last_eval.count ? last_eval.top1 / static_cast<double>(last_eval.count) : 0;

@@ -25,37 +25,41 @@ int main(int argc, char** argv) {
   int64_t max_length = 256, batch_size = 64;
   bool similarity = false;
   tools::ArgParser args("bert_embed");
-  args.option("--model", &model_dir, "a Hugging Face model folder (config.json, vocab.txt, model.safetensors)")
+  args.option("--model", &model_dir,
+              "a Hugging Face model folder (config.json, vocab.txt, model.safetensors)")
       .option("--max-length", &max_length, "tokens per line at most, [CLS] and [SEP] included (truncation)")
       .option("--batch-size", &batch_size, "lines per forward pass")
       .option("--device", &device, "cpu or cuda (default: cuda when there is a GPU)")
       .flag("--similarity", &similarity, "print the cosine of each pair of consecutive lines");
   if (std::optional<int> exit_code = args.parse_or_exit_code(argc, argv)) return *exit_code;
   if (model_dir.empty()) return args.fail("--model is required");
-  if (max_length < 2 || batch_size < 1) return args.fail("--max-length must be 2 or more, --batch-size positive");
+  if (max_length < 2 || batch_size < 1)
+    return args.fail("--max-length must be 2 or more, --batch-size positive");
   try {
     const Device dev(device.empty() ? (cuda::is_available() ? "cuda" : "cpu") : device);
     const text::BertTokenizer tokenizer = text::BertTokenizer::from_pretrained(model_dir);
     models::BertModel model(models::BertConfig::from_file(model_dir + "/config.json"));
     const nn::IncompatibleKeys keys = models::load_pretrained(*model, model_dir);
-    for (const auto& k : keys.missing_keys) std::fprintf(stderr, "bert_embed: %s is not in the weights\n", k.c_str());
+    for (const auto& k : keys.missing_keys)
+      std::fprintf(stderr, "bert_embed: %s is not in the weights\n", k.c_str());
     model->to(dev);
     model->eval();
     NoGradGuard no_grad;
 
     std::vector<std::string> lines;
     for (std::string line; std::getline(std::cin, line);) lines.push_back(line);
-    EMBER_CHECK(!similarity || lines.size() % 2 == 0, "bert_embed: --similarity pairs consecutive lines, but stdin has ",
-                lines.size(), " lines");
+    EMBER_CHECK(!similarity || lines.size() % 2 == 0,
+                "bert_embed: --similarity pairs consecutive lines, but stdin has ", lines.size(), " lines");
     text::EncodeOptions options;
     options.truncation = true;
     options.max_length = max_length;
     options.padding = text::Padding::kLongest;
     std::vector<Tensor> embeddings;
     for (size_t start = 0; start < lines.size(); start += static_cast<size_t>(batch_size)) {
-      const std::vector<std::string> batch(lines.begin() + static_cast<std::ptrdiff_t>(start),
-                                           lines.begin() + static_cast<std::ptrdiff_t>(std::min(
-                                                               lines.size(), start + static_cast<size_t>(batch_size))));
+      const std::vector<std::string> batch(
+          lines.begin() + static_cast<std::ptrdiff_t>(start),
+          lines.begin() +
+              static_cast<std::ptrdiff_t>(std::min(lines.size(), start + static_cast<size_t>(batch_size))));
       const text::BatchEncoding enc = tokenizer.encode_batch(batch, options);
       Tensor mask = enc.attention_mask.to(dev);
       models::BertOutput out = model(enc.input_ids.to(dev), mask, enc.token_type_ids.to(dev));

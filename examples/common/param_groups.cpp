@@ -41,7 +41,8 @@ std::vector<optim::OptimizerParamGroup> make_param_groups(const nn::Module& mode
     for (int decay = 0; decay < 2; ++decay) {
       if (params[head][decay].empty()) continue;
       auto group_options = defaults.clone();
-      group_options->set_lr(defaults.get_lr() * (head || options.head_prefix.empty() ? 1 : options.backbone_lr_scale));
+      group_options->set_lr(defaults.get_lr() *
+                            (head || options.head_prefix.empty() ? 1 : options.backbone_lr_scale));
       SetWeightDecay set(decay ? options.weight_decay : 0);
       group_options->visit(set);
       EMBER_CHECK(set.found, "make_param_groups: ", defaults.optimizer_name(), " has no weight_decay option");

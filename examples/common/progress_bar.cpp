@@ -23,8 +23,9 @@ void ProgressBar::update(int64_t done, const std::string& stats) {
   for (int64_t i = 0; i < kWidth * done / total_; ++i) bar[i] = '#';
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double eta = done > 0 ? secs * static_cast<double>(total_ - done) / static_cast<double>(done) : 0;
-  std::printf("%s%s [%s] %lld/%lld %s ETA %s%s", tty_ ? "\r" : "", label_.c_str(), bar.c_str(), (long long)done,
-              (long long)total_, stats.c_str(), format_duration(eta).c_str(), tty_ ? "\033[K" : "\n");
+  std::printf("%s%s [%s] %lld/%lld %s ETA %s%s", tty_ ? "\r" : "", label_.c_str(), bar.c_str(),
+              (long long)done, (long long)total_, stats.c_str(), format_duration(eta).c_str(),
+              tty_ ? "\033[K" : "\n");
   std::fflush(stdout);
 }
 

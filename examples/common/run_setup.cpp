@@ -20,7 +20,8 @@ Precision parse_precision(const std::string& program, const std::string& name, D
 std::string prepare_outputs(const std::string& checkpoint, const std::string& metrics, bool main_rank) {
   namespace fs = std::filesystem;
   std::string out = metrics;
-  if (out.empty() && !checkpoint.empty()) out = (fs::path(checkpoint).parent_path() / "metrics.jsonl").string();
+  if (out.empty() && !checkpoint.empty())
+    out = (fs::path(checkpoint).parent_path() / "metrics.jsonl").string();
   if (main_rank) {
     for (const std::string& file : {checkpoint, out})
       if (fs::path(file).has_parent_path()) fs::create_directories(fs::path(file).parent_path());

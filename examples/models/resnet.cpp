@@ -63,8 +63,8 @@ ResNetImpl::ResNetImpl(ResNetBlock block, std::array<int64_t, 4> layers, const R
   if (options.small_input_stem()) {
     conv1 = register_module("conv1", conv3x3(in_channels_, 64));
   } else {
-    conv1 = register_module("conv1",
-                            nn::Conv2d(nn::Conv2dOptions(in_channels_, 64, 7).stride(2).padding(3).bias(false)));
+    conv1 = register_module(
+        "conv1", nn::Conv2d(nn::Conv2dOptions(in_channels_, 64, 7).stride(2).padding(3).bias(false)));
   }
   bn1 = register_module("bn1", nn::BatchNorm2d(64));
   if (!options.small_input_stem())

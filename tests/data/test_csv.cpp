@@ -31,7 +31,8 @@ TEST(Csv, ReadsQuotedFieldsLineBreaksAndCrlf) {
 
 TEST(Csv, BadFilesNameTheLine) {
   EXPECT_EMBER_ERROR(data::parse_csv("a,b\n1,2\n3\n", "f.csv"), "f.csv:3: 1 fields, but the header has 2");
-  EXPECT_EMBER_ERROR(data::parse_csv("a,b\n1,\"open\n\n", "f.csv"), "f.csv:2: a quoted field is never closed");
+  EXPECT_EMBER_ERROR(data::parse_csv("a,b\n1,\"open\n\n", "f.csv"),
+                     "f.csv:2: a quoted field is never closed");
   EXPECT_EMBER_ERROR(data::parse_csv("a,b\n1,x\"y\n", "f.csv"), "f.csv:2: a quote inside an unquoted field");
   EXPECT_EMBER_ERROR(data::parse_csv("a,b\n1,\"x\"y\n", "f.csv"), "f.csv:2: text after a closing quote");
   EXPECT_EMBER_ERROR(data::parse_csv("", "f.csv"), "f.csv is empty");

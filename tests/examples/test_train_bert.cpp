@@ -32,15 +32,18 @@ void write_task(const fs::path& dir) {
   std::ofstream(dir / "model/config.json")
       << R"({"vocab_size": 30522, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
              "intermediate_size": 64, "max_position_embeddings": 64, "hidden_act": "gelu"})";
-  const std::vector<std::string> good{"good", "great", "happy", "love", "nice"}, bad{"bad", "awful", "sad", "hate", "ugly"},
-      plain{"car", "road", "table", "window", "paper"};
+  const std::vector<std::string> good{"good", "great", "happy", "love", "nice"},
+      bad{"bad", "awful", "sad", "hate", "ugly"}, plain{"car", "road", "table", "window", "paper"};
   std::ofstream csv(dir / "tweets.csv");
   csv << "sentiment,confidence,text\r\n";
   for (int i = 0; i < 240; ++i) {
     const int label = i % 3;
     const auto& words = label == 0 ? bad : label == 1 ? plain : good;
-    csv << (label == 0 ? "negative" : label == 1 ? "neutral" : "positive") << ",1,\"the "
-        << words[i % 5] << ", " << plain[(i / 3) % 5] << " and " << words[(i / 7) % 5] << "\"\r\n";
+    csv << (label == 0   ? "negative"
+            : label == 1 ? "neutral"
+                         : "positive")
+        << ",1,\"the " << words[i % 5] << ", " << plain[(i / 3) % 5] << " and " << words[(i / 7) % 5]
+        << "\"\r\n";
   }
 }
 
@@ -49,12 +52,14 @@ TEST(TrainBert, LearnsAndResumesBitExactly) {
   TempDir tmp;
   const fs::path dir = tmp.path();
   write_task(dir);
-  const std::string common = "--model " + (dir / "model").string() + " --data " + (dir / "tweets.csv").string() +
-                             " --random-init --device cpu --epochs 6 --batch-size 16 --lr 3e-3 --workers 2 --seed 4";
+  const std::string common =
+      "--model " + (dir / "model").string() + " --data " + (dir / "tweets.csv").string() +
+      " --random-init --device cpu --epochs 6 --batch-size 16 --lr 3e-3 --workers 2 --seed 4";
   ASSERT_EQ(run_trainer(common + " --checkpoint " + (dir / "a/ckpt.safetensors").string(), dir / "a.log"), 0)
       << read_text(dir / "a.log");
   const std::string log = read_text(dir / "a.log");
-  EXPECT_NE(log.find("216 train / 24 test texts, labels negative, neutral, positive"), std::string::npos) << log;
+  EXPECT_NE(log.find("216 train / 24 test texts, labels negative, neutral, positive"), std::string::npos)
+      << log;
   std::ifstream in(dir / "a/metrics.jsonl");
   std::vector<double> loss, acc;
   for (std::string line; std::getline(in, line);) {
@@ -74,7 +79,8 @@ TEST(TrainBert, LearnsAndResumesBitExactly) {
   const std::string b = common + " --checkpoint " + (dir / "b/ckpt.safetensors").string() + " --resume";
   const int status = run_trainer(b + " --debug-sigkill-at-step 20", dir / "b1.log");
   ASSERT_TRUE(WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL))
-      << "status " << status << "\n" << read_text(dir / "b1.log");
+      << "status " << status << "\n"
+      << read_text(dir / "b1.log");
   ASSERT_EQ(run_trainer(b, dir / "b2.log"), 0) << read_text(dir / "b2.log");
   const optim::Checkpoint ca = optim::Checkpoint::load((dir / "a/ckpt.safetensors").string());
   const optim::Checkpoint cb = optim::Checkpoint::load((dir / "b/ckpt.safetensors").string());
@@ -96,10 +102,11 @@ TEST(TrainBert, BadInputIsAClearError) {
   const std::string model = " --model " + (dir / "model").string() + " --random-init --device cpu";
   EXPECT_EQ(WEXITSTATUS(run_trainer("--data " + (dir / "tweets.csv").string(), dir / "1.log")), 2);
   EXPECT_NE(read_text(dir / "1.log").find("--model DIR and --data FILE.csv are required"), std::string::npos);
-  EXPECT_EQ(WEXITSTATUS(run_trainer(model + " --data " + (dir / "tweets.csv").string() + " --label-column label",
-                                    dir / "2.log")),
+  EXPECT_EQ(WEXITSTATUS(run_trainer(
+                model + " --data " + (dir / "tweets.csv").string() + " --label-column label", dir / "2.log")),
             2);
-  EXPECT_NE(read_text(dir / "2.log").find("has no column \"label\""), std::string::npos) << read_text(dir / "2.log");
+  EXPECT_NE(read_text(dir / "2.log").find("has no column \"label\""), std::string::npos)
+      << read_text(dir / "2.log");
   std::ofstream(dir / "bad.csv") << "sentiment,text\npositive,\"unclosed\n";
   EXPECT_EQ(WEXITSTATUS(run_trainer(model + " --data " + (dir / "bad.csv").string(), dir / "3.log")), 2);
   EXPECT_NE(read_text(dir / "3.log").find("bad.csv:2: a quoted field is never closed"), std::string::npos)

@@ -30,8 +30,8 @@ void write_idx(const fs::path& path, const std::vector<uint32_t>& dims, const st
   const uint8_t magic[4] = {0, 0, 8, static_cast<uint8_t>(dims.size())};
   out.write(reinterpret_cast<const char*>(magic), 4);
   for (uint32_t d : dims) {
-    const uint8_t be[4] = {static_cast<uint8_t>(d >> 24), static_cast<uint8_t>(d >> 16), static_cast<uint8_t>(d >> 8),
-                           static_cast<uint8_t>(d)};
+    const uint8_t be[4] = {static_cast<uint8_t>(d >> 24), static_cast<uint8_t>(d >> 16),
+                           static_cast<uint8_t>(d >> 8), static_cast<uint8_t>(d)};
     out.write(reinterpret_cast<const char*>(be), 4);
   }
   out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
@@ -67,8 +67,9 @@ TEST(TrainResnet, ResumeAfterSigkillIsBitExact) {
   write_quadrants(dir, "train", 96, 1);
   write_quadrants(dir, "t10k", 32, 2);
   // 3 epochs of 6 steps; augmentation, shuffling and two loader workers all in play.
-  const std::string common = "--dataset mnist --data-dir " + dir.string() +
-                             " --device cpu --epochs 3 --batch-size 16 --workers 2 --seed 5 --warmup-epochs 1";
+  const std::string common =
+      "--dataset mnist --data-dir " + dir.string() +
+      " --device cpu --epochs 3 --batch-size 16 --workers 2 --seed 5 --warmup-epochs 1";
   ASSERT_EQ(run_trainer(common + " --checkpoint " + (dir / "a/ckpt.safetensors").string(), dir / "a.log"), 0)
       << read_text(dir / "a.log");
 
@@ -76,7 +77,8 @@ TEST(TrainResnet, ResumeAfterSigkillIsBitExact) {
   const std::string b = common + " --checkpoint " + (dir / "b/ckpt.safetensors").string() + " --resume";
   const int status = run_trainer(b + " --debug-sigkill-at-step 9", dir / "b1.log");
   ASSERT_TRUE(WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL))
-      << "status " << status << "\n" << read_text(dir / "b1.log");
+      << "status " << status << "\n"
+      << read_text(dir / "b1.log");
   ASSERT_EQ(run_trainer(b, dir / "b2.log"), 0) << read_text(dir / "b2.log");
   EXPECT_NE(read_text(dir / "b2.log").find("resumed from"), std::string::npos) << read_text(dir / "b2.log");
 
@@ -113,7 +115,8 @@ TEST(TrainResnet, TwoProcessesOverGloo) {
                            " --dataset mnist --data-dir " + dir.string() +
                            " --device cpu --epochs 2 --batch-size 8 --workers 1 --sync-bn --checkpoint " +
                            (dir / "run/ckpt.safetensors").string();
-  const std::string cmd = std::string(EMBER_EMBERRUN_PATH) + " " + args + " > " + (dir / "log").string() + " 2>&1";
+  const std::string cmd =
+      std::string(EMBER_EMBERRUN_PATH) + " " + args + " > " + (dir / "log").string() + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << read_text(dir / "log");
   const std::string log = read_text(dir / "log");
   EXPECT_NE(log.find("batch 8 x 2 processes"), std::string::npos) << log;
@@ -133,9 +136,12 @@ TEST(TrainResnet, FineTunesWithANewHead) {
   const fs::path dir = tmp.path();
   write_quadrants(dir, "train", 32, 5);
   write_quadrants(dir, "t10k", 16, 6);
-  const std::string common = "--dataset mnist --data-dir " + dir.string() + " --device cpu --batch-size 16 --workers 1";
-  const std::string base = (dir / "base/ckpt.safetensors").string(), tuned = (dir / "tuned/ckpt.safetensors").string();
-  ASSERT_EQ(run_trainer(common + " --epochs 1 --checkpoint " + base, dir / "1.log"), 0) << read_text(dir / "1.log");
+  const std::string common =
+      "--dataset mnist --data-dir " + dir.string() + " --device cpu --batch-size 16 --workers 1";
+  const std::string base = (dir / "base/ckpt.safetensors").string(),
+                    tuned = (dir / "tuned/ckpt.safetensors").string();
+  ASSERT_EQ(run_trainer(common + " --epochs 1 --checkpoint " + base, dir / "1.log"), 0)
+      << read_text(dir / "1.log");
   ASSERT_EQ(run_trainer(common + " --epochs 2 --num-classes 4 --freeze-backbone --init-from " + base +
                             " --checkpoint " + tuned,
                         dir / "2.log"),
@@ -143,14 +149,16 @@ TEST(TrainResnet, FineTunesWithANewHead) {
       << read_text(dir / "2.log");
   const std::string log = read_text(dir / "2.log");
   EXPECT_NE(log.find("a new classifier: fc.weight [10, 512] -> [4, 512]"), std::string::npos) << log;
-  const optim::Checkpoint base_ckpt = optim::Checkpoint::load(base), tuned_ckpt = optim::Checkpoint::load(tuned);
+  const optim::Checkpoint base_ckpt = optim::Checkpoint::load(base),
+                          tuned_ckpt = optim::Checkpoint::load(tuned);
   const auto& before = base_ckpt.get("model").tensors;
   const auto& after = tuned_ckpt.get("model").tensors;
   EXPECT_TRUE(bit_equal(before.at("layer3.1.conv2.weight"), after.at("layer3.1.conv2.weight")));
   EXPECT_TRUE(bit_equal(before.at("bn1.running_mean"), after.at("bn1.running_mean")));  // frozen BatchNorm
   EXPECT_TRUE(after.at("fc.weight").sizes().equals({4, 512}));
   // A backbone of another shape is an error that names the tensor.
-  EXPECT_EQ(WEXITSTATUS(run_trainer(common + " --epochs 1 --arch resnet34 --init-from " + base, dir / "3.log")), 2);
+  EXPECT_EQ(
+      WEXITSTATUS(run_trainer(common + " --epochs 1 --arch resnet34 --init-from " + base, dir / "3.log")), 2);
   EXPECT_NE(read_text(dir / "3.log").find("layer1.2"), std::string::npos) << read_text(dir / "3.log");
 }
 
@@ -158,7 +166,8 @@ TEST(TrainResnet, BadArgumentsAreClearErrors) {
   TempDir tmp;
   const fs::path dir = tmp.path();
   EXPECT_EQ(WEXITSTATUS(run_trainer("--dataset nosuch --device cpu", dir / "1.log")), 2);
-  EXPECT_NE(read_text(dir / "1.log").find("unknown --dataset nosuch"), std::string::npos) << read_text(dir / "1.log");
+  EXPECT_NE(read_text(dir / "1.log").find("unknown --dataset nosuch"), std::string::npos)
+      << read_text(dir / "1.log");
   EXPECT_EQ(WEXITSTATUS(run_trainer("--dataset mnist --data-dir " + (dir / "none").string() + " --device cpu",
                                     dir / "2.log")),
             2);
@@ -170,13 +179,15 @@ TEST(TrainResnet, BadArgumentsAreClearErrors) {
 // a few hundred images on the CPU; the training loss falls and the test accuracy beats chance.
 TEST(TrainResnet, LearnsFashionMnist) {
   const fs::path data = "/usr/share/datasets/fashion-mnist";
-  if (!fs::exists(data / "train-images-idx3-ubyte.gz")) GTEST_SKIP() << "no " << data << " (dataset-fashion-mnist)";
+  if (!fs::exists(data / "train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "no " << data << " (dataset-fashion-mnist)";
   TempDir tmp;
   const fs::path dir = tmp.path();
   // About 25 s on 2 cores: 3 epochs of 12 steps, ResNet-18 at 1.3 GFLOP a training image.
-  const std::string args = "--dataset fashion-mnist --device cpu --limit-train 384 --limit-test 128 --epochs 3 "
-                           "--batch-size 32 --lr 0.2 --warmup-epochs 1 --workers 1 --metrics " +
-                           (dir / "m.jsonl").string();
+  const std::string args =
+      "--dataset fashion-mnist --device cpu --limit-train 384 --limit-test 128 --epochs 3 "
+      "--batch-size 32 --lr 0.2 --warmup-epochs 1 --workers 1 --metrics " +
+      (dir / "m.jsonl").string();
   ASSERT_EQ(run_trainer(args, dir / "log"), 0) << read_text(dir / "log");
   std::ifstream in(dir / "m.jsonl");
   std::vector<double> loss, top1;

@@ -33,7 +33,8 @@ TEST(BertEmbedCli, PrintsSentenceEmbeddingsAndCosines) {
   for (const auto& l : lines) in << l << '\n';
   in.close();
   const std::string args = "--device cpu --model " + dir.string() + " < " + (dir / "in.txt").string();
-  ASSERT_EQ(run_program(EMBER_BERT_EMBED_PATH, args, (dir / "out.txt").string()), 0) << read_text(dir / "out.txt");
+  ASSERT_EQ(run_program(EMBER_BERT_EMBED_PATH, args, (dir / "out.txt").string()), 0)
+      << read_text(dir / "out.txt");
 
   // The same computed here, in one padded batch.
   model->eval();
@@ -52,16 +53,19 @@ TEST(BertEmbedCli, PrintsSentenceEmbeddingsAndCosines) {
 
   // --similarity: lines 1 and 2 (one pair); an odd count of lines is an error.
   std::ofstream(dir / "pair.txt") << lines[0] << '\n' << lines[2] << '\n';
-  ASSERT_EQ(run_program(EMBER_BERT_EMBED_PATH, "--similarity --device cpu --model " + dir.string() + " < " +
-                                                   (dir / "pair.txt").string(),
-                        (dir / "sim.txt").string()),
-            0);
+  ASSERT_EQ(
+      run_program(EMBER_BERT_EMBED_PATH,
+                  "--similarity --device cpu --model " + dir.string() + " < " + (dir / "pair.txt").string(),
+                  (dir / "sim.txt").string()),
+      0);
   EXPECT_EQ(read_text(dir / "sim.txt"), "1.000000\n");
-  const int status = run_program(EMBER_BERT_EMBED_PATH, "--similarity --device cpu --model " + dir.string() + " < " +
-                                                            (dir / "in.txt").string(),
-                                 (dir / "odd.txt").string());
+  const int status =
+      run_program(EMBER_BERT_EMBED_PATH,
+                  "--similarity --device cpu --model " + dir.string() + " < " + (dir / "in.txt").string(),
+                  (dir / "odd.txt").string());
   EXPECT_EQ(WEXITSTATUS(status), 1);
-  EXPECT_NE(read_text(dir / "odd.txt").find("stdin has 3 lines"), std::string::npos) << read_text(dir / "odd.txt");
+  EXPECT_NE(read_text(dir / "odd.txt").find("stdin has 3 lines"), std::string::npos)
+      << read_text(dir / "odd.txt");
 }
 
 }  // namespace

@@ -57,7 +57,8 @@ int main(int argc, char** argv) try {
   std::printf("%s load: %zu missing, %zu unexpected keys\n", ok ? "PASS" : "FAIL", keys.missing_keys.size(),
               keys.unexpected_keys.size());
   m->to(dev);
-  Tensor ids = g.at("input_ids").to(dev), mask = g.at("attention_mask").to(dev), labels = g.at("labels").to(dev);
+  Tensor ids = g.at("input_ids").to(dev), mask = g.at("attention_mask").to(dev),
+         labels = g.at("labels").to(dev);
   m->eval();
   {
     NoGradGuard no_grad;
@@ -71,11 +72,13 @@ int main(int argc, char** argv) try {
       Tensor h = o.last_hidden_state.to(kFloat32);
       // Padded positions are free to differ: compare the tokens the mask keeps.
       Tensor keep = g.at("attention_mask").to(kBool).unsqueeze(-1);
-      ok &= report("hidden " + prec, rel_error(h.cpu().masked_fill(keep.logical_not(), 0),
-                                               g.at(prec + ".hidden").masked_fill(keep.logical_not(), 0)),
+      ok &= report("hidden " + prec,
+                   rel_error(h.cpu().masked_fill(keep.logical_not(), 0),
+                             g.at(prec + ".hidden").masked_fill(keep.logical_not(), 0)),
                    tol);
       ok &= report("pooler " + prec, rel_error(o.pooler_output.to(kFloat32), g.at(prec + ".pooler")), tol);
-      ok &= report("embedding " + prec, rel_error(models::sentence_embedding(h, mask), g.at(prec + ".embedding")), tol);
+      ok &= report("embedding " + prec,
+                   rel_error(models::sentence_embedding(h, mask), g.at(prec + ".embedding")), tol);
     }
   }
   m->train();

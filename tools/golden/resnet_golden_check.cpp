@@ -85,16 +85,20 @@ bool check_step(const StateDict& golden, const std::string& prec, double tol, De
     ++n;
   }
   std::vector<Tensor> exact;
-  for (const auto& [name, p] : m->named_parameters()) exact.push_back(f64(g.at("f64.grad." + name)).flatten());
+  for (const auto& [name, p] : m->named_parameters())
+    exact.push_back(f64(g.at("f64.grad." + name)).flatten());
   const double all = rel_error(cat(mine), cat(theirs));
   const double ours = rel_error(cat(mine), cat(exact)), torchs = rel_error(cat(theirs), cat(exact));
   ok = ok && std::isfinite(all) && (all <= tol || ours <= std::max(tol, 2 * torchs));
-  std::printf("%s grads %s (%lld parameters) vs torch: all %.2e, worst %.2e (%s) tol=%.0e; vs f64: ember %.2e, "
-              "torch %.2e\n",
-              ok ? "PASS" : "FAIL", prec.c_str(), (long long)n, all, worst, worst_name.c_str(), tol, ours, torchs);
+  std::printf(
+      "%s grads %s (%lld parameters) vs torch: all %.2e, worst %.2e (%s) tol=%.0e; vs f64: ember %.2e, "
+      "torch %.2e\n",
+      ok ? "PASS" : "FAIL", prec.c_str(), (long long)n, all, worst, worst_name.c_str(), tol, ours, torchs);
   if (excused)
-    std::printf("  %lld parameters past tol vs torch, judged against f64: ember's error / torch's at most %.2f (%s)\n",
-                (long long)excused, worst_ratio, worst_ratio_name.c_str());
+    std::printf(
+        "  %lld parameters past tol vs torch, judged against f64: ember's error / torch's at most %.2f "
+        "(%s)\n",
+        (long long)excused, worst_ratio, worst_ratio_name.c_str());
   return ok;
 }
 
@@ -113,8 +117,8 @@ int main(int argc, char** argv) try {
     models::ResNet m = load_model(golden, dev);
     m->eval();
     NoGradGuard no_grad;
-    ok &= report("eval_logits f32 vs torch", rel_error(m(golden.tensors.at("x").to(dev)), golden.tensors.at("eval_logits")),
-                 1e-4);
+    ok &= report("eval_logits f32 vs torch",
+                 rel_error(m(golden.tensors.at("x").to(dev)), golden.tensors.at("eval_logits")), 1e-4);
   }
   ok &= check_step(golden, "f32", 1e-4, dev);
   ok &= check_step(golden, "bf16", 1e-2, dev);
