@@ -5,6 +5,7 @@
 #include "ember/core/autocast_mode.h"
 #include "ember/core/ops/linalg.h"
 #include "ember/core/ops/reduce.h"
+#include "ember/core/shape.h"
 
 namespace ember::nn::functional {
 namespace {
@@ -26,6 +27,7 @@ void check_loss_inputs(const char* op, const Tensor& input, const Tensor& target
               ": expected floating point input and target, got ", input.dtype(), " and ", target.dtype());
   EMBER_CHECK(input.device() == target.device(), op, ": input is on ", input.device(), " but target on ",
               target.device());
+  broadcast_shapes(op, input.sizes(), target.sizes());  // named by the loss, not by the sub inside it
 }
 
 }  // namespace

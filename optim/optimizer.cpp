@@ -94,7 +94,10 @@ const OptimizerOptions& OptimizerParamGroup::options() const {
 Optimizer::Optimizer(std::vector<OptimizerParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults)
     : defaults_(std::move(defaults)) {
   defaults_->validate();
-  EMBER_CHECK(!groups.empty(), name(), ": got an empty parameter list");
+  size_t params = 0;
+  for (const OptimizerParamGroup& g : groups) params += g.params().size();
+  // As PyTorch: an optimizer of nothing is a mistake (a model whose parameters were not passed).
+  EMBER_CHECK(params > 0, name(), ": got an empty parameter list");
   for (const OptimizerParamGroup& g : groups) add_param_group(g);
 }
 

@@ -115,7 +115,8 @@ TEST(NnFunctional, LossErrors) {
   EXPECT_EMBER_ERROR(F::smooth_l1_loss(x, y, "mean", -0.5),
                      "smooth_l1_loss: beta must not be negative, got -0.5");
   EXPECT_EMBER_ERROR(F::l1_loss(x, targets()), "l1_loss: expected floating point input and target", "int64");
-  EXPECT_EMBER_ERROR(F::l1_loss(x, wave({4, 2})), "[4, 3]", "[4, 2]");
+  EXPECT_EMBER_ERROR(F::smooth_l1_loss(x, wave({7})), "smooth_l1_loss:", "[4, 3]", "[7]");
+  EXPECT_EMBER_ERROR(F::l1_loss(x, wave({4, 2})), "l1_loss:", "[4, 3]", "[4, 2]");
   EXPECT_EMBER_ERROR(F::rms_norm(x, {4}),
                      "rms_norm: expected input with trailing dims [4], got input [4, 3]");
   EXPECT_EMBER_ERROR(F::rms_norm(x, {3}, wave({4})), "rms_norm: expected weight of shape [3], got [4]");

@@ -71,6 +71,8 @@ TEST(Optimizer, RefusesBadGroupsAndOptions) {
                      "SGD: invalid learning rate: -1");
   EXPECT_EQ(opt.param_groups().size(), 1u);  // nothing was added
   EXPECT_EMBER_ERROR(optim::SGD(std::vector<OptimizerParamGroup>{}), "SGD: got an empty parameter list");
+  EXPECT_EMBER_ERROR(optim::SGD(std::vector<Tensor>{}), "SGD: got an empty parameter list");
+  EXPECT_EMBER_ERROR(optim::AdamW(std::vector<Tensor>{}), "AdamW: got an empty parameter list");
   EXPECT_EMBER_ERROR(optim::Adam({zeros({2}, kInt64)}, optim::AdamOptions().fused(true)),
                      "Adam: fused=true requires floating point parameters", "int64");
 
