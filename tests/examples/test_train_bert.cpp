@@ -14,6 +14,7 @@
 #include "ember/ember.h"
 #include "ember/text/unicode.h"
 #include "test_util.h"
+#include "trainer_outputs.h"
 
 namespace ember::testing {
 namespace {
@@ -60,17 +61,8 @@ TEST(TrainBert, LearnsAndResumesBitExactly) {
   const std::string log = read_text(dir / "a.log");
   EXPECT_NE(log.find("216 train / 24 test texts, labels negative, neutral, positive"), std::string::npos)
       << log;
-  std::ifstream in(dir / "a/metrics.jsonl");
-  std::vector<double> loss, acc;
-  for (std::string line; std::getline(in, line);) {
-    auto number = [&](const std::string& key) {
-      const size_t at = line.find("\"" + key + "\": ");
-      EXPECT_NE(at, std::string::npos) << key << " in " << line;
-      return std::stod(line.substr(at + key.size() + 4));
-    };
-    loss.push_back(number("train_loss"));
-    acc.push_back(number("test_accuracy"));
-  }
+  const std::vector<double> loss = metric((dir / "a/metrics.jsonl").string(), "train_loss");
+  const std::vector<double> acc = metric((dir / "a/metrics.jsonl").string(), "test_accuracy");
   ASSERT_EQ(loss.size(), 6u) << log;
   EXPECT_LT(loss.back(), 0.5 * loss.front()) << log;
   EXPECT_GT(acc.back(), 0.6) << log;
@@ -89,9 +81,7 @@ TEST(TrainBert, LearnsAndResumesBitExactly) {
   ASSERT_EQ(ta.size(), tb.size());
   for (const auto& [key, t] : ta) {
     SCOPED_TRACE(key);
-    const Tensor x = t.contiguous(), y = tb.at(key).contiguous();
-    ASSERT_TRUE(x.sizes().equals(y.sizes()));
-    EXPECT_EQ(std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()), 0);
+    EXPECT_TRUE(bit_equal(t, tb.at(key)));
   }
 }
 

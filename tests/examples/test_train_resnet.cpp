@@ -15,6 +15,7 @@
 #include "ember/distributed/process_group_gloo.h"
 #include "ember/ember.h"
 #include "test_util.h"
+#include "trainer_outputs.h"
 
 namespace ember::testing {
 namespace {
@@ -52,13 +53,6 @@ void write_quadrants(const fs::path& dir, const std::string& prefix, uint32_t n,
   }
   write_idx(dir / (prefix + "-images-idx3-ubyte"), {n, 12, 12}, images);
   write_idx(dir / (prefix + "-labels-idx1-ubyte"), {n}, labels);
-}
-
-// The same dtype, shape and bytes.
-bool bit_equal(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || !a.sizes().equals(b.sizes())) return false;
-  Tensor x = a.contiguous(), y = b.contiguous();
-  return std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;
 }
 
 TEST(TrainResnet, ResumeAfterSigkillIsBitExact) {
@@ -189,17 +183,8 @@ TEST(TrainResnet, LearnsFashionMnist) {
       "--batch-size 32 --lr 0.2 --warmup-epochs 1 --workers 1 --metrics " +
       (dir / "m.jsonl").string();
   ASSERT_EQ(run_trainer(args, dir / "log"), 0) << read_text(dir / "log");
-  std::ifstream in(dir / "m.jsonl");
-  std::vector<double> loss, top1;
-  for (std::string line; std::getline(in, line);) {
-    auto number = [&](const std::string& key) {
-      const size_t at = line.find("\"" + key + "\": ");
-      EXPECT_NE(at, std::string::npos) << key << " in " << line;
-      return std::stod(line.substr(at + key.size() + 4));
-    };
-    loss.push_back(number("train_loss"));
-    top1.push_back(number("test_top1"));
-  }
+  const std::vector<double> loss = metric((dir / "m.jsonl").string(), "train_loss");
+  const std::vector<double> top1 = metric((dir / "m.jsonl").string(), "test_top1");
   ASSERT_EQ(loss.size(), 3u) << read_text(dir / "log");
   EXPECT_LT(loss.back(), 0.8 * loss.front()) << read_text(dir / "log");
   EXPECT_GT(top1.back(), 0.3) << read_text(dir / "log");

@@ -19,24 +19,12 @@
 #include <ember/examples/models/bert_model.h>
 #include <ember/examples/models/bert_pretrained.h>
 
+#include "golden_compare.h"
+
 using namespace ember;
-
-namespace {
-
-Tensor f64(const Tensor& t) { return t.to(Device(kCPU)).to(kFloat64); }
-
-double rel_error(const Tensor& got, const Tensor& want) {
-  Tensor w = f64(want);
-  return (f64(got) - w).norm().item<double>() / std::max(w.norm().item<double>(), 1e-300);
-}
-
-bool report(const std::string& name, double rel, double tol, const std::string& extra = "") {
-  const bool ok = std::isfinite(rel) && rel <= tol;
-  std::printf("%s %s rel=%.2e tol=%.0e%s\n", ok ? "PASS" : "FAIL", name.c_str(), rel, tol, extra.c_str());
-  return ok;
-}
-
-}  // namespace
+using golden_compare::f64;
+using golden_compare::rel_error;
+using golden_compare::report;
 
 int main(int argc, char** argv) try {
   if (argc != 2) {
@@ -48,9 +36,7 @@ int main(int argc, char** argv) try {
   const std::string dir = argv[1];
   StateDict golden = load(dir + "/golden.safetensors");
   const auto& g = golden.tensors;
-  OrderedDict<Tensor> weights;
-  for (const auto& [key, t] : g)
-    if (key.rfind("model.", 0) == 0) weights.insert(key.substr(6), t);
+  const OrderedDict<Tensor> weights = golden_compare::model_weights(golden);
   models::BertForSequenceClassification m(models::BertConfig::from_file(dir + "/config.json"), 3);
   nn::IncompatibleKeys keys = models::load_pretrained(*m, weights);
   bool ok = keys.missing_keys.empty() && keys.unexpected_keys.empty();

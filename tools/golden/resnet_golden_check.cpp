@@ -20,29 +20,18 @@
 #include <ember/ember.h>
 #include <ember/examples/models/resnet.h>
 
+#include "golden_compare.h"
+
 using namespace ember;
+using golden_compare::f64;
+using golden_compare::rel_error;
+using golden_compare::report;
 
 namespace {
 
-Tensor f64(const Tensor& t) { return t.to(Device(kCPU)).to(kFloat64); }
-
-double rel_error(const Tensor& got, const Tensor& want) {
-  Tensor w = f64(want);
-  return (f64(got) - w).norm().item<double>() / std::max(w.norm().item<double>(), 1e-300);
-}
-
-bool report(const std::string& name, double rel, double tol) {
-  const bool ok = std::isfinite(rel) && rel <= tol;
-  std::printf("%s %s rel=%.2e tol=%.0e\n", ok ? "PASS" : "FAIL", name.c_str(), rel, tol);
-  return ok;
-}
-
 models::ResNet load_model(const StateDict& golden, Device dev) {
   models::ResNet m = models::resnet18(models::ResNetOptions().num_classes(10));
-  OrderedDict<Tensor> weights;
-  for (const auto& [key, t] : golden.tensors)
-    if (key.rfind("model.", 0) == 0) weights.insert(key.substr(6), t);
-  m->load_state_dict(weights, /*strict=*/true);
+  m->load_state_dict(golden_compare::model_weights(golden), /*strict=*/true);
   m->to(dev);
   return m;
 }
