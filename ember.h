@@ -32,6 +32,7 @@
 #include "ember/core/parallel.h"
 #include "ember/core/profiler.h"
 #include "ember/core/random.h"
+#include "ember/core/atomic_file.h"
 #include "ember/core/serialize.h"
 #include "ember/core/state_dict.h"
 #include "ember/core/tensor.h"

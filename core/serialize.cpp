@@ -5,12 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -19,6 +17,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ember/core/atomic_file.h"
 #include "ember/core/crc32c.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
@@ -193,77 +192,6 @@ void emit(const Prepared& p, const Sink& sink) {
     if (t.nbytes() > 0) sink(t.data_ptr(), t.nbytes());
 }
 
-// A temporary file next to `path` that replaces it on commit(); removed if never committed.
-class AtomicFile {
- public:
-  explicit AtomicFile(std::string path) : path_(std::move(path)) {
-    static std::atomic<uint64_t> counter{0};  // unique names for concurrent saves in one process
-    do {
-      tmp_ = str_cat(path_, ".tmp.", getpid(), ".", counter.fetch_add(1));
-      fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    } while (fd_ < 0 && errno == EEXIST);
-    EMBER_CHECK(fd_ >= 0, "save: cannot create \"", tmp_, "\": ", errno_message(errno));
-  }
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
-  ~AtomicFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(tmp_.c_str());
-  }
-
-  // Small pieces (the header, small tensors) gather in a buffer; large ones go straight out.
-  void write(const void* data, size_t size) {
-    if (buffer_.size() + size > kBufferSize) flush();
-    if (size >= kBufferSize) {
-      write_fully(static_cast<const char*>(data), size);
-    } else {
-      buffer_.append(static_cast<const char*>(data), size);
-    }
-  }
-
-  void commit() {
-    flush();
-    EMBER_CHECK(::fsync(fd_) == 0, "save: cannot fsync \"", tmp_, "\": ", errno_message(errno));
-    int fd = fd_;
-    fd_ = -1;
-    EMBER_CHECK(::close(fd) == 0, "save: cannot close \"", tmp_, "\": ", errno_message(errno));
-    EMBER_CHECK(::rename(tmp_.c_str(), path_.c_str()) == 0, "save: cannot rename \"", tmp_, "\" to \"", path_,
-                "\": ", errno_message(errno));
-    committed_ = true;
-    // The rename is durable only once the directory entry is on disk.
-    std::string dir = std::filesystem::path(path_).parent_path().string();
-    if (dir.empty()) dir = ".";
-    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    EMBER_CHECK(dfd >= 0, "save: wrote \"", path_,
-                "\" but cannot open its directory to fsync it: ", errno_message(errno));
-    int rc = ::fsync(dfd);
-    int err = errno;
-    ::close(dfd);
-    EMBER_CHECK(rc == 0, "save: wrote \"", path_, "\" but cannot fsync its directory: ", errno_message(err));
-  }
-
- private:
-  static constexpr size_t kBufferSize = 1 << 20;
-
-  void flush() {
-    write_fully(buffer_.data(), buffer_.size());
-    buffer_.clear();
-  }
-  void write_fully(const char* p, size_t size) {
-    while (size > 0) {
-      ssize_t n = ::write(fd_, p, size);
-      if (n < 0 && errno == EINTR) continue;
-      EMBER_CHECK(n > 0, "save: cannot write \"", tmp_, "\": ", errno_message(n < 0 ? errno : EIO));
-      p += n;
-      size -= static_cast<size_t>(n);
-    }
-  }
-
-  std::string path_, tmp_;
-  int fd_ = -1;
-  bool committed_ = false;
-  std::string buffer_;
-};
 
 // ---------------------------------------------------------------------------------------------
 // Reading

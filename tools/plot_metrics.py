@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Plots a trainer's metrics (JSON lines, one per epoch) as a PNG: train and test loss, and test
-top-1 / top-5 accuracy, per epoch. More files are drawn side by side (ember against PyTorch):
+"""Plots a trainer's metrics (JSON lines, one per epoch) as a PNG: train and test loss, and the
+test scores (top-1 / top-5, or accuracy and macro-F1), per epoch. More files are drawn side by side (ember against PyTorch):
 
     python3 tools/plot_metrics.py run/metrics.jsonl                  # writes run/metrics.png
     python3 tools/plot_metrics.py ember.jsonl torch.jsonl -o cmp.png
@@ -16,6 +16,12 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+
+# The test figures a trainer may write (train_resnet's, train_bert's for each task), by kind.
+LOSSES = ["test_loss", "test_masked_loss"]
+SCORES = [("test_top1", "top-1"), ("test_top5", "top-5"), ("test_accuracy", "accuracy"),
+          ("test_macro_f1", "macro-F1"), ("test_masked_accuracy", "masked-token accuracy")]
 
 
 def read(path):
@@ -37,12 +43,13 @@ def main():
         name = os.path.basename(path)
         epochs = [r["epoch"] for r in rows]
         loss_ax.plot(epochs, [r["train_loss"] for r in rows], "-", label=f"{name} train")
-        loss_ax.plot(epochs, [r["test_loss"] for r in rows], "--", label=f"{name} test")
-        acc_ax.plot(epochs, [100 * r["test_top1"] for r in rows], "-", label=f"{name} top-1")
-        if "test_top5" in rows[0]:
-            acc_ax.plot(epochs, [100 * r["test_top5"] for r in rows], ":", label=f"{name} top-5")
+        for key in LOSSES:
+            if key in rows[0]:
+                loss_ax.plot(epochs, [r[key] for r in rows], "--", label=f"{name} {key[5:]}")
+        for (key, label), style in zip([(k, v) for k, v in SCORES if k in rows[0]], ["-", ":", "-."]):
+            acc_ax.plot(epochs, [100 * r[key] for r in rows], style, label=f"{name} {label}")
     loss_ax.set(xlabel="epoch", ylabel="loss", title="loss")
-    acc_ax.set(xlabel="epoch", ylabel="accuracy (%)", title="test accuracy")
+    acc_ax.set(xlabel="epoch", ylabel="%", title="test scores")
     for ax in (loss_ax, acc_ax):
         ax.grid(alpha=0.3)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <ember/ember.h>
 
@@ -45,6 +46,11 @@ struct BertConfig {
   // (architectures, model_type, ...) are ignored, as transformers keeps them aside; a
   // position_embedding_type other than "absolute" is refused.
   static BertConfig from_file(const std::string& path);
+  // Writes config.json as transformers' to_json_file does (model_type "bert", and `architecture`,
+  // e.g. "BertForMaskedLM", in "architectures"), atomically. `labels`, a classifier's label
+  // names, go to id2label and label2id (transformers reads num_labels from them).
+  void to_json_file(const std::string& path, const std::string& architecture,
+                    const std::vector<std::string>& labels = {}) const;
 };
 
 }  // namespace ember::models

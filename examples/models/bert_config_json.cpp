@@ -1,7 +1,10 @@
 // BertConfig::from_file through nlohmann-json (built when CMake finds it; see
 // bert_config_no_json.cpp).
 #include <fstream>
+#include <string>
 #include <nlohmann/json.hpp>
+
+#include <ember/core/atomic_file.h>
 
 #include "ember/examples/models/bert_config.h"
 
@@ -85,6 +88,34 @@ BertConfig BertConfig::from_file(const std::string& path) {
     throw Error("BertConfig: " + path + ": " + what.substr(what.find(": ") + 2));
   }
   return c;
+}
+
+void BertConfig::to_json_file(const std::string& path, const std::string& architecture,
+                              const std::vector<std::string>& labels) const {
+  validate();
+  json config = {{"architectures", {architecture}},
+                 {"model_type", "bert"},
+                 {"vocab_size", vocab_size()},
+                 {"hidden_size", hidden_size()},
+                 {"num_hidden_layers", num_hidden_layers()},
+                 {"num_attention_heads", num_attention_heads()},
+                 {"intermediate_size", intermediate_size()},
+                 {"hidden_act", hidden_act()},
+                 {"hidden_dropout_prob", hidden_dropout_prob()},
+                 {"attention_probs_dropout_prob", attention_probs_dropout_prob()},
+                 {"max_position_embeddings", max_position_embeddings()},
+                 {"type_vocab_size", type_vocab_size()},
+                 {"layer_norm_eps", layer_norm_eps()},
+                 {"pad_token_id", pad_token_id()},
+                 {"initializer_range", initializer_range()},
+                 {"position_embedding_type", "absolute"},
+                 {"classifier_dropout", nullptr}};
+  if (classifier_dropout()) config["classifier_dropout"] = *classifier_dropout();
+  for (size_t i = 0; i < labels.size(); ++i) {
+    config["id2label"][std::to_string(i)] = labels[i];
+    config["label2id"][labels[i]] = i;
+  }
+  write_file_atomically(path, config.dump(2) + "\n", "BertConfig::to_json_file");
 }
 
 }  // namespace ember::models

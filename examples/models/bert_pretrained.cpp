@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace ember::models {
 
@@ -73,6 +74,21 @@ nn::IncompatibleKeys load_pretrained(nn::Module& model, const std::string& path)
   const std::string file = fs::is_directory(path) ? (fs::path(path) / "model.safetensors").string() : path;
   EMBER_CHECK(fs::exists(file), "load_pretrained: no such file: ", file);
   return load_renamed(model, load(file).tensors, file + ": ");
+}
+
+void save_pretrained(nn::Module& model, const BertConfig& config, const std::string& architecture,
+                     const std::string& dir, const std::vector<std::string>& labels) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  EMBER_CHECK(!ec, "save_pretrained: cannot create ", dir, ": ", ec.message());
+  OrderedDict<Tensor> out;
+  std::unordered_set<const void*> written;  // a tied tensor is saved under its first name only
+  for (const auto& [key, t] : model.state_dict())
+    if (written.insert(t.data_ptr()).second)
+      out.insert(key, t.is_floating_point() ? t.to(Device(kCPU), kFloat32) : t.to(Device(kCPU)));
+  config.to_json_file((fs::path(dir) / "config.json").string(), architecture, labels);
+  save(out, (fs::path(dir) / "model.safetensors").string(), {{"format", "pt"}});
 }
 
 }  // namespace ember::models

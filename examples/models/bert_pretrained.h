@@ -15,9 +15,14 @@
 //
 //   models::BertForSequenceClassification model(config, 3);
 //   auto keys = models::load_pretrained(*model, "all-MiniLM-L6-v2");  // missing: classifier.*
+//
+// save_pretrained writes the folder transformers' from_pretrained reads.
 #include <string>
+#include <vector>
 
 #include <ember/ember.h>
+
+#include "ember/examples/models/bert_config.h"
 
 namespace ember::models {
 
@@ -25,5 +30,13 @@ namespace ember::models {
 nn::IncompatibleKeys load_pretrained(nn::Module& model, const OrderedDict<Tensor>& state);
 // `path` is a safetensors file or a directory holding model.safetensors; errors name the file.
 nn::IncompatibleKeys load_pretrained(nn::Module& model, const std::string& path);
+
+// Writes dir/config.json (with `architecture`, e.g. "BertForMaskedLM") and dir/model.safetensors
+// as transformers' save_pretrained does: float32 CPU copies, the "format": "pt" metadata
+// transformers requires, and tied weights once (cls.predictions.decoder.* are left out; the
+// loader ties them again). Each file is written atomically; `dir` is created.
+// `labels`: a classifier's label names, for config.json's id2label.
+void save_pretrained(nn::Module& model, const BertConfig& config, const std::string& architecture,
+                     const std::string& dir, const std::vector<std::string>& labels = {});
 
 }  // namespace ember::models

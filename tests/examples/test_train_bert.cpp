@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -85,6 +87,44 @@ TEST(TrainBert, LearnsAndResumesBitExactly) {
   }
 }
 
+TEST(TrainBert, MaskedLMPretrainingLearnsAndSavesForTransformers) {
+  if (!text::has_utf8proc()) GTEST_SKIP() << "ember was built without utf8proc";
+  TempDir tmp;
+  const fs::path dir = tmp.path();
+  write_task(dir);
+  const std::string args = "--task mlm --model " + (dir / "model").string() + " --data " +
+                           (dir / "tweets.csv").string() +
+                           " --random-init --device cpu --epochs 4 --batch-size 16 --lr 3e-3 --workers 2 --seed 1" +
+                           " --metrics " + (dir / "mlm.jsonl").string() + " --save-pretrained " +
+                           (dir / "out").string() + " --save-split " + (dir / "split.txt").string();
+  ASSERT_EQ(run_trainer(args, dir / "mlm.log"), 0) << read_text(dir / "mlm.log");
+  const std::string log = read_text(dir / "mlm.log");
+  // The corpus's 26 distinct words are learnt: the masked tokens' loss falls well below log(30522).
+  const std::vector<double> loss = metric((dir / "mlm.jsonl").string(), "train_loss");
+  const std::vector<double> test_loss = metric((dir / "mlm.jsonl").string(), "test_masked_loss");
+  ASSERT_EQ(loss.size(), 4u) << log;
+  EXPECT_LT(loss.back(), 0.6 * loss.front()) << log;
+  EXPECT_LT(test_loss.back(), 0.6 * std::log(30522.0)) << log;
+  EXPECT_EQ(metric((dir / "mlm.jsonl").string(), "test_masked_accuracy").size(), 4u);
+  EXPECT_TRUE(fs::exists(dir / "out/config.json") && fs::exists(dir / "out/model.safetensors")) << log;
+  // The split: a header with the CSV's row count, then 216 and 24 distinct rows.
+  std::istringstream split(read_text(dir / "split.txt"));
+  std::string name, line;
+  std::vector<int64_t> seen;
+  std::getline(split, line);
+  EXPECT_EQ(line, "rows 240");
+  for (const char* side : {"train", "test"}) {
+    std::getline(split, line);
+    std::istringstream fields(line);
+    fields >> name;
+    EXPECT_EQ(name, side);
+    for (int64_t row; fields >> row;) seen.push_back(row);
+  }
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen.size(), 240u);
+  EXPECT_TRUE(std::adjacent_find(seen.begin(), seen.end()) == seen.end());
+}
+
 TEST(TrainBert, BadInputIsAClearError) {
   TempDir tmp;
   const fs::path dir = tmp.path();
@@ -101,6 +141,11 @@ TEST(TrainBert, BadInputIsAClearError) {
   EXPECT_EQ(WEXITSTATUS(run_trainer(model + " --data " + (dir / "bad.csv").string(), dir / "3.log")), 2);
   EXPECT_NE(read_text(dir / "3.log").find("bad.csv:2: a quoted field is never closed"), std::string::npos)
       << read_text(dir / "3.log");
+  EXPECT_EQ(WEXITSTATUS(run_trainer(model + " --data " + (dir / "tweets.csv").string() + " --task ner",
+                                    dir / "4.log")),
+            2);
+  EXPECT_NE(read_text(dir / "4.log").find("--task must be classify or mlm, got ner"), std::string::npos)
+      << read_text(dir / "4.log");
 }
 
 }  // namespace

@@ -489,6 +489,51 @@ TEST(ModelsBert, LoadErrors) {
                      "model.safetensors");
 }
 
+TEST(ModelsBert, SavePretrainedRoundTrips) {
+  manual_seed(3);
+  models::BertForMaskedLM mlm(tiny_config().hidden_act("gelu_new"));
+  TempDir dir;
+  try {
+    models::save_pretrained(*mlm, mlm->bert->config, "BertForMaskedLM", dir.path());
+  } catch (const Error& e) {
+    if (std::string(e.what()).find("built without nlohmann-json") != std::string::npos) GTEST_SKIP() << e.what();
+    throw;
+  }
+  // As transformers writes it: tied weights once, float32, the "format" metadata it requires.
+  StateDict file = load(dir.file("model.safetensors"));
+  EXPECT_EQ(file.metadata.at("format"), "pt");
+  EXPECT_FALSE(file.tensors.contains("cls.predictions.decoder.weight"));
+  EXPECT_FALSE(file.tensors.contains("cls.predictions.decoder.bias"));
+  EXPECT_TRUE(file.tensors.contains("cls.predictions.bias"));
+  EXPECT_EQ(file.tensors.size(), mlm->state_dict().size() - 2);
+  const std::string json = read_text(dir.file("config.json"));
+  for (const char* want : {"\"architectures\": [", "\"BertForMaskedLM\"", "\"model_type\": \"bert\"",
+                           "\"hidden_act\": \"gelu_new\"", "\"classifier_dropout\": null"})
+    EXPECT_NE(json.find(want), std::string::npos) << want << " in\n" << json;
+
+  // Back into ember: the same config, every key, the same numbers.
+  models::BertConfig config = models::BertConfig::from_file(dir.file("config.json"));
+  EXPECT_EQ(config.hidden_act(), "gelu_new");
+  EXPECT_EQ(config.max_position_embeddings(), 16);
+  models::BertForMaskedLM back(config);
+  nn::IncompatibleKeys keys = models::load_pretrained(*back, dir.path());
+  EXPECT_TRUE(keys.missing_keys.empty() && keys.unexpected_keys.empty());
+  Tensor ids = randint(0, 40, {2, 7});
+  mlm->eval();
+  back->eval();
+  EXPECT_CLOSE(back(ids), mlm(ids));
+
+  // A classifier's label names become id2label / label2id.
+  models::BertForSequenceClassification cls(tiny_config(), 2);
+  models::save_pretrained(*cls, tiny_config(), "BertForSequenceClassification", dir.file("cls"), {"bad", "good"});
+  const std::string cls_json = read_text(dir.file("cls/config.json"));
+  EXPECT_NE(cls_json.find("\"id2label\": {\n    \"0\": \"bad\",\n    \"1\": \"good\""), std::string::npos)
+      << cls_json;
+  EXPECT_NE(cls_json.find("\"good\": 1"), std::string::npos) << cls_json;
+  EXPECT_EMBER_ERROR(models::save_pretrained(*cls, tiny_config().hidden_act("swish"), "X", dir.file("bad")),
+                     "BertConfig: hidden_act \"swish\"");
+}
+
 TEST(ModelsBert, ForwardErrors) {
   models::BertModel bert(tiny_config());
   Tensor ids = zeros({2, 5}, kInt64);

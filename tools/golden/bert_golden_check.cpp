@@ -2,6 +2,11 @@
 // tools/golden/torch_bert_golden.py writes: golden.safetensors and config.json), on the GPU: the
 // encoder's hidden states, pooler output and sentence embeddings in float32 (tolerance 1e-4) and
 // under bf16 autocast (2e-2), then one training step's loss and every gradient in float32 (1e-4).
+//
+// With --masked-lm MODEL_DIR REFERENCE: the masked-LM logits of a folder train_bert --task mlm
+// saved, against those transformers computes after loading it
+// (tools/golden/hf_masked_lm_reference.py), on the tokens the mask keeps, in float32 (1e-4).
+//
 // Prints a line per check and exits 1 when one fails:
 //
 //   PASS hidden f32 rel=3.1e-07 tol=1e-04
@@ -26,12 +31,38 @@ using golden_compare::f64;
 using golden_compare::rel_error;
 using golden_compare::report;
 
+namespace {
+
+bool check_masked_lm(const std::string& model_dir, const std::string& reference) {
+  StateDict ref = load(reference);
+  const auto& g = ref.tensors;
+  models::BertForMaskedLM m(models::BertConfig::from_file(model_dir + "/config.json"));
+  nn::IncompatibleKeys keys = models::load_pretrained(*m, model_dir);
+  bool ok = keys.missing_keys.empty() && keys.unexpected_keys.empty();
+  std::printf("%s load %s: %zu missing, %zu unexpected keys\n", ok ? "PASS" : "FAIL", model_dir.c_str(),
+              keys.missing_keys.size(), keys.unexpected_keys.size());
+  m->to(Device(kCUDA));
+  m->eval();
+  NoGradGuard no_grad;
+  Tensor logits = m(g.at("input_ids").cuda(), g.at("attention_mask").cuda()).cpu();
+  Tensor drop = g.at("attention_mask").eq(0).unsqueeze(-1);
+  return report("masked-lm logits f32", rel_error(logits.masked_fill(drop, 0), g.at("logits").masked_fill(drop, 0)),
+                1e-4) &&
+         ok;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) try {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: bert_golden_check DIR (golden.safetensors, config.json)\n");
+  const bool masked_lm = argc == 4 && std::string(argv[1]) == "--masked-lm";
+  if (argc != 2 && !masked_lm) {
+    std::fprintf(stderr,
+                 "usage: bert_golden_check DIR (golden.safetensors, config.json)\n"
+                 "       bert_golden_check --masked-lm MODEL_DIR REFERENCE.safetensors\n");
     return 2;
   }
   EMBER_CHECK(cuda::is_available(), "bert_golden_check: needs a GPU");
+  if (masked_lm) return check_masked_lm(argv[2], argv[3]) ? 0 : 1;
   const Device dev(kCUDA);
   const std::string dir = argv[1];
   StateDict golden = load(dir + "/golden.safetensors");
