@@ -63,7 +63,7 @@ namespace {
 struct Args {
   std::string task = "classify", model, data, text_column = "text", label_column = "sentiment", device,
               precision;
-  std::string checkpoint, metrics, save_pretrained, save_split;
+  std::string labels, checkpoint, metrics, save_pretrained, save_split;
   int64_t epochs = 3, batch_size = 32, max_length = 128, workers = 2, seed = 0, limit = 0,
           debug_sigkill_at_step = -1, benchmark_steps = 0;
   double lr = 5e-5, weight_decay = 0.01, warmup_ratio = 0.1, max_grad_norm = 1.0, test_fraction = 0.1;
@@ -78,6 +78,8 @@ tools::ArgParser make_parser(Args& a) {
       .option("--data", &a.data, "CSV file of (labelled) text")
       .option("--text-column", &a.text_column, "the CSV column with the text")
       .option("--label-column", &a.label_column, "the CSV column with the label (classify)")
+      .option("--labels", &a.labels,
+              "the label names, comma-separated, in class order (default: the sorted distinct labels)")
       .option("--epochs", &a.epochs, "epochs to train")
       .option("--batch-size", &a.batch_size, "sequences per step per process")
       .option("--max-length", &a.max_length, "tokens per sequence at most (truncation)")
@@ -132,13 +134,22 @@ Corpus load_corpus(const Args& a, const text::BertTokenizer& tokenizer, bool lab
   if (labelled) {
     const size_t label_col = csv.column(a.label_column);
     std::set<std::string> names;
-    for (size_t i = 0; i < n; ++i) {
-      const auto& row = csv.rows[rows[i]];
-      EMBER_CHECK(!row[label_col].empty(), "train_bert: ", a.data, ":", csv.lines[rows[i]],
-                  ": the label is empty");
-      names.insert(row[label_col]);
+    for (size_t start = 0; start < a.labels.size();) {
+      const size_t end = std::min(a.labels.find(',', start), a.labels.size());
+      c.label_names.push_back(a.labels.substr(start, end - start));
+      EMBER_CHECK(names.insert(c.label_names.back()).second && !c.label_names.back().empty(),
+                  "train_bert: --labels ", a.labels, " names a label twice or an empty one");
+      start = end + 1;
     }
-    c.label_names.assign(names.begin(), names.end());
+    const bool given = !c.label_names.empty();
+    for (size_t i = 0; i < n; ++i) {
+      const std::string& label = csv.rows[rows[i]][label_col];
+      EMBER_CHECK(!label.empty(), "train_bert: ", a.data, ":", csv.lines[rows[i]], ": the label is empty");
+      EMBER_CHECK(!given || names.contains(label), "train_bert: ", a.data, ":", csv.lines[rows[i]],
+                  ": the label \"", label, "\" is not one of --labels ", a.labels);
+      names.insert(label);
+    }
+    if (!given) c.label_names.assign(names.begin(), names.end());
     EMBER_CHECK(c.label_names.size() >= 2, "train_bert: ", a.data, " has ", c.label_names.size(),
                 " distinct labels in column ", a.label_column, "; classification needs two or more");
     std::map<std::string, int64_t> index;

@@ -155,22 +155,23 @@ if [ "${BERT:-0}" = 1 ] && [ -x "$BUILD_DIR/examples/train_bert" ]; then
     > "$OUT/bert.txt" 2>&1
   train=("$BUILD_DIR/examples/train_bert" --model "$model" --data "$data" --epochs "$epochs" --workers 4)
   # shellcheck disable=SC2086  # BERT_ARGS is a list of arguments
-  "${train[@]}" --save-split "$OUT/bert_split.txt" --metrics "$OUT/bert_ember.jsonl" ${BERT_ARGS:-} \
-    > "$OUT/bert_ember.log" 2>&1
+  "${train[@]}" --save-split "$tmp/bert_split.txt" --metrics "$OUT/bert_ember.jsonl" ${BERT_ARGS:-} \
+    > "$tmp/bert_ember.log" 2>&1
   # shellcheck disable=SC2086
   python3 examples/train_bert_torch.py --model "$model" --data "$data" --epochs "$epochs" \
-    --split "$OUT/bert_split.txt" --metrics "$OUT/bert_torch.jsonl" ${BERT_ARGS:-} > "$OUT/bert_torch.log" 2>&1
+    --split "$tmp/bert_split.txt" --metrics "$OUT/bert_torch.jsonl" ${BERT_ARGS:-} > "$tmp/bert_torch.log" 2>&1
   # shellcheck disable=SC2086
-  "${train[@]}" --random-init --metrics "$OUT/bert_random.jsonl" ${BERT_ARGS:-} > "$OUT/bert_random.log" 2>&1
-  "${train[@]}" --benchmark-steps 200 > "$OUT/bert_bench.log" 2>&1
-  python3 examples/train_bert_torch.py --model "$model" --data "$data" --benchmark-steps 200 >> "$OUT/bert_bench.log" 2>&1
-  "${train[@]}" --task mlm --save-pretrained "$tmp/mlm" --metrics "$OUT/bert_mlm.jsonl" > "$OUT/bert_mlm.log" 2>&1
+  "${train[@]}" --random-init --metrics "$OUT/bert_random.jsonl" ${BERT_ARGS:-} > "$tmp/bert_random.log" 2>&1
+  "${train[@]}" --benchmark-steps 200 > "$tmp/bert_bench.log" 2>&1
+  python3 examples/train_bert_torch.py --model "$model" --data "$data" --benchmark-steps 200 >> "$tmp/bert_bench.log" 2>&1
+  "${train[@]}" --task mlm --save-pretrained "$tmp/mlm" --metrics "$OUT/bert_mlm.jsonl" > "$tmp/bert_mlm.log" 2>&1
   { python3 tools/golden/hf_masked_lm_reference.py "$tmp/mlm" "$tmp/mlm_reference.safetensors" &&
     "$BUILD_DIR/tools/bert_golden_check" --masked-lm "$tmp/mlm" "$tmp/mlm_reference.safetensors"; } >> "$OUT/bert.txt" 2>&1
-  rm -rf "$tmp"
+  # The logs stay behind (the device tool brings back a few files): their summary lines go to bert.txt.
   for f in bert_ember.log bert_torch.log bert_random.log bert_mlm.log bert_bench.log; do
-    { echo "== $f"; grep -E "^(train_bert|loaded|benchmark|epoch [0-9]+/[0-9]+:)|rror" "$OUT/$f" | cut -c1-300; } >> "$OUT/bert.txt"
+    { echo "== $f"; grep -E "^(train_bert|loaded|benchmark|epoch [0-9]+/[0-9]+:)|rror" "$tmp/$f" | cut -c1-300; } >> "$OUT/bert.txt"
   done
+  rm -rf "$tmp"
   python3 tools/plot_metrics.py "$OUT/bert_ember.jsonl" "$OUT/bert_torch.jsonl" "$OUT/bert_random.jsonl" \
     -o "$OUT/bert.png" >> "$OUT/bert.txt" 2>&1
 fi

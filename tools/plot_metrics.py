@@ -36,18 +36,19 @@ def main():
     a = ap.parse_args()
     out = a.output or os.path.splitext(a.metrics[0])[0] + ".png"
     fig, (loss_ax, acc_ax) = plt.subplots(1, 2, figsize=(11, 4))
-    for path in a.metrics:
+    for i, path in enumerate(a.metrics):
+        color = f"C{i}"  # a colour per file, a line style per figure
         rows = read(path)
         if not rows:
             raise SystemExit(f"plot_metrics: {path} has no records")
         name = os.path.basename(path)
         epochs = [r["epoch"] for r in rows]
-        loss_ax.plot(epochs, [r["train_loss"] for r in rows], "-", label=f"{name} train")
+        loss_ax.plot(epochs, [r["train_loss"] for r in rows], "-", color=color, label=f"{name} train")
         for key in LOSSES:
             if key in rows[0]:
-                loss_ax.plot(epochs, [r[key] for r in rows], "--", label=f"{name} {key[5:]}")
+                loss_ax.plot(epochs, [r[key] for r in rows], "--", color=color, label=f"{name} {key[5:]}")
         for (key, label), style in zip([(k, v) for k, v in SCORES if k in rows[0]], ["-", ":", "-."]):
-            acc_ax.plot(epochs, [100 * r[key] for r in rows], style, label=f"{name} {label}")
+            acc_ax.plot(epochs, [100 * r[key] for r in rows], style, color=color, label=f"{name} {label}")
     loss_ax.set(xlabel="epoch", ylabel="loss", title="loss")
     acc_ax.set(xlabel="epoch", ylabel="%", title="test scores")
     for ax in (loss_ax, acc_ax):

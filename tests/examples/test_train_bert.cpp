@@ -146,6 +146,15 @@ TEST(TrainBert, BadInputIsAClearError) {
             2);
   EXPECT_NE(read_text(dir / "4.log").find("--task must be classify or mlm, got ner"), std::string::npos)
       << read_text(dir / "4.log");
+  // --labels fixes the classes: a row with another label names its line (row 1 is line 2).
+  EXPECT_EQ(WEXITSTATUS(run_trainer(model + " --data " + (dir / "tweets.csv").string() +
+                                        " --labels negative,positive",
+                                    dir / "5.log")),
+            2);
+  EXPECT_NE(read_text(dir / "5.log").find("tweets.csv:3: the label \"neutral\" is not one of --labels "
+                                          "negative,positive"),
+            std::string::npos)
+      << read_text(dir / "5.log");
 }
 
 }  // namespace
