@@ -39,6 +39,7 @@
 #include "ember/core/tensor_index.h"
 #include "ember/core/type_promotion.h"
 #include "ember/cuda/device.h"
+#include "ember/cuda/sync_debug.h"
 #include "ember/data/collate.h"
 #include "ember/data/dataloader.h"
 #include "ember/data/dataset.h"

@@ -13,7 +13,9 @@
 #include "ember/core/copy.h"
 #include "ember/core/factories.h"
 #include "ember/cuda/elementwise.cuh"
+#include "ember/cuda/device_error.h"
 #include "ember/cuda/host_allocator.h"
+#include "ember/cuda/sync_debug.h"
 
 namespace ember::cuda {
 namespace {
@@ -130,10 +132,13 @@ void host_device_copy(const Tensor& dst, const Tensor& src, bool non_blocking) {
                                    to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice, stream));
   const void* host = to_host ? dst.data_ptr() : src.data_ptr();
   // A pinned block that a queued copy still reads or writes is reused only after the copy.
-  if (!non_blocking || !is_pinned(host))
+  if (!non_blocking || !is_pinned(host)) {
+    detail::note_sync(to_host ? "copy_ (to the host)" : "copy_ (from the host, blocking)");
     EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
-  else
+    raise_device_errors();
+  } else {
     host_record_event(host, current_stream());
+  }
 }
 
 // dst = src on two different GPUs: src's device finishes its work, the peer copy runs on the
@@ -154,6 +159,7 @@ void peer_copy(const Tensor& dst, int dst_dev, const Tensor& src, int src_dev, b
   }
   {
     DeviceGuard g(src_dev);
+    detail::note_sync("copy_ (between GPUs)");
     EMBER_CUDA_CHECK(cudaStreamSynchronize(current_stream()));
   }
   DeviceGuard g(dst_dev);

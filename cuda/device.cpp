@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ember/cuda/check.h"
+#include "ember/cuda/device_error.h"
 
 #ifdef EMBER_WITH_NCCL
 #include <nccl.h>
@@ -146,6 +147,7 @@ std::pair<size_t, size_t> mem_get_info(int device) {
 void synchronize(int device) {
   DeviceGuard guard(detail::resolve_device("synchronize", device));
   EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+  raise_device_errors();
 }
 
 Version runtime_version() {

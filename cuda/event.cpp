@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "ember/cuda/check.h"
+#include "ember/cuda/device_error.h"
 
 namespace ember::cuda {
 
@@ -59,7 +60,9 @@ bool Event::query() const {
 }
 
 void Event::synchronize() const {
-  if (event_) EMBER_CUDA_CHECK(cudaEventSynchronize(event_));
+  if (!event_) return;
+  EMBER_CUDA_CHECK(cudaEventSynchronize(event_));
+  raise_device_errors();
 }
 
 float Event::elapsed_time(const Event& end) const {

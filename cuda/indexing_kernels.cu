@@ -2,16 +2,19 @@
 // adds with atomics (a CAS loop on the enclosing word for 1-byte types). scatter keeps the CPU's
 // rule that the last write in index order wins: short lines go a thread per line; long ones take a
 // first pass that records, per destination, the largest position along dim that writes it
-// (atomicMax), and a second that lets only that one write.
-// index_range is a min/max reduction whose result comes back to the host for the range checks.
+// (atomicMax), and a second that lets only that one write. Every index is checked as it is read
+// (IndexCheck): a bad one reads 0 or writes nothing, and its error is raised at the next
+// synchronization. index_range is a min/max reduction whose result comes back to the host, for the
+// few ops that need index values there.
 #include <climits>
 
 #include "ember/core/factories.h"
 #include "ember/core/ops/embedding.h"
 #include "ember/core/ops/indexing.h"
-#include "ember/cuda/index_range.h"
+#include "ember/cuda/device_error.cuh"
 #include "ember/cuda/nn_kernel_util.cuh"
 #include "ember/cuda/offset_calc.cuh"
+#include "ember/cuda/sync_debug.h"
 
 namespace ember::cuda {
 namespace {
@@ -33,15 +36,16 @@ DimVector strides_without(const Tensor& t, int64_t dim) {
 
 template <class U>
 __global__ void gather_kernel(U* out, const U* self, const int64_t* index, OffsetCalc<3> oc, int64_t step,
-                              int64_t n) {
+                              int64_t n, IndexCheck check) {
   EMBER_GRID_STRIDE(i, n) {
     int64_t off[3];
     oc.get(i, off);
-    out[off[0]] = self[off[1] + index[off[2]] * step];
+    const int64_t k = index[off[2]];
+    out[off[0]] = check.ok(k) ? self[off[1] + k * step] : U{};
   }
 }
 
-void gather_cuda(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
+void gather_cuda(const char* op, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
   const DimVector self_strides = strides_without(self, dim);
   const OffsetCalc<3> oc =
       make_offset_calc<3>("gather", index.sizes(), {out.strides(), self_strides, index.strides()});
@@ -51,7 +55,8 @@ void gather_cuda(const Tensor& out, const Tensor& self, int64_t dim, const Tenso
     using U = decltype(tag);
     gather_kernel<U><<<grid_for(n, kThreads), kThreads, 0, stream>>>(
         static_cast<U*>(out.data_ptr()), static_cast<const U*>(self.data_ptr()),
-        static_cast<const int64_t*>(index.data_ptr()), oc, self.stride(dim), n);
+        static_cast<const int64_t*>(index.data_ptr()), oc, self.stride(dim), n,
+        index_check(op, dim, self.size(dim)));
     EMBER_CUDA_LAUNCH_CHECK();
   });
 }
@@ -104,11 +109,12 @@ using AddType = std::conditional_t<std::is_same_v<T, double>, double,
 // Operands over index's shape: self (stride 0 along dim), index, src.
 template <class T>
 __global__ void scatter_add_kernel(T* self, const int64_t* index, const T* src, OffsetCalc<3> oc,
-                                   int64_t step, AddType<T> alpha, int64_t n) {
+                                   int64_t step, AddType<T> alpha, int64_t n, IndexCheck check) {
   EMBER_GRID_STRIDE(i, n) {
     int64_t off[3];
     oc.get(i, off);
-    atomic_add(self + off[0] + index[off[1]] * step, alpha, src[off[2]]);
+    const int64_t k = index[off[1]];
+    if (check.ok(k)) atomic_add(self + off[0] + k * step, alpha, src[off[2]]);
   }
 }
 
@@ -120,12 +126,14 @@ constexpr int64_t kSerialLine = 32;
 template <class U>
 __global__ void scatter_lines_kernel(U* self, const int64_t* index, const U* src, OffsetCalc<3> oc,
                                      int64_t len, int64_t self_step, int64_t index_step, int64_t src_step,
-                                     int64_t lines) {
+                                     int64_t lines, IndexCheck check) {
   EMBER_GRID_STRIDE(j, lines) {
     int64_t off[3];
     oc.get(j, off);
-    for (int64_t i = 0; i < len; ++i)
-      self[off[0] + index[off[1] + i * index_step] * self_step] = src[off[2] + i * src_step];
+    for (int64_t i = 0; i < len; ++i) {
+      const int64_t k = index[off[1] + i * index_step];
+      if (check.ok(k)) self[off[0] + k * self_step] = src[off[2] + i * src_step];
+    }
   }
 }
 
@@ -134,22 +142,24 @@ __global__ void scatter_lines_kernel(U* self, const int64_t* index, const U* src
 using ScatterCalc = OffsetCalc<5>;
 
 __global__ void scatter_winner_kernel(int* winner, const int64_t* index, ScatterCalc oc, int64_t logical_step,
-                                      int64_t n) {
+                                      int64_t n, IndexCheck check) {
   EMBER_GRID_STRIDE(i, n) {
     int64_t off[5];
     oc.get(i, off);
-    atomicMax(winner + off[3] + index[off[1]] * logical_step, static_cast<int>(off[4]));
+    const int64_t k = index[off[1]];
+    if (check.ok(k)) atomicMax(winner + off[3] + k * logical_step, static_cast<int>(off[4]));
   }
 }
 
 template <class U>
 __global__ void scatter_assign_kernel(U* self, const int64_t* index, const U* src, const int* winner,
-                                      ScatterCalc oc, int64_t step, int64_t logical_step, int64_t n) {
+                                      ScatterCalc oc, int64_t step, int64_t logical_step, int64_t n,
+                                      IndexCheck check) {
   EMBER_GRID_STRIDE(i, n) {
     int64_t off[5];
     oc.get(i, off);
     const int64_t k = index[off[1]];
-    if (winner[off[3] + k * logical_step] == off[4]) self[off[0] + k * step] = src[off[2]];
+    if (check.ok(k) && winner[off[3] + k * logical_step] == off[4]) self[off[0] + k * step] = src[off[2]];
   }
 }
 
@@ -157,7 +167,7 @@ __global__ void scatter_assign_kernel(U* self, const int64_t* index, const U* sr
 // more than the writes) go a thread per line; otherwise two passes over every element, the first
 // recording the winner of each destination in a slot per element of self.
 void scatter_assign(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                    cudaStream_t stream) {
+                    cudaStream_t stream, IndexCheck check) {
   const int64_t nd = self.dim(), len = index.size(dim), n = index.numel();
   const DimVector self_strides = strides_without(self, dim);
   const auto* pi = static_cast<const int64_t*>(index.data_ptr());
@@ -171,7 +181,7 @@ void scatter_assign(const Tensor& self, int64_t dim, const Tensor& index, const 
       using U = decltype(tag);
       scatter_lines_kernel<U><<<grid_for(lines, kThreads), kThreads, 0, stream>>>(
           static_cast<U*>(self.data_ptr()), pi, static_cast<const U*>(src.data_ptr()), oc, len,
-          self.stride(dim), index.stride(dim), src.stride(dim), lines);
+          self.stride(dim), index.stride(dim), src.stride(dim), lines, check);
       EMBER_CUDA_LAUNCH_CHECK();
     });
     return;
@@ -193,21 +203,22 @@ void scatter_assign(const Tensor& self, int64_t dim, const Tensor& index, const 
   Tensor winner = empty({self.numel()}, TensorOptions(kInt32).device(self.device()));
   auto* pw = static_cast<int*>(winner.data_ptr());
   EMBER_CUDA_CHECK(cudaMemsetAsync(pw, 0xff, winner.nbytes(), stream));  // -1
-  scatter_winner_kernel<<<grid_for(n, kThreads), kThreads, 0, stream>>>(pw, pi, oc, logical_step, n);
+  scatter_winner_kernel<<<grid_for(n, kThreads), kThreads, 0, stream>>>(pw, pi, oc, logical_step, n, check);
   EMBER_CUDA_LAUNCH_CHECK();
   visit_element_size(self.element_size(), [&](auto tag) {
     using U = decltype(tag);
     scatter_assign_kernel<U><<<grid_for(n, kThreads), kThreads, 0, stream>>>(
         static_cast<U*>(self.data_ptr()), pi, static_cast<const U*>(src.data_ptr()), pw, oc, self.stride(dim),
-        logical_step, n);
+        logical_step, n, check);
     EMBER_CUDA_LAUNCH_CHECK();
   });
 }
 
-void scatter_cuda(ScatterOp op, const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                  const Scalar& alpha) {
+void scatter_cuda(const char* op, ScatterOp sop, const Tensor& self, int64_t dim, const Tensor& index,
+                  const Tensor& src, const Scalar& alpha) {
   cudaStream_t stream = current_stream();
-  if (op == ScatterOp::Assign) return scatter_assign(self, dim, index, src, stream);
+  const IndexCheck check = index_check(op, dim, self.size(dim));
+  if (sop == ScatterOp::Assign) return scatter_assign(self, dim, index, src, stream, check);
   const DimVector self_strides = strides_without(self, dim);
   const OffsetCalc<3> oc =
       make_offset_calc<3>("scatter_add", index.sizes(), {self_strides, index.strides(), src.strides()});
@@ -216,7 +227,7 @@ void scatter_cuda(ScatterOp op, const Tensor& self, int64_t dim, const Tensor& i
     using T = decltype(tag);
     scatter_add_kernel<T><<<grid_for(n, kThreads), kThreads, 0, stream>>>(
         static_cast<T*>(self.data_ptr()), static_cast<const int64_t*>(index.data_ptr()),
-        static_cast<const T*>(src.data_ptr()), oc, self.stride(dim), alpha.to<AddType<T>>(), n);
+        static_cast<const T*>(src.data_ptr()), oc, self.stride(dim), alpha.to<AddType<T>>(), n, check);
     EMBER_CUDA_LAUNCH_CHECK();
   });
 }
@@ -230,13 +241,11 @@ struct MinOp {
   }
 };
 
-template <class I>
-__global__ void index_range_kernel(long long* result, const I* p, int64_t n, bool has_skip, int64_t skip) {
+__global__ void index_range_kernel(long long* result, const int64_t* p, int64_t n) {
   __shared__ long long shared[kWarpSize];
   long long lo = LLONG_MAX, hi = LLONG_MIN;
   EMBER_GRID_STRIDE(i, n) {
     const long long v = p[i];
-    if (has_skip && v == skip) continue;
     lo = v < lo ? v : lo;
     hi = v > hi ? v : hi;
   }
@@ -248,28 +257,41 @@ __global__ void index_range_kernel(long long* result, const I* p, int64_t n, boo
   }
 }
 
-IndexRange index_range_cuda(const Tensor& index) { return index_range(index); }
+IndexRange index_range_cuda(const char* op, const Tensor& index) {
+  const Tensor c = index.contiguous();
+  const int64_t n = c.numel();
+  Tensor result = full({2}, LLONG_MAX, TensorOptions(kInt64).device(c.device()));
+  result.narrow(0, 1, 1).fill_(LLONG_MIN);
+  auto* pr = static_cast<long long*>(result.data_ptr());
+  cudaStream_t stream = current_stream();
+  index_range_kernel<<<grid_for(n, 4 * kThreads, kTargetBlocks), kThreads, 0, stream>>>(
+      pr, static_cast<const int64_t*>(c.data_ptr()), n);
+  EMBER_CUDA_LAUNCH_CHECK();
+  long long host[2];
+  detail::note_sync(op);
+  EMBER_CUDA_CHECK(cudaMemcpyAsync(host, pr, sizeof(host), cudaMemcpyDeviceToHost, stream));
+  EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
+  raise_device_errors();
+  return {host[0], host[1]};
+}
 
 // --- embedding: rows of U-sized words (U as wide as the row size, row stride and both pointers
 // allow). ---
 
 template <class U>
 __global__ void embedding_kernel(U* out, const U* weight, const void* indices, bool int32_indices,
-                                 int64_t row_words, int64_t row_stride, int64_t n) {
+                                 int64_t row_words, int64_t row_stride, int64_t n, IndexCheck check) {
   const bool narrow = n <= static_cast<int64_t>(UINT32_MAX);
   EMBER_GRID_STRIDE(e, n) {
     const int64_t i = narrow ? static_cast<uint32_t>(e) / static_cast<uint32_t>(row_words) : e / row_words;
     const int64_t k =
         int32_indices ? static_cast<const int32_t*>(indices)[i] : static_cast<const int64_t*>(indices)[i];
-    out[e] = weight[k * row_stride + (e - i * row_words)];
+    out[e] = check.ok(k) ? weight[k * row_stride + (e - i * row_words)] : U{};
   }
 }
 
 void embedding_cuda(const Tensor& out, const Tensor& weight, const Tensor& indices) {
-  const int64_t V = weight.size(0);
-  IndexRange r = index_range(indices);
-  EMBER_CHECK(r.min >= 0 && r.max < V, "embedding: index ", r.min < 0 ? r.min : r.max,
-              " is out of range for a weight with ", V, " rows (num_embeddings)");
+  const IndexCheck check = index_check("embedding", 0, weight.size(0), DeviceIndexError::EmbeddingRow);
   const auto es = static_cast<int64_t>(weight.element_size());
   const int64_t row_bytes = weight.size(1) * es, stride_bytes = weight.stride(0) * es;
   if (row_bytes == 0) return;
@@ -283,7 +305,7 @@ void embedding_cuda(const Tensor& out, const Tensor& weight, const Tensor& indic
     const int64_t row_words = row_bytes / word, n = indices.numel() * row_words;
     embedding_kernel<U><<<grid_for(n, kThreads), kThreads, 0, stream>>>(
         static_cast<U*>(out.data_ptr()), static_cast<const U*>(weight.data_ptr()), indices.data_ptr(),
-        indices.dtype() == kInt32, row_words, stride_bytes / word, n);
+        indices.dtype() == kInt32, row_words, stride_bytes / word, n, check);
     EMBER_CUDA_LAUNCH_CHECK();
   };
   if (word == 16)
@@ -298,26 +320,4 @@ KernelRegistrar<IndexRangeFn> reg_index_range(index_range_stub, kCUDA, &index_ra
 KernelRegistrar<EmbeddingFn> reg_embedding(embedding_stub, kCUDA, &embedding_cuda);
 
 }  // namespace
-
-IndexRange index_range(const Tensor& index, std::optional<int64_t> skip) {
-  const Tensor c = index.contiguous();
-  const int64_t n = c.numel();
-  Tensor result = empty({2}, TensorOptions(kInt64).device(c.device()));
-  long long host[2] = {LLONG_MAX, LLONG_MIN};
-  cudaStream_t stream = current_stream();
-  EMBER_CUDA_CHECK(cudaMemcpyAsync(result.data_ptr(), host, sizeof(host), cudaMemcpyHostToDevice, stream));
-  auto* pr = static_cast<long long*>(result.data_ptr());
-  const unsigned blocks = grid_for(n, 4 * kThreads, kTargetBlocks);
-  if (c.dtype() == kInt32)
-    index_range_kernel<int32_t><<<blocks, kThreads, 0, stream>>>(
-        pr, static_cast<const int32_t*>(c.data_ptr()), n, skip.has_value(), skip.value_or(0));
-  else
-    index_range_kernel<int64_t><<<blocks, kThreads, 0, stream>>>(
-        pr, static_cast<const int64_t*>(c.data_ptr()), n, skip.has_value(), skip.value_or(0));
-  EMBER_CUDA_LAUNCH_CHECK();
-  EMBER_CUDA_CHECK(cudaMemcpyAsync(host, result.data_ptr(), sizeof(host), cudaMemcpyDeviceToHost, stream));
-  EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return {host[0], host[1]};
-}
-
 }  // namespace ember::cuda

@@ -9,7 +9,7 @@
 #include "ember/core/factories.h"
 #include "ember/core/ops/loss.h"
 #include "ember/core/ops/loss_functors.h"
-#include "ember/cuda/index_range.h"
+#include "ember/cuda/device_error.cuh"
 #include "ember/cuda/nn_kernel_util.cuh"
 #include "ember/cuda/offset_calc.cuh"
 
@@ -65,12 +65,13 @@ __device__ __forceinline__ C class_sum(int64_t nc, int lane, int g, F term) {
 // Positions i of [N, D] (class c of position i at row + c * D), g threads each.
 template <class C>
 __global__ void nll_kernel(C* loss, C* total, C* smooth, const C* logp, const int64_t* target,
-                           const C* weight, int64_t n, int64_t nc, int64_t D, int64_t ignore_index, int g) {
+                           const C* weight, int64_t n, int64_t nc, int64_t D, int64_t ignore_index, int g,
+                           IndexCheck check) {
   const int lane = threadIdx.x % g;
   const int64_t per_grid = static_cast<int64_t>(gridDim.x) * blockDim.x / g;
   for (int64_t i = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / g; i < n; i += per_grid) {
     const int64_t t = target[i];
-    const bool ignored = t == ignore_index;
+    const bool ignored = t == ignore_index || !check.ok(t);
     const C* row = logp + (i / D) * nc * D + i % D;
     if (smooth) {
       C s = ignored ? C(0) : class_sum<C>(nc, lane, g, [&](int64_t c) {
@@ -88,18 +89,19 @@ __global__ void nll_kernel(C* loss, C* total, C* smooth, const C* logp, const in
 
 unsigned blocks_for(int64_t positions, int g) { return grid_for(positions * g, kThreads); }
 
-// Throws naming `op` when a target other than ignore_index is outside [0, nc).
-void check_targets(const char* op, const Tensor& target, int64_t nc, int64_t ignore_index) {
-  if (target.numel() == 0) return;
-  IndexRange r = index_range(target, ignore_index);
-  EMBER_CHECK(r.min >= 0 && r.max < nc, op, ": target ", r.min < 0 ? r.min : r.max, " is out of bounds for ",
-              nc, " classes");
+// A target other than ignore_index outside [0, nc) counts as ignored, and the forward kernels
+// record it for `op`'s error at the next synchronization.
+IndexCheck target_check(const char* op, int64_t nc) {
+  return index_check(op, 1, nc, DeviceIndexError::ClassTarget);
+}
+
+__device__ __forceinline__ bool is_class(int64_t t, int64_t nc) {
+  return static_cast<uint64_t>(t) < static_cast<uint64_t>(nc);
 }
 
 void nll_loss_cuda(const Tensor& loss, const Tensor& total_weight, const Tensor& smooth, const Tensor& logp,
                    const Tensor& target, const Tensor& weight, int64_t ignore_index, const char* op) {
   const int64_t nc = logp.size(1), D = logp.size(2), n = target.numel();
-  check_targets(op, target, nc, ignore_index);
   cudaStream_t stream = current_stream();
   visit_compute_dtype(op, logp.dtype(), [&](auto tag) {
     using C = decltype(tag);
@@ -108,7 +110,8 @@ void nll_loss_cuda(const Tensor& loss, const Tensor& total_weight, const Tensor&
         static_cast<C*>(loss.data_ptr()), static_cast<C*>(total_weight.data_ptr()),
         smooth.defined() ? static_cast<C*>(smooth.data_ptr()) : nullptr,
         static_cast<const C*>(logp.data_ptr()), static_cast<const int64_t*>(target.data_ptr()),
-        weight.defined() ? static_cast<const C*>(weight.data_ptr()) : nullptr, n, nc, D, ignore_index, g);
+        weight.defined() ? static_cast<const C*>(weight.data_ptr()) : nullptr, n, nc, D, ignore_index, g,
+        target_check(op, nc));
     EMBER_CUDA_LAUNCH_CHECK();
   });
 }
@@ -192,7 +195,7 @@ __device__ __forceinline__ void write_position(A* loss, A* total, A* smooth, A* 
 template <class T, int VEC, bool kWarpPerRow>
 __global__ void cross_entropy_rows_kernel(Acc<T>* loss, Acc<T>* total, Acc<T>* smooth, Acc<T>* lse,
                                           const T* in, const int64_t* target, const Acc<T>* weight,
-                                          int64_t rows, int64_t nc, int64_t ignore_index) {
+                                          int64_t rows, int64_t nc, int64_t ignore_index, IndexCheck check) {
   using A = Acc<T>;
   __shared__ MaxSum<A> shared[kWarpSize];
   __shared__ A shared_sum[kWarpSize];
@@ -208,7 +211,7 @@ __global__ void cross_entropy_rows_kernel(Acc<T>* loss, Acc<T>* total, Acc<T>* s
     st = kWarpPerRow ? warp_allreduce(st, MaxSumCombine{}) : block_allreduce(st, MaxSumCombine{}, shared);
     const A l = st.m + log_(st.s);
     const int64_t tg = target[row];
-    const bool ignored = tg == ignore_index;
+    const bool ignored = tg == ignore_index || !check.ok(tg);
     A s = A(0);
     if (smooth) {
       if (!ignored)
@@ -227,7 +230,8 @@ __global__ void cross_entropy_rows_kernel(Acc<T>* loss, Acc<T>* total, Acc<T>* s
 template <class T>
 __global__ void cross_entropy_columns_kernel(Acc<T>* loss, Acc<T>* total, Acc<T>* smooth, Acc<T>* lse,
                                              const T* in, const int64_t* target, const Acc<T>* weight,
-                                             int64_t n, int64_t nc, int64_t D, int64_t ignore_index) {
+                                             int64_t n, int64_t nc, int64_t D, int64_t ignore_index,
+                                             IndexCheck check) {
   using A = Acc<T>;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -236,7 +240,7 @@ __global__ void cross_entropy_columns_kernel(Acc<T>* loss, Acc<T>* total, Acc<T>
     for (int64_t c = 0; c < nc; ++c) st.add(to_acc(x[c * D]));
     const A l = st.m + log_(st.s);
     const int64_t tg = target[i];
-    const bool ignored = tg == ignore_index;
+    const bool ignored = tg == ignore_index || !check.ok(tg);
     A s = A(0);
     if (smooth && !ignored)
       for (int64_t c = 0; c < nc; ++c) s += (weight ? weight[c] : A(1)) * (to_acc(x[c * D]) - l);
@@ -249,7 +253,7 @@ void cross_entropy_forward_cuda(const Tensor& loss, const Tensor& total_weight, 
                                 const Tensor& lse, const Tensor& input, const Tensor& target,
                                 const Tensor& weight, int64_t ignore_index, const char* op) {
   const int64_t N = input.size(0), nc = input.size(1), D = input.size(2);
-  check_targets(op, target, nc, ignore_index);
+  const IndexCheck check = target_check(op, nc);
   cudaStream_t stream = current_stream();
   visit_float_dtype(op, input.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -263,7 +267,7 @@ void cross_entropy_forward_cuda(const Tensor& loss, const Tensor& total_weight, 
     const auto* pw = weight.defined() ? static_cast<const A*>(weight.data_ptr()) : nullptr;
     if (D > 1) {
       cross_entropy_columns_kernel<T><<<grid_for(N * D, kThreads), kThreads, 0, stream>>>(
-          pl, pt, ps, plse, px, ptg, pw, N * D, nc, D, ignore_index);
+          pl, pt, ps, plse, px, ptg, pw, N * D, nc, D, ignore_index, check);
       EMBER_CUDA_LAUNCH_CHECK();
       return;
     }
@@ -271,7 +275,7 @@ void cross_entropy_forward_cuda(const Tensor& loss, const Tensor& total_weight, 
       constexpr int VEC = decltype(vec)::value;
       launch_rows<VEC>(N, nc, [&](auto warp_per_row, unsigned grid, int threads) {
         cross_entropy_rows_kernel<T, VEC, decltype(warp_per_row)::value>
-            <<<grid, threads, 0, stream>>>(pl, pt, ps, plse, px, ptg, pw, N, nc, ignore_index);
+            <<<grid, threads, 0, stream>>>(pl, pt, ps, plse, px, ptg, pw, N, nc, ignore_index, check);
       });
     });
   });
@@ -303,7 +307,7 @@ __global__ void cross_entropy_backward_rows_kernel(T* gx, const Acc<T>* ge, bool
   for (int64_t row = blockIdx.x * per_block + (kWarpPerRow ? threadIdx.x / kWarpSize : 0); row < rows;
        row += gridDim.x * per_block) {
     const int64_t tg = target[row];
-    const bool ignored = tg == ignore_index;
+    const bool ignored = tg == ignore_index || !is_class(tg, nc);
     const GradRow<A> f = ignored ? GradRow<A>{} : grad_row(ge[ge_scalar ? 0 : row], w, wsum, nc, tg, keep, u);
     const A l = lse[row];
     map_row<T, VEC>(in + row * nc, gx + row * nc, nc, t, g, [&](int64_t c, A v) {
@@ -330,7 +334,7 @@ __global__ void cross_entropy_backward_kernel(T* gx, const Acc<T>* ge, bool ge_s
     const int64_t c = q - row * nc, p = row * D + (i - q * D);
     const int64_t t = target[p];
     A v = A(0);
-    if (t != ignore_index) {
+    if (t != ignore_index && is_class(t, nc)) {
       const GradRow<A> f = grad_row(ge[ge_scalar ? 0 : p], w, wsum, nc, t, keep, u);
       v = exp_(to_acc(in[i]) - lse[p]) * f.scale - f.uniform * (w ? w[c] : A(1));
       if (c == t) v -= f.at_target;

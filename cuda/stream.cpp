@@ -5,6 +5,7 @@
 
 #include "ember/cuda/check.h"
 #include "ember/cuda/device.h"
+#include "ember/cuda/device_error.h"
 
 namespace ember::cuda {
 namespace {
@@ -54,6 +55,7 @@ bool Stream::query() const {
 void Stream::synchronize() const {
   DeviceGuard guard(device_);
   EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  raise_device_errors();
 }
 
 int Stream::priority() const {

@@ -9,7 +9,7 @@
 namespace ember::cpu {
 namespace {
 
-void gather_kernel(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
+void gather_kernel(const char*, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
   const int64_t step = self.stride(dim) * static_cast<int64_t>(self.element_size());
   ElementwiseIter it({out, restride(self, index.sizes(), dim), index});
   visit_element_size(out.element_size(), [&](auto tag) {
@@ -43,8 +43,8 @@ void scatter_lines(const Tensor& self, int64_t dim, const Tensor& index, const T
       restride(self, index.sizes(), dim), index, src_view);
 }
 
-void scatter_kernel(ScatterOp op, const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                    const Scalar& alpha) {
+void scatter_kernel(const char*, ScatterOp op, const Tensor& self, int64_t dim, const Tensor& index,
+                    const Tensor& src, const Scalar& alpha) {
   if (op == ScatterOp::Assign) {
     visit_element_size(self.element_size(), [&](auto tag) {
       using U = decltype(tag);
@@ -61,7 +61,7 @@ void scatter_kernel(ScatterOp op, const Tensor& self, int64_t dim, const Tensor&
   });
 }
 
-IndexRange index_range_kernel(const Tensor& index) {
+IndexRange index_range_kernel(const char*, const Tensor& index) {
   constexpr int64_t kChunk = 1 << 16;
   Tensor c = index.contiguous();
   const int64_t* p = c.data_ptr<int64_t>();

@@ -48,9 +48,10 @@ void check_index_dtype(const char* op, const Tensor& index, bool int32_ok) {
               int32_ok ? " or int32" : "", " for index, got ", index.dtype());
 }
 
+// On the CPU; CUDA kernels check as they read (indexing.h's kernel families).
 void check_index_range(const char* op, const Tensor& index, int64_t dim, int64_t size) {
-  if (index.numel() == 0) return;
-  IndexRange r = index_range_stub(index.device())(index);
+  if (index.numel() == 0 || !index.is_cpu()) return;
+  IndexRange r = index_range_stub(index.device())(op, index);
   EMBER_CHECK(r.min >= 0 && r.max < size, op, ": index ", r.min < 0 ? r.min : r.max,
               " is out of bounds for dimension ", dim, " with size ", size);
 }
@@ -84,7 +85,7 @@ Tensor gather_checked(const char* op, const Tensor& x, int64_t dim, const Tensor
   Tensor out = empty(index.sizes(), x.options());
   if (out.numel() > 0) {
     NoGradGuard no_grad;  // atleast_1d's view of x is not part of the graph
-    gather_stub(x.device())(atleast_1d(out), atleast_1d(x), dim, atleast_1d(index));
+    gather_stub(x.device())(op, atleast_1d(out), atleast_1d(x), dim, atleast_1d(index));
   }
   if (needs_grad({x}))  // the gradient adds up where x was read
     record(op, {x}, {out},
@@ -109,11 +110,11 @@ Tensor scatter_src_backward(const Tensor& grad, int64_t dim, const Tensor& index
   return (padded ? pad(r, pads) : r).reshape(src_sizes);
 }
 
-// The in-place scatter once index values are known to be in range.
-const Tensor& run_scatter(ScatterOp op, const Tensor& self, int64_t dim, const Tensor& index,
+// The in-place scatter once the shapes are checked (and on the CPU the index values).
+const Tensor& run_scatter(const char* op, ScatterOp sop, const Tensor& self, int64_t dim, const Tensor& index,
                           const Tensor& src, const Scalar& alpha) {
   if (index.numel() > 0)
-    scatter_stub(self.device())(op, atleast_1d(self), dim, atleast_1d(index), atleast_1d(src), alpha);
+    scatter_stub(self.device())(op, sop, atleast_1d(self), dim, atleast_1d(index), atleast_1d(src), alpha);
   self.bump_version();
   return self;
 }
@@ -130,7 +131,7 @@ const Tensor& scatter_checked(const char* op, ScatterOp sop, const Tensor& self,
   check_index_shape(op, self, dim, index, &src);
   check_no_internal_overlap(op, self);
   check_index_range(op, index, dim, size_or_1(self, dim));
-  return run_scatter(sop, self, dim, index, src, 1);
+  return run_scatter(op, sop, self, dim, index, src, 1);
 }
 
 // `value` as a src of index's shape.
@@ -162,7 +163,7 @@ const Tensor& index_add_checked(const char* op, const Tensor& self, int64_t dim,
   Tensor src = atleast_1d(source);
   DimVector strides(src.dim(), 0);
   strides[dim] = idx.stride(0);
-  return run_scatter(ScatterOp::Add, self, dim, idx.as_strided(src.sizes(), strides), src, alpha);
+  return run_scatter(op, ScatterOp::Add, self, dim, idx.as_strided(src.sizes(), strides), src, alpha);
 }
 
 // An out-of-place form: the in-place `op` on a copy of x, with grad mode off (the caller records).
@@ -216,7 +217,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
     DimVector strides(shape.size(), 0);
     strides[dim] = idx.stride(0);
     NoGradGuard no_grad;  // the kernel's views of x are not part of the graph
-    if (out.numel() > 0) gather_stub(x.device())(out, x, dim, idx.as_strided(shape, strides));
+    if (out.numel() > 0) gather_stub(x.device())(op, out, x, dim, idx.as_strided(shape, strides));
   }
   if (needs_grad({x}))
     record(op, {x}, {out},
@@ -316,8 +317,9 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
   EMBER_CHECK(num_classes >= -1, op, ": num_classes must be -1 or non-negative, got ", num_classes);
   EMBER_CHECK(num_classes >= 0 || indices.numel() > 0, op,
               ": can not infer the number of classes from an empty tensor");
-  if (indices.numel() > 0) {
-    IndexRange r = index_range_stub(indices.device())(indices);
+  // Inferring num_classes reads the values back; on CUDA a given one leaves the check to the kernel.
+  if (indices.numel() > 0 && (num_classes < 0 || indices.is_cpu())) {
+    IndexRange r = index_range_stub(indices.device())(op, indices);
     EMBER_CHECK(r.min >= 0, op, ": class values must be non-negative, got ", r.min);
     if (num_classes < 0) num_classes = r.max + 1;
     EMBER_CHECK(r.max < num_classes, op, ": class values must be smaller than num_classes (", num_classes,
@@ -328,7 +330,7 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
   Tensor out = zeros(shape, TensorOptions(kInt64).device(indices.device()));
   if (out.numel() == 0) return out;
   Tensor index = indices.unsqueeze(-1);
-  run_scatter(ScatterOp::Assign, out, out.dim() - 1, index, value_src(out, index, 1), 1);
+  run_scatter(op, ScatterOp::Assign, out, out.dim() - 1, index, value_src(out, index, 1), 1);
   return out;
 }
 

@@ -39,20 +39,25 @@ Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int6
 // each index and 0 elsewhere.
 Tensor one_hot(const Tensor& indices, int64_t num_classes = -1);
 
-// Kernel families. Index tensors reach them as int64, in range, with as many dims as self (at
-// least one), of sizes no larger than self's apart from dim.
+// Kernel families. Index tensors reach them as int64, with as many dims as self (at least one),
+// of sizes no larger than self's apart from dim. On the CPU their values are in range (the
+// frontend checks); CUDA kernels check each value as they read it and record a bad one for
+// `op`'s error, raised at the next synchronization (cuda/device_error.h), so that no check waits
+// for the GPU.
 // gather: out[p] = self[p with p[dim] = index[p]]; out has index's shape.
-using GatherFn = void (*)(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index);
+using GatherFn = void (*)(const char* op, const Tensor& out, const Tensor& self, int64_t dim,
+                          const Tensor& index);
 // scatter: self[p with p[dim] = index[p]] = src[p] (Assign) or += alpha * src[p] (Add), in index order
 // along dim; src has sizes at least index's.
 enum class ScatterOp : int8_t { Assign, Add };
-using ScatterFn = void (*)(ScatterOp op, const Tensor& self, int64_t dim, const Tensor& index,
+using ScatterFn = void (*)(const char* op, ScatterOp sop, const Tensor& self, int64_t dim, const Tensor& index,
                            const Tensor& src, const Scalar& alpha);
-// The smallest and largest value of a non-empty int64 tensor (for the range checks).
+// The smallest and largest value of a non-empty int64 tensor, for `op` (the CPU's range checks;
+// on CUDA it waits for the GPU, so only what needs the values on the host uses it).
 struct IndexRange {
   int64_t min, max;
 };
-using IndexRangeFn = IndexRange (*)(const Tensor& index);
+using IndexRangeFn = IndexRange (*)(const char* op, const Tensor& index);
 extern DispatchStub<GatherFn> gather_stub;
 extern DispatchStub<ScatterFn> scatter_stub;
 extern DispatchStub<IndexRangeFn> index_range_stub;
