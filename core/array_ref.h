@@ -40,6 +40,8 @@ class ArrayRef {
       if (!(data_[i] == o.data_[i])) return false;
     return true;
   }
+  // As c10's: `a.sizes() == b.sizes()`.
+  friend bool operator==(ArrayRef a, ArrayRef b) { return a.equals(b); }
 
  private:
   const T* data_ = nullptr;

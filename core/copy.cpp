@@ -19,8 +19,32 @@ void check_no_internal_overlap(const char* op, const Tensor& t) {
                 t.sizes(), ", strides ", t.strides(), "); clone() it first");
 }
 
+void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& in) {
+  if (!out.defined() || !in.defined() || out.numel() == 0 || in.numel() == 0) return;
+  if (out.impl().storage().get() != in.impl().storage().get()) return;
+  if (!out.is_non_overlapping_and_dense() || !in.is_non_overlapping_and_dense()) return;
+  if (out.data_ptr() == in.data_ptr() && out.sizes().equals(in.sizes()) && out.strides().equals(in.strides()))
+    return;
+  // Dense: each covers numel contiguous elements from its lowest address.
+  auto lowest = [](const Tensor& t) {
+    int64_t back = 0;  // negative strides are not made by ember's views, but be exact
+    for (int64_t d = 0; d < t.dim(); ++d)
+      if (t.stride(d) < 0) back += (t.size(d) - 1) * t.stride(d);
+    return static_cast<const char*>(t.data_ptr()) + back * static_cast<int64_t>(t.element_size());
+  };
+  const char *a = lowest(out), *b = lowest(in);
+  const char *a_end = a + out.numel() * static_cast<int64_t>(out.element_size()),
+             *b_end = b + in.numel() * static_cast<int64_t>(in.element_size());
+  EMBER_CHECK(a_end <= b || b_end <= a, op,
+              ": unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
+              "single memory location (input ",
+              in.sizes(), " strides ", in.strides(), ", output ", out.sizes(), " strides ", out.strides(),
+              "); clone() the input first");
+}
+
 const Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) const {
   check_no_internal_overlap("copy_", *this);
+  check_no_partial_overlap("copy_", *this, src);
   check_inplace("copy_", {*this, src});
   DimVector b = broadcast_shapes("copy_", src.sizes(), sizes());
   EMBER_CHECK(IntArrayRef(b).equals(sizes()), "copy_: source of shape ", src.sizes(),

@@ -17,4 +17,9 @@ extern DispatchStub<FillFn> fill_stub;
 // an in-place write would make ambiguous.
 void check_no_internal_overlap(const char* op, const Tensor& t);
 
+// Throws naming `op` when an op that writes `out` reads `in` and the two share memory without
+// being the same elements in the same layout (x.slice(0, 1).add_(x.slice(0, 0, 5)) would read
+// values it has already overwritten). As PyTorch, only dense tensors are compared; others pass.
+void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& in);
+
 }  // namespace ember

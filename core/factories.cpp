@@ -18,18 +18,17 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions optio
   check_sizes("empty_strided", sizes);
   EMBER_CHECK(sizes.size() == strides.size(), "empty_strided: got ", sizes.size(), " sizes but ",
               strides.size(), " strides");
-  int64_t span = 1;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 0) span = 0;
-    if (span > 0) span += (sizes[d] - 1) * strides[d];
-  }
-  size_t nbytes = static_cast<size_t>(span) * element_size(options.dtype());
+  checked_numel("empty_strided", sizes);
+  const int64_t span = checked_span("empty_strided", sizes, strides);
+  const auto nbytes = static_cast<size_t>(
+      checked_mul("empty_strided", span, static_cast<int64_t>(element_size(options.dtype()))));
   Storage storage = make_storage(nbytes, options.device());
   return Tensor(IntrusivePtr<TensorImpl>::make(storage, options.dtype(), sizes, strides, 0));
 }
 
 Tensor empty(IntArrayRef sizes, TensorOptions options) {
   check_sizes("empty", sizes);
+  checked_mul("empty", checked_numel("empty", sizes), static_cast<int64_t>(element_size(options.dtype())));
   const MemoryFormat format = options.memory_format_opt().value_or(MemoryFormat::Contiguous);
   EMBER_CHECK(format != MemoryFormat::Preserve, "empty: memory format Preserve is not supported, use ",
               "Contiguous or ChannelsLast");

@@ -91,6 +91,10 @@ Tensor bernoulli(const Tensor& like, double p, Generator* gen) {
 Tensor bernoulli(const Tensor& p, Generator* gen) {
   EMBER_CHECK(p.is_floating_point(), "bernoulli: expects a floating point tensor of probabilities, got ",
               p.dtype());
+  // On the CPU, as PyTorch; on CUDA the check would wait for the GPU (PyTorch asserts on the device).
+  if (p.is_cpu() && p.numel() > 0)
+    EMBER_CHECK(p.ge(0).logical_and(p.le(1)).all().item<bool>(), "bernoulli: expects p to be in [0, 1], got ",
+                "a tensor with values from ", p.min().item<double>(), " to ", p.max().item<double>());
   Tensor u = rand(p.sizes(), p.options(), gen);
   return u.lt(p).to(p.dtype());
 }

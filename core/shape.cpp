@@ -34,6 +34,43 @@ DimVector contiguous_strides(IntArrayRef sizes) {
   return s;
 }
 
+int64_t checked_mul(const char* op, int64_t a, int64_t b) {
+  int64_t r;
+  EMBER_CHECK(!__builtin_mul_overflow(a, b, &r), op, ": ", a, " * ", b,
+              " overflows int64 (a size, element count or byte count past 2^63 - 1)");
+  return r;
+}
+
+int64_t checked_add(const char* op, int64_t a, int64_t b) {
+  int64_t r;
+  EMBER_CHECK(!__builtin_add_overflow(a, b, &r), op, ": ", a, " + ", b,
+              " overflows int64 (a size, element count or byte count past 2^63 - 1)");
+  return r;
+}
+
+int64_t checked_numel(const char* op, IntArrayRef sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) {
+    EMBER_CHECK(s >= 0, op, ": negative dimension ", s, " in shape ", sizes);
+    if (__builtin_mul_overflow(n, s, &n))
+      throw Error(detail::str_cat(op, ": shape ", sizes, " has more than 2^63 - 1 elements"));
+  }
+  return n;
+}
+
+int64_t checked_span(const char* op, IntArrayRef sizes, IntArrayRef strides) {
+  int64_t last = 0;  // the largest offset
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) return 0;
+    EMBER_CHECK(strides[d] >= 0, op, ": negative stride ", strides[d], " in strides ", strides);
+    int64_t reach;
+    if (__builtin_mul_overflow(sizes[d] - 1, strides[d], &reach) || __builtin_add_overflow(last, reach, &last))
+      throw Error(detail::str_cat(op, ": sizes ", sizes, " with strides ", strides,
+                                  " reach past 2^63 - 1 elements"));
+  }
+  return checked_add(op, last, 1);
+}
+
 int64_t numel_of(IntArrayRef sizes) {
   int64_t n = 1;
   for (int64_t s : sizes) n *= s;
@@ -50,7 +87,8 @@ DimVector infer_size(const char* op, IntArrayRef shape, int64_t numel) {
       infer = static_cast<int>(i);
     } else {
       EMBER_CHECK(shape[i] >= 0, op, ": invalid shape dimension ", shape[i], " in ", shape);
-      known *= shape[i];
+      EMBER_CHECK(!__builtin_mul_overflow(known, shape[i], &known), op, ": shape ", shape,
+                  " has more than 2^63 - 1 elements");
     }
   }
   if (infer >= 0) {

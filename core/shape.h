@@ -16,6 +16,17 @@ DimVector broadcast_shapes(const char* op, IntArrayRef a, IntArrayRef b);
 DimVector contiguous_strides(IntArrayRef sizes);
 int64_t numel_of(IntArrayRef sizes);
 
+// Element and byte counts with int64 overflow checked: the result, or an ember::Error naming `op`
+// (a shape whose element count does not fit, a storage span or byte count past 2^63 - 1). Every
+// count that user-given sizes feed goes through these.
+int64_t checked_mul(const char* op, int64_t a, int64_t b);
+int64_t checked_add(const char* op, int64_t a, int64_t b);
+// The element count of `sizes` (each non-negative).
+int64_t checked_numel(const char* op, IntArrayRef sizes);
+// The number of storage elements a (sizes, strides) tensor reaches from its first element: 1 +
+// the largest offset, 0 when it is empty. Strides must be non-negative.
+int64_t checked_span(const char* op, IntArrayRef sizes, IntArrayRef strides);
+
 // Resolves a single -1 in a requested shape against numel; throws naming `op`.
 DimVector infer_size(const char* op, IntArrayRef shape, int64_t numel);
 

@@ -243,6 +243,10 @@ class Tensor {
   Tensor any() const;
   Tensor all(int64_t dim, bool keepdim = false) const;
   Tensor any(int64_t dim, bool keepdim = false) const;
+  // torch.equal, torch.isclose, torch.allclose (ops/tensor_compare.h).
+  bool equal(const Tensor& other) const;
+  Tensor isclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
 
   // --- Linear algebra (core/ops/linalg.h) ---
   Tensor matmul(const Tensor& other) const;

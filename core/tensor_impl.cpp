@@ -2,6 +2,7 @@
 
 #include "ember/core/autograd_meta.h"
 #include "ember/core/error.h"
+#include "ember/core/shape.h"
 
 namespace ember {
 
@@ -34,8 +35,8 @@ void TensorImpl::set_data(const TensorImpl& src) {
 }
 
 void TensorImpl::refresh() {
-  numel_ = 1;
-  for (int64_t s : sizes_) numel_ *= s;
+  // The ops that make geometry check their counts (shape.h's checked_*); this is the last guard.
+  numel_ = checked_numel("TensorImpl", sizes_);
   // Contiguous as PyTorch defines it: row-major strides, ignoring dims of size 1.
   is_contiguous_ = true;
   int64_t expected = 1;

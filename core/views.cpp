@@ -65,17 +65,14 @@ Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides, std::optional<
   EMBER_CHECK(sizes.size() == strides.size(), "as_strided: got ", sizes.size(), " sizes but ", strides.size(),
               " strides");
   int64_t off = offset.value_or(storage_offset());
-  int64_t hi = off;
-  for (size_t d = 0; d < sizes.size(); ++d) {
+  for (size_t d = 0; d < sizes.size(); ++d)
     EMBER_CHECK(sizes[d] >= 0 && strides[d] >= 0, "as_strided: negative size or stride in sizes ", sizes,
                 ", strides ", strides);
-    if (sizes[d] == 0)
-      hi = off - 1;
-    else if (hi >= off)
-      hi += (sizes[d] - 1) * strides[d];
-  }
+  checked_numel("as_strided", sizes);
+  const int64_t span = checked_span("as_strided", sizes, strides);
+  const int64_t storage_elements = static_cast<int64_t>(impl().storage()->nbytes() / element_size());
   EMBER_CHECK(
-      off >= 0 && (hi < off || static_cast<size_t>(hi + 1) * element_size() <= impl().storage()->nbytes()),
+      off >= 0 && (span == 0 || (off <= storage_elements && span <= storage_elements - off)),
       "as_strided: sizes ", sizes, " and strides ", strides, " at offset ", off,
       " reach outside a storage of ", impl().storage()->nbytes() / element_size(), " elements");
   EMBER_CHECK(!needs_grad({*this}), "as_strided: backward is not implemented; detach() the input first");
@@ -140,7 +137,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   d = wrap_dim("narrow", d, dim());
   int64_t n = sizes()[d];
   if (start < 0) start += n;
-  EMBER_CHECK(start >= 0 && length >= 0 && start + length <= n, "narrow: start ", start, " + length ", length,
+  EMBER_CHECK(start >= 0 && length >= 0 && length <= n - start, "narrow: start ", start, " + length ", length,
               " exceeds dimension ", d, " of size ", n, " (shape ", sizes(), ")");
   return slice(d, start, start + length);
 }
@@ -228,6 +225,7 @@ Tensor Tensor::expand(IntArrayRef sizes) const {
     sz[i] = want;
     st[i] = j >= 0 && have == want ? strides()[j] : 0;
   }
+  checked_numel("expand", sz);
   DimVector from(this->sizes());
   return record_view("expand", *this, make_view(*this, sz, st, storage_offset()),
                      [from](const Tensor& g) { return sum_to(g, from); });

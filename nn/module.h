@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ember/core/ordered_dict.h"
+#include "ember/core/state_dict.h"
 #include "ember/core/tensor.h"
 #include "ember/nn/module_holder.h"
 
@@ -93,6 +94,10 @@ class Module : public std::enable_shared_from_this<Module> {
   // problem is collected and reported in one error before anything is copied: missing and
   // unexpected keys (strict only; otherwise returned), shape and dtype mismatches (always).
   IncompatibleKeys load_state_dict(const OrderedDict<Tensor>& state_dict, bool strict = true);
+  // The tensors of a file `ember::load` read: model->load_state_dict(ember::load(path)).
+  IncompatibleKeys load_state_dict(const StateDict& state, bool strict = true) {
+    return load_state_dict(state.tensors, strict);
+  }
 
   // --- Printing: `os << *module` gives PyTorch's repr, a tree of `name()(extra_repr())`. ---
   virtual std::string extra_repr() const { return ""; }

@@ -185,6 +185,7 @@ const Tensor& run_(const char* name, BinaryOp op, const Tensor& self, const Tens
   EMBER_CHECK(IntArrayRef(shape).equals(self.sizes()), name, ": output with shape ", self.sizes(),
               " doesn't match the broadcast shape ", IntArrayRef(shape));
   check_no_internal_overlap(name, self);
+  check_no_partial_overlap(name, self, b);
   check_inplace_differentiable(name, self);
   bool grad = differentiable(op) && needs_grad({self, b});
   Tensor before = grad && uses_values(op) ? self.detach().clone() : Tensor();

@@ -228,10 +228,18 @@ Tensor pad(const Tensor& x, IntArrayRef pad, const std::string& mode, std::optio
   EMBER_CHECK(pad.size() % 2 == 0, "pad: padding length must be divisible by 2, got ", pad.size());
   EMBER_CHECK(static_cast<int64_t>(pad.size()) <= 2 * x.dim(), "pad: padding length ", pad.size(),
               " is too large for an input of shape ", x.sizes());
+  DimVector out_sizes(x.sizes());
+  for (size_t k = 0; k < pad.size() / 2; ++k) {
+    const int64_t d = x.dim() - 1 - static_cast<int64_t>(k);
+    out_sizes[d] = checked_add("pad", checked_add("pad", x.size(d), pad[2 * k]), pad[2 * k + 1]);
+  }
+  // The output must be addressable before its index maps (one int64 per output position) are made.
+  if (std::all_of(out_sizes.begin(), out_sizes.end(), [](int64_t s) { return s >= 0; }))
+    checked_mul("pad", checked_numel("pad", out_sizes), static_cast<int64_t>(std::max<size_t>(x.element_size(), 8)));
   IndexMaps maps = identity_maps(x);
   for (size_t k = 0; k < pad.size() / 2; ++k) {
     int64_t d = x.dim() - 1 - static_cast<int64_t>(k);
-    int64_t n = x.size(d), before = pad[2 * k], after = pad[2 * k + 1], m = n + before + after;
+    int64_t n = x.size(d), before = pad[2 * k], after = pad[2 * k + 1], m = out_sizes[d];
     EMBER_CHECK(m >= 0, "pad: the input size ", n, " plus padding (", before, ", ", after,
                 ") gives a negative size ", m, " at dimension ", d);
     EMBER_CHECK(mode != "reflect" || ((before <= 0 || before < n) && (after <= 0 || after < n)),
@@ -240,7 +248,11 @@ Tensor pad(const Tensor& x, IntArrayRef pad, const std::string& mode, std::optio
     EMBER_CHECK(mode != "replicate" || n > 0 || m == 0, "pad: replicate padding (", before, ", ", after,
                 ") needs a non-empty dimension ", d, " of input ", x.sizes());
     std::vector<int64_t>& map = maps[d];
-    map.resize(m);
+    try {
+      map.resize(m);
+    } catch (const std::exception&) {  // bad_alloc, length_error
+      throw Error(detail::str_cat("pad: cannot allocate the index map of ", m, " positions for output ", IntArrayRef(out_sizes)));
+    }
     for (int64_t i = 0; i < m; ++i) {
       int64_t j = i - before;
       if (mode == "reflect")
@@ -273,6 +285,10 @@ Tensor repeat(const Tensor& x, IntArrayRef repeats) {
               repeats.size(), ") can not be smaller than the number of dimensions of the tensor (", x.dim(),
               ")");
   for (int64_t r : repeats) EMBER_CHECK(r >= 0, "repeat: repeats can not be negative, got ", repeats);
+  DimVector out_sizes(repeats);
+  for (int64_t d = 0; d < x.dim(); ++d)
+    out_sizes[repeats.size() - x.dim() + d] = checked_mul("repeat", x.size(d), repeats[repeats.size() - x.dim() + d]);
+  checked_numel("repeat", out_sizes);
   // x with leading size-1 dims to match repeats.
   DimVector sizes(repeats.size() - x.dim(), 1), strides(repeats.size() - x.dim(), 0);
   for (int64_t d = 0; d < x.dim(); ++d) {

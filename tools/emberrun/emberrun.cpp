@@ -8,8 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -142,13 +144,14 @@ std::vector<WorkerSpec> worker_specs(const Options& o, const Placement& p, int s
   base["MASTER_ADDR"] = o.master_addr;
   base["MASTER_PORT"] = std::to_string(store_port);
   base["RESTART_COUNT"] = std::to_string(restart);
+  base["TORCHELASTIC_RUN_ID"] = o.rdzv_id;
   base["EMBER_USE_AGENT_STORE"] = "1";
   std::vector<WorkerSpec> specs;
   for (int l = 0; l < o.nproc_per_node; ++l) {
     auto env = base;
     env["LOCAL_RANK"] = std::to_string(l);
     env["RANK"] = std::to_string(p.first_rank + l);
-    WorkerSpec s{p.first_rank + l, {}};
+    WorkerSpec s{p.first_rank + l, {}, o.console_streams(l)};
     for (const auto& [k, v] : env) s.env.push_back(k + "=" + v);
     specs.push_back(std::move(s));
   }
@@ -233,9 +236,21 @@ Result watch(WorkerGroup& group, TCPStore& store, const Options& o, const Round&
   }
 }
 
+// Where --redirects and --tee without --log-dir put the log files, as torchrun does.
+std::string make_temp_log_dir() {
+  std::string dir = (std::filesystem::temp_directory_path() / "emberrun_XXXXXX").string();
+  if (!mkdtemp(dir.data())) throw std::runtime_error("cannot create " + dir + ": " + std::strerror(errno));
+  log("--redirects/--tee without --log-dir: the log files go to %s", dir.c_str());
+  return dir;
+}
+
 int run(const Options& o) {
   std::string path = resolve_program(o.program[0]);
-  if (!o.log_dir.empty()) std::filesystem::create_directories(o.log_dir);
+  std::string log_dir = o.log_dir;
+  if (!log_dir.empty())
+    std::filesystem::create_directories(log_dir);
+  else if (o.wants_log_files())
+    log_dir = make_temp_log_dir();
   std::optional<TCPStore> store;
   // Node 0 hosts the store; the others retry connecting while it comes up.
   store.emplace(o.master_addr, o.master_port, std::nullopt, o.node_rank == 0, to_ms(o.rdzv_timeout));
@@ -247,7 +262,7 @@ int run(const Options& o) {
     if (restart == 0 && o.node_rank == 0)
       log("%d processes on %d node(s), store at %s:%d", p.world_size, o.nnodes, o.master_addr.c_str(), port);
     {
-      WorkerGroup group(path, o.program, worker_specs(o, p, port, restart), o.log_dir, restart == 0);
+      WorkerGroup group(path, o.program, worker_specs(o, p, port, restart), log_dir, restart == 0);
       result = watch(group, *store, o, round);
     }
     store->add(round.key("stopped"), 1);

@@ -104,8 +104,8 @@ WorkerGroup::WorkerGroup(const std::string& path, const std::vector<std::string>
     fcntl(out[0], F_SETFL, O_NONBLOCK);
     fcntl(err[0], F_SETFL, O_NONBLOCK);
     w.pid = pid;
-    w.out = {out[0], 1, {}};
-    w.err = {err[0], 2, {}};
+    w.out = {out[0], spec.console_streams & 1 ? 1 : -1, {}};
+    w.err = {err[0], spec.console_streams & 2 ? 2 : -1, {}};
     workers_.push_back(std::move(w));
   }
 }
@@ -121,8 +121,10 @@ WorkerGroup::~WorkerGroup() {
 }
 
 void WorkerGroup::emit(Worker& w, Stream& s, const std::string& line) {
-  std::string out = "[rank " + std::to_string(w.global_rank) + "]: " + line + "\n";
-  write_all(s.dest, out.data(), out.size());
+  if (s.dest >= 0) {
+    std::string out = "[rank " + std::to_string(w.global_rank) + "]: " + line + "\n";
+    write_all(s.dest, out.data(), out.size());
+  }
   if (w.log_fd >= 0) {
     std::string raw = line + "\n";
     write_all(w.log_fd, raw.data(), raw.size());

@@ -8,10 +8,12 @@
 
 namespace emberrun {
 
-// One worker to start: its global rank and its whole environment ("KEY=VALUE").
+// One worker to start: its global rank, its whole environment ("KEY=VALUE") and the streams
+// of it the console shows (bit 1 stdout, bit 2 stderr; the log file gets both).
 struct WorkerSpec {
   int global_rank;
   std::vector<std::string> env;
+  int console_streams;
 };
 
 struct WorkerExit {
@@ -22,8 +24,8 @@ struct WorkerExit {
 
 // The copies of the program on this node. Each runs in its own process group (so a signal
 // reaches whatever it starts too) and dies with emberrun (PR_SET_PDEATHSIG). Their stdout and
-// stderr come through pipes; every line goes out prefixed with "[rank N]: " and, with a log
-// directory, into DIR/rank_N.log.
+// stderr come through pipes; every line goes out prefixed with "[rank N]: " (unless the spec
+// keeps that stream off the console) and, with a log directory, into DIR/rank_N.log.
 class WorkerGroup {
  public:
   // `path` is the resolved program, argv[0] the name it was given.
@@ -44,7 +46,7 @@ class WorkerGroup {
  private:
   struct Stream {
     int fd = -1;
-    int dest = 1;  // our stdout or stderr
+    int dest = 1;  // our stdout or stderr; -1: the log file only
     std::string partial;
   };
   struct Worker {
