@@ -57,8 +57,8 @@ void AtomicFile::commit() {
   std::string dir = std::filesystem::path(path_).parent_path().string();
   if (dir.empty()) dir = ".";
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  EMBER_CHECK(dfd >= 0, op_, ": wrote \"", path_, "\" but cannot open its directory to fsync it: ",
-              errno_message(errno));
+  EMBER_CHECK(dfd >= 0, op_, ": wrote \"", path_,
+              "\" but cannot open its directory to fsync it: ", errno_message(errno));
   int rc = ::fsync(dfd);
   int err = errno;
   ::close(dfd);

@@ -35,11 +35,12 @@ void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& i
   const char *a = lowest(out), *b = lowest(in);
   const char *a_end = a + out.numel() * static_cast<int64_t>(out.element_size()),
              *b_end = b + in.numel() * static_cast<int64_t>(in.element_size());
-  EMBER_CHECK(a_end <= b || b_end <= a, op,
-              ": unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
-              "single memory location (input ",
-              in.sizes(), " strides ", in.strides(), ", output ", out.sizes(), " strides ", out.strides(),
-              "); clone() the input first");
+  EMBER_CHECK(
+      a_end <= b || b_end <= a, op,
+      ": unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
+      "single memory location (input ",
+      in.sizes(), " strides ", in.strides(), ", output ", out.sizes(), " strides ", out.strides(),
+      "); clone() the input first");
 }
 
 const Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) const {

@@ -192,7 +192,6 @@ void emit(const Prepared& p, const Sink& sink) {
     if (t.nbytes() > 0) sink(t.data_ptr(), t.nbytes());
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Reading
 

@@ -64,9 +64,10 @@ int64_t checked_span(const char* op, IntArrayRef sizes, IntArrayRef strides) {
     if (sizes[d] == 0) return 0;
     EMBER_CHECK(strides[d] >= 0, op, ": negative stride ", strides[d], " in strides ", strides);
     int64_t reach;
-    if (__builtin_mul_overflow(sizes[d] - 1, strides[d], &reach) || __builtin_add_overflow(last, reach, &last))
-      throw Error(detail::str_cat(op, ": sizes ", sizes, " with strides ", strides,
-                                  " reach past 2^63 - 1 elements"));
+    if (__builtin_mul_overflow(sizes[d] - 1, strides[d], &reach) ||
+        __builtin_add_overflow(last, reach, &last))
+      throw Error(
+          detail::str_cat(op, ": sizes ", sizes, " with strides ", strides, " reach past 2^63 - 1 elements"));
   }
   return checked_add(op, last, 1);
 }

@@ -71,10 +71,9 @@ Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides, std::optional<
   checked_numel("as_strided", sizes);
   const int64_t span = checked_span("as_strided", sizes, strides);
   const int64_t storage_elements = static_cast<int64_t>(impl().storage()->nbytes() / element_size());
-  EMBER_CHECK(
-      off >= 0 && (span == 0 || (off <= storage_elements && span <= storage_elements - off)),
-      "as_strided: sizes ", sizes, " and strides ", strides, " at offset ", off,
-      " reach outside a storage of ", impl().storage()->nbytes() / element_size(), " elements");
+  EMBER_CHECK(off >= 0 && (span == 0 || (off <= storage_elements && span <= storage_elements - off)),
+              "as_strided: sizes ", sizes, " and strides ", strides, " at offset ", off,
+              " reach outside a storage of ", impl().storage()->nbytes() / element_size(), " elements");
   EMBER_CHECK(!needs_grad({*this}), "as_strided: backward is not implemented; detach() the input first");
   return make_view(*this, sizes, strides, off);
 }

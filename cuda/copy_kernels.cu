@@ -12,8 +12,8 @@
 
 #include "ember/core/copy.h"
 #include "ember/core/factories.h"
-#include "ember/cuda/elementwise.cuh"
 #include "ember/cuda/device_error.h"
+#include "ember/cuda/elementwise.cuh"
 #include "ember/cuda/host_allocator.h"
 #include "ember/cuda/sync_debug.h"
 

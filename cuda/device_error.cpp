@@ -26,7 +26,8 @@ DeviceIndexError* device_index_error() {
   std::call_once(once, [] {
     void* host = nullptr;
     // Portable: every device writes the same record; mapped: kernels reach it through the bus.
-    EMBER_CUDA_CHECK(cudaHostAlloc(&host, sizeof(DeviceIndexError), cudaHostAllocMapped | cudaHostAllocPortable));
+    EMBER_CUDA_CHECK(
+        cudaHostAlloc(&host, sizeof(DeviceIndexError), cudaHostAllocMapped | cudaHostAllocPortable));
     *static_cast<DeviceIndexError*>(host) = {};
     void* dev = nullptr;
     EMBER_CUDA_CHECK(cudaHostGetDevicePointer(&dev, host, 0));
@@ -57,13 +58,14 @@ void raise_device_errors() {
   const char* when = " (found by a CUDA kernel, raised at the first synchronization after it)";
   switch (e.kind) {
     case DeviceIndexError::EmbeddingRow:
-      throw Error(ember::detail::str_cat(op, ": index ", e.index, " is out of range for a weight with ", e.size,
-                                  " rows (num_embeddings)", when));
+      throw Error(ember::detail::str_cat(op, ": index ", e.index, " is out of range for a weight with ",
+                                         e.size, " rows (num_embeddings)", when));
     case DeviceIndexError::ClassTarget:
-      throw Error(ember::detail::str_cat(op, ": target ", e.index, " is out of bounds for ", e.size, " classes", when));
+      throw Error(ember::detail::str_cat(op, ": target ", e.index, " is out of bounds for ", e.size,
+                                         " classes", when));
     default:
       throw Error(ember::detail::str_cat(op, ": index ", e.index, " is out of bounds for dimension ", e.dim,
-                                  " with size ", e.size, when));
+                                         " with size ", e.size, when));
   }
 }
 

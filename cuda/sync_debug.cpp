@@ -24,8 +24,10 @@ void note_sync(const char* op) {
       std::fprintf(stderr, "ember warning: %s waits for the GPU (a synchronizing operation)\n", op);
       return;
     case SyncDebugMode::Error:
-      throw Error(ember::detail::str_cat(op, ": waits for the GPU (a synchronizing operation), and the sync debug mode is Error "
-                              "(cuda::set_sync_debug_mode)"));
+      throw Error(ember::detail::str_cat(
+          op,
+          ": waits for the GPU (a synchronizing operation), and the sync debug mode is Error "
+          "(cuda::set_sync_debug_mode)"));
   }
 }
 

@@ -9,7 +9,8 @@
 
 namespace ember::data {
 
-MaskedLMDataset::MaskedLMDataset(std::shared_ptr<const Dataset> dataset, MaskedLMOptions options, uint64_t seed)
+MaskedLMDataset::MaskedLMDataset(std::shared_ptr<const Dataset> dataset, MaskedLMOptions options,
+                                 uint64_t seed)
     : dataset_(std::move(dataset)), options_(std::move(options)), seed_(seed) {
   const MaskedLMOptions& o = options_;
   EMBER_CHECK(dataset_, "MaskedLMDataset: the dataset is null");
@@ -25,7 +26,9 @@ MaskedLMDataset::MaskedLMDataset(std::shared_ptr<const Dataset> dataset, MaskedL
 }
 
 MaskedLMDataset::MaskedLMDataset(const MaskedLMDataset& other)
-    : dataset_(other.dataset_), options_(other.options_), seed_(other.seed_),
+    : dataset_(other.dataset_),
+      options_(other.options_),
+      seed_(other.seed_),
       epoch_(other.epoch_.load(std::memory_order_relaxed)) {}
 
 Example MaskedLMDataset::get(int64_t index) const {
@@ -47,7 +50,8 @@ Example MaskedLMDataset::get(int64_t index) const {
     if (random.uniform() < options_.mlm_probability) positions.push_back(i);
   // A sample with nothing chosen would add nothing to the loss; a batch of them, a 0/0.
   if (positions.empty() && !candidates.empty())
-    positions.push_back(candidates[static_cast<size_t>(random.randint(static_cast<int64_t>(candidates.size())))]);
+    positions.push_back(
+        candidates[static_cast<size_t>(random.randint(static_cast<int64_t>(candidates.size())))]);
   for (int64_t i : positions) {
     labels.push_back(p[i]);
     const double r = random.uniform();

@@ -13,12 +13,12 @@ namespace ember::data {
 // DataCollatorForLanguageModeling), drawn per sample so that a batch does not depend on the
 // worker that builds it and a resumed run masks what the first run masked.
 struct MaskedLMOptions {
-  int64_t mask_token_id = -1;            // [MASK]
-  int64_t vocab_size = 0;                // random replacements are drawn from [0, vocab_size)
+  int64_t mask_token_id = -1;              // [MASK]
+  int64_t vocab_size = 0;                  // random replacements are drawn from [0, vocab_size)
   std::vector<int64_t> special_token_ids;  // never masked: [CLS], [SEP], [PAD], ...
-  double mlm_probability = 0.15;         // share of the other tokens chosen for prediction
-  double mask_replace_prob = 0.8;        // of those: [MASK] ...
-  double random_replace_prob = 0.1;      // ... a random token; the rest are kept as they are
+  double mlm_probability = 0.15;           // share of the other tokens chosen for prediction
+  double mask_replace_prob = 0.8;          // of those: [MASK] ...
+  double random_replace_prob = 0.1;        // ... a random token; the rest are kept as they are
 };
 
 // Sample i of `dataset` (field 0: an int64 token sequence [L]) with dynamic masking: each token

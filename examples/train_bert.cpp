@@ -243,8 +243,7 @@ struct ClassifyTask {
   void eval_add(Tensor& confusion, Forward& forward, const data::Example& b) const {
     const auto c = static_cast<int64_t>(label_names.size());
     Tensor pred = forward(b[0], b[1]).argmax(1);
-    confusion.add_(
-        one_hot(b[2], c).to(kFloat64).transpose(0, 1).matmul(one_hot(pred, c).to(kFloat64)));
+    confusion.add_(one_hot(b[2], c).to(kFloat64).transpose(0, 1).matmul(one_hot(pred, c).to(kFloat64)));
   }
   // The first metric is what --min-accuracy checks.
   Metrics eval_metrics(const Tensor& confusion) const {
@@ -293,7 +292,8 @@ struct MaskedLMTask {
     Tensor s = state.cpu();
     const double* p = s.data_ptr<double>();
     const double n = std::max(p[2], 1.0), loss = p[0] / n;
-    return {{"test_masked_accuracy", p[1] / n}, {"test_masked_loss", loss}, {"test_perplexity", std::exp(loss)}};
+    return {
+        {"test_masked_accuracy", p[1] / n}, {"test_masked_loss", loss}, {"test_perplexity", std::exp(loss)}};
   }
 };
 
@@ -311,8 +311,8 @@ int run(const Args& a, const examples::Launch& l, const text::BertTokenizer& tok
       for (const auto& k : keys.missing_keys) missing += " " + k;
       for (const auto& k : keys.unexpected_keys) unexpected += " " + k;
       std::printf("loaded %s; newly initialized:%s%s%s\n", a.model.c_str(),
-                  missing.empty() ? " none" : missing.c_str(), unexpected.empty() ? "" : "; unused:",
-                  unexpected.c_str());
+                  missing.empty() ? " none" : missing.c_str(),
+                  unexpected.empty() ? "" : "; unused:", unexpected.c_str());
     }
   }
   model->bert->set_gradient_checkpointing(a.checkpointing);
@@ -385,8 +385,8 @@ int run(const Args& a, const examples::Launch& l, const text::BertTokenizer& tok
     ids.select(1, len - 1).fill_(tokenizer.sep_token_id());
     data::Example batch{ids, ones({n, len}, TensorOptions(kInt64))};
     if (task.label_names.empty()) {  // MLM: 15% of the positions
-      Tensor positions = arange(0, n * len, static_cast<int64_t>(std::lround(1 / a.mlm_probability)),
-                                TensorOptions(kInt64));
+      Tensor positions =
+          arange(0, n * len, static_cast<int64_t>(std::lround(1 / a.mlm_probability)), TensorOptions(kInt64));
       batch.push_back(positions);
       batch.push_back(ids.flatten().index_select(0, positions));
     } else {
@@ -400,7 +400,8 @@ int run(const Args& a, const examples::Launch& l, const text::BertTokenizer& tok
     const auto t0 = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < a.benchmark_steps; ++i) loss = train_step(batch);
     loss.item<float>();
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (main_rank)
       std::printf("benchmark: %s %s, batch [%lld, %lld], %lld steps: %.3f ms per step\n", a.task.c_str(),
                   precision.name.c_str(), (long long)n, (long long)len, (long long)a.benchmark_steps,
@@ -427,8 +428,8 @@ int run(const Args& a, const examples::Launch& l, const text::BertTokenizer& tok
         "processes, %lld steps per epoch\n",
         a.task.c_str(), a.model.c_str(), a.random_init ? " (random init)" : "", (long long)n_params,
         (long long)corpus.train->size(), (long long)corpus.test->size(), names.empty() ? "" : ", labels ",
-        names.c_str(), l.device.str().c_str(), precision.name.c_str(), (long long)a.batch_size,
-        l.world_size, (long long)steps_per_epoch);
+        names.c_str(), l.device.str().c_str(), precision.name.c_str(), (long long)a.batch_size, l.world_size,
+        (long long)steps_per_epoch);
   }
 
   int64_t step = start_epoch * steps_per_epoch;
@@ -515,7 +516,8 @@ int main(int argc, char** argv) try {
   tools::ArgParser parser = make_parser(a);
   if (std::optional<int> code = parser.parse_or_exit_code(argc, argv)) return *code;
   if (a.model.empty() || a.data.empty()) return parser.fail("--model DIR and --data FILE.csv are required");
-  if (a.task != "classify" && a.task != "mlm") return parser.fail("--task must be classify or mlm, got " + a.task);
+  if (a.task != "classify" && a.task != "mlm")
+    return parser.fail("--task must be classify or mlm, got " + a.task);
   if (a.resume && a.checkpoint.empty()) return parser.fail("--resume needs --checkpoint");
   const examples::Launch l = examples::init_launch(a.device);
   a.metrics = examples::prepare_outputs(a.checkpoint, a.metrics, l.is_main());

@@ -50,8 +50,8 @@ using GatherFn = void (*)(const char* op, const Tensor& out, const Tensor& self,
 // scatter: self[p with p[dim] = index[p]] = src[p] (Assign) or += alpha * src[p] (Add), in index order
 // along dim; src has sizes at least index's.
 enum class ScatterOp : int8_t { Assign, Add };
-using ScatterFn = void (*)(const char* op, ScatterOp sop, const Tensor& self, int64_t dim, const Tensor& index,
-                           const Tensor& src, const Scalar& alpha);
+using ScatterFn = void (*)(const char* op, ScatterOp sop, const Tensor& self, int64_t dim,
+                           const Tensor& index, const Tensor& src, const Scalar& alpha);
 // The smallest and largest value of a non-empty int64 tensor, for `op` (the CPU's range checks;
 // on CUDA it waits for the GPU, so only what needs the values on the host uses it).
 struct IndexRange {

@@ -235,7 +235,8 @@ Tensor pad(const Tensor& x, IntArrayRef pad, const std::string& mode, std::optio
   }
   // The output must be addressable before its index maps (one int64 per output position) are made.
   if (std::all_of(out_sizes.begin(), out_sizes.end(), [](int64_t s) { return s >= 0; }))
-    checked_mul("pad", checked_numel("pad", out_sizes), static_cast<int64_t>(std::max<size_t>(x.element_size(), 8)));
+    checked_mul("pad", checked_numel("pad", out_sizes),
+                static_cast<int64_t>(std::max<size_t>(x.element_size(), 8)));
   IndexMaps maps = identity_maps(x);
   for (size_t k = 0; k < pad.size() / 2; ++k) {
     int64_t d = x.dim() - 1 - static_cast<int64_t>(k);
@@ -251,7 +252,8 @@ Tensor pad(const Tensor& x, IntArrayRef pad, const std::string& mode, std::optio
     try {
       map.resize(m);
     } catch (const std::exception&) {  // bad_alloc, length_error
-      throw Error(detail::str_cat("pad: cannot allocate the index map of ", m, " positions for output ", IntArrayRef(out_sizes)));
+      throw Error(detail::str_cat("pad: cannot allocate the index map of ", m, " positions for output ",
+                                  IntArrayRef(out_sizes)));
     }
     for (int64_t i = 0; i < m; ++i) {
       int64_t j = i - before;
@@ -287,7 +289,8 @@ Tensor repeat(const Tensor& x, IntArrayRef repeats) {
   for (int64_t r : repeats) EMBER_CHECK(r >= 0, "repeat: repeats can not be negative, got ", repeats);
   DimVector out_sizes(repeats);
   for (int64_t d = 0; d < x.dim(); ++d)
-    out_sizes[repeats.size() - x.dim() + d] = checked_mul("repeat", x.size(d), repeats[repeats.size() - x.dim() + d]);
+    out_sizes[repeats.size() - x.dim() + d] =
+        checked_mul("repeat", x.size(d), repeats[repeats.size() - x.dim() + d]);
   checked_numel("repeat", out_sizes);
   // x with leading size-1 dims to match repeats.
   DimVector sizes(repeats.size() - x.dim(), 1), strides(repeats.size() - x.dim(), 0);

@@ -10,8 +10,8 @@ namespace ember {
 
 bool equal(const Tensor& a, const Tensor& b) {
   EMBER_CHECK(a.defined() && b.defined(), "equal: expected two defined tensors");
-  EMBER_CHECK(a.device() == b.device(), "equal: expected both tensors on one device, got ", a.device(), " and ",
-              b.device());
+  EMBER_CHECK(a.device() == b.device(), "equal: expected both tensors on one device, got ", a.device(),
+              " and ", b.device());
   if (!a.sizes().equals(b.sizes())) return false;
   if (a.numel() == 0) return true;
   NoGradGuard no_grad;

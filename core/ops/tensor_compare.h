@@ -12,8 +12,10 @@ bool equal(const Tensor& a, const Tensor& b);
 // |a - b| <= atol + rtol * |b| elementwise, after broadcasting (bool). Infinities are close only
 // to themselves; NaNs only with equal_nan. Floating point or integer operands; rtol and atol
 // must be non-negative.
-Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
+               bool equal_nan = false);
 // isclose(...).all(), on the host.
-bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
+              bool equal_nan = false);
 
 }  // namespace ember

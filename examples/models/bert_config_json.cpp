@@ -1,8 +1,8 @@
 // BertConfig::from_file through nlohmann-json (built when CMake finds it; see
 // bert_config_no_json.cpp).
 #include <fstream>
-#include <string>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include <ember/core/atomic_file.h>
 

@@ -40,7 +40,8 @@ TEST(TensorCompare, IsCloseAndAllClose) {
   EXPECT_FALSE(allclose(big, small));
   EXPECT_TRUE(allclose(full({1}, 5, kInt64), full({1}, 5, kInt32)));
   EXPECT_EMBER_ERROR(isclose(a, b, -1), "isclose: rtol and atol must be non-negative");
-  EXPECT_EMBER_ERROR(isclose(tensor({1}, kBool), tensor({1}, kBool)), "isclose: not defined for bool tensors");
+  EXPECT_EMBER_ERROR(isclose(tensor({1}, kBool), tensor({1}, kBool)),
+                     "isclose: not defined for bool tensors");
 }
 
 TEST(TensorCompare, SizesCompareWithEquals) {

@@ -3,6 +3,8 @@
 #include <ember/cuda/check.h>
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <thread>
 
 namespace ember::testing {
@@ -33,5 +35,31 @@ class HostGate {
 
   std::atomic<bool> open_{false}, done_{false};
 };
+
+// Runs `fn` with `stream` held behind a HostGate and returns whether it came back while the
+// gate was still closed. A call that waits for the device would wait forever; a watchdog opens
+// the gate after `timeout`, so the test fails instead of hanging. Exceptions from fn propagate.
+inline bool returns_without_waiting(cudaStream_t stream, const std::function<void()>& fn,
+                                    std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  std::atomic<bool> returned{false}, timed_out{false};
+  HostGate gate(stream);
+  std::thread watchdog([&] {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (!returned.load() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    timed_out = !returned.load();
+    gate.release();
+  });
+  try {
+    fn();
+  } catch (...) {
+    returned = true;
+    watchdog.join();
+    throw;
+  }
+  returned = true;
+  watchdog.join();
+  return !timed_out.load();
+}
 
 }  // namespace ember::testing

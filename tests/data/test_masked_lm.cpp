@@ -110,7 +110,8 @@ TEST(MaskedLM, CollateFlattensPositions) {
        tensor(std::vector<int64_t>{9}, kInt64)}};
   data::Example b = data::masked_lm_collate(examples, kPad);
   ASSERT_EQ(b.size(), 4u);
-  EXPECT_CLOSE(b[0], tensor(std::vector<int64_t>{kCls, kMask, 7, kSep, kCls, kMask, kSep, kPad}, kInt64).view({2, 4}));
+  EXPECT_CLOSE(
+      b[0], tensor(std::vector<int64_t>{kCls, kMask, 7, kSep, kCls, kMask, kSep, kPad}, kInt64).view({2, 4}));
   EXPECT_CLOSE(b[1], tensor(std::vector<int64_t>{1, 1, 1, 1, 1, 1, 1, 0}, kInt64).view({2, 4}));
   EXPECT_CLOSE(b[2], tensor(std::vector<int64_t>{1, 5}, kInt64));  // row 1 starts at 4
   EXPECT_CLOSE(b[3], tensor(std::vector<int64_t>{5, 9}, kInt64));

@@ -92,11 +92,11 @@ TEST(TrainBert, MaskedLMPretrainingLearnsAndSavesForTransformers) {
   TempDir tmp;
   const fs::path dir = tmp.path();
   write_task(dir);
-  const std::string args = "--task mlm --model " + (dir / "model").string() + " --data " +
-                           (dir / "tweets.csv").string() +
-                           " --random-init --device cpu --epochs 4 --batch-size 16 --lr 3e-3 --workers 2 --seed 1" +
-                           " --metrics " + (dir / "mlm.jsonl").string() + " --save-pretrained " +
-                           (dir / "out").string() + " --save-split " + (dir / "split.txt").string();
+  const std::string args =
+      "--task mlm --model " + (dir / "model").string() + " --data " + (dir / "tweets.csv").string() +
+      " --random-init --device cpu --epochs 4 --batch-size 16 --lr 3e-3 --workers 2 --seed 1" +
+      " --metrics " + (dir / "mlm.jsonl").string() + " --save-pretrained " + (dir / "out").string() +
+      " --save-split " + (dir / "split.txt").string();
   ASSERT_EQ(run_trainer(args, dir / "mlm.log"), 0) << read_text(dir / "mlm.log");
   const std::string log = read_text(dir / "mlm.log");
   // The corpus's 26 distinct words are learnt: the masked tokens' loss falls well below log(30522).
@@ -147,12 +147,13 @@ TEST(TrainBert, BadInputIsAClearError) {
   EXPECT_NE(read_text(dir / "4.log").find("--task must be classify or mlm, got ner"), std::string::npos)
       << read_text(dir / "4.log");
   // --labels fixes the classes: a row with another label names its line (row 1 is line 2).
-  EXPECT_EQ(WEXITSTATUS(run_trainer(model + " --data " + (dir / "tweets.csv").string() +
-                                        " --labels negative,positive",
-                                    dir / "5.log")),
-            2);
-  EXPECT_NE(read_text(dir / "5.log").find("tweets.csv:3: the label \"neutral\" is not one of --labels "
-                                          "negative,positive"),
+  EXPECT_EQ(
+      WEXITSTATUS(run_trainer(
+          model + " --data " + (dir / "tweets.csv").string() + " --labels negative,positive", dir / "5.log")),
+      2);
+  EXPECT_NE(read_text(dir / "5.log")
+                .find("tweets.csv:3: the label \"neutral\" is not one of --labels "
+                      "negative,positive"),
             std::string::npos)
       << read_text(dir / "5.log");
 }

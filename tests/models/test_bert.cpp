@@ -496,7 +496,8 @@ TEST(ModelsBert, SavePretrainedRoundTrips) {
   try {
     models::save_pretrained(*mlm, mlm->bert->config, "BertForMaskedLM", dir.path());
   } catch (const Error& e) {
-    if (std::string(e.what()).find("built without nlohmann-json") != std::string::npos) GTEST_SKIP() << e.what();
+    if (std::string(e.what()).find("built without nlohmann-json") != std::string::npos)
+      GTEST_SKIP() << e.what();
     throw;
   }
   // As transformers writes it: tied weights once, float32, the "format" metadata it requires.
@@ -525,7 +526,8 @@ TEST(ModelsBert, SavePretrainedRoundTrips) {
 
   // A classifier's label names become id2label / label2id.
   models::BertForSequenceClassification cls(tiny_config(), 2);
-  models::save_pretrained(*cls, tiny_config(), "BertForSequenceClassification", dir.file("cls"), {"bad", "good"});
+  models::save_pretrained(*cls, tiny_config(), "BertForSequenceClassification", dir.file("cls"),
+                          {"bad", "good"});
   const std::string cls_json = read_text(dir.file("cls/config.json"));
   EXPECT_NE(cls_json.find("\"id2label\": {\n    \"0\": \"bad\",\n    \"1\": \"good\""), std::string::npos)
       << cls_json;

@@ -46,8 +46,8 @@ bool check_masked_lm(const std::string& model_dir, const std::string& reference)
   NoGradGuard no_grad;
   Tensor logits = m(g.at("input_ids").cuda(), g.at("attention_mask").cuda()).cpu();
   Tensor drop = g.at("attention_mask").eq(0).unsqueeze(-1);
-  return report("masked-lm logits f32", rel_error(logits.masked_fill(drop, 0), g.at("logits").masked_fill(drop, 0)),
-                1e-4) &&
+  return report("masked-lm logits f32",
+                rel_error(logits.masked_fill(drop, 0), g.at("logits").masked_fill(drop, 0)), 1e-4) &&
          ok;
 }
 
