@@ -1,10 +1,12 @@
 #include "ember/core/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <system_error>
 
@@ -19,9 +21,32 @@ constexpr size_t kBufferSize = 1 << 20;
 
 std::string errno_message(int err) { return std::generic_category().message(err); }
 
+// Removes "<path>.tmp.<pid>.<n>" files left by processes that are gone (killed mid-save).
+// Best effort: a directory that cannot be listed is left as it is.
+void remove_stale_temporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const std::string prefix = p.filename().string() + ".tmp.";
+  std::error_code ec;
+  fs::directory_iterator it(p.parent_path().empty() ? fs::path(".") : p.parent_path(), ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(prefix)) continue;
+    const std::string rest = name.substr(prefix.size());
+    char* stop = nullptr;
+    const long pid = std::strtol(rest.c_str(), &stop, 10);
+    if (stop == rest.c_str() || *stop != '.' || pid <= 0 || pid == getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH)
+      continue;  // still running, or not ours to judge
+    std::error_code ignored;
+    fs::remove(it->path(), ignored);
+  }
+}
+
 }  // namespace
 
 AtomicFile::AtomicFile(std::string path, std::string op) : path_(std::move(path)), op_(std::move(op)) {
+  remove_stale_temporaries(path_);
   static std::atomic<uint64_t> counter{0};  // unique names for concurrent saves in one process
   do {
     tmp_ = detail::str_cat(path_, ".tmp.", getpid(), ".", counter.fetch_add(1));

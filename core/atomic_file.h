@@ -8,7 +8,9 @@ namespace ember {
 // A file written so that a crash, a kill or a full disk never leaves `path` half-written: the
 // bytes go to a temporary file in the same directory, which commit() flushes, fsyncs and renames
 // over `path`, then fsyncs the directory. Without commit() (an exception on the way), the
-// temporary file is removed and `path` is untouched. Errors start with `op`.
+// temporary file is removed and `path` is untouched. A process killed while writing leaves its
+// temporary file ("<path>.tmp.<pid>.<n>"): the next AtomicFile for `path` removes those of
+// processes that no longer run. Errors start with `op`.
 class AtomicFile {
  public:
   explicit AtomicFile(std::string path, std::string op = "save");
