@@ -10,6 +10,7 @@
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
 #include "ember/core/op_registry.h"
+#include "ember/core/shape.h"
 
 namespace ember {
 
@@ -60,23 +61,22 @@ std::string spatial(IntArrayRef sizes) {
 void check_tensors(const char* op, int64_t dims, const Tensor& input, const Tensor& weight,
                    const Tensor& bias) {
   EMBER_CHECK(input.dim() == dims + 1 || input.dim() == dims + 2, op, ": expected ", dims + 1,
-              "D (unbatched) or ", dims + 2, "D (batched) input, but got input of size ",
-              input.sizes());
+              "D (unbatched) or ", dims + 2, "D (batched) input, but got input of size ", input.sizes());
   EMBER_CHECK(weight.dim() == dims + 2, op, ": expected weight to be ", dims + 2,
               "D, but got weight of size ", weight.sizes());
   EMBER_CHECK(is_floating_point(input.dtype()), op, ": expected a floating point input, but got ",
               input.dtype());
-  EMBER_CHECK(input.dtype() == weight.dtype(), op, ": input type (", input.dtype(),
-              ") and weight type (", weight.dtype(), ") should be the same");
+  EMBER_CHECK(input.dtype() == weight.dtype(), op, ": input type (", input.dtype(), ") and weight type (",
+              weight.dtype(), ") should be the same");
   EMBER_CHECK(input.device() == weight.device(), op,
-              ": expected all tensors to be on the same device, but found ", input.device(),
-              " and ", weight.device());
+              ": expected all tensors to be on the same device, but found ", input.device(), " and ",
+              weight.device());
   if (bias.defined()) {
-    EMBER_CHECK(bias.dtype() == input.dtype(), op, ": input type (", input.dtype(),
-                ") and bias type (", bias.dtype(), ") should be the same");
+    EMBER_CHECK(bias.dtype() == input.dtype(), op, ": input type (", input.dtype(), ") and bias type (",
+                bias.dtype(), ") should be the same");
     EMBER_CHECK(bias.device() == input.device(), op,
-                ": expected all tensors to be on the same device, but found ", input.device(),
-                " and ", bias.device());
+                ": expected all tensors to be on the same device, but found ", input.device(), " and ",
+                bias.device());
   }
   for (int64_t d = 2; d < weight.dim(); ++d)
     EMBER_CHECK(weight.size(d) > 0, op, ": expected a non-empty kernel, but got weight of size ",
@@ -86,18 +86,17 @@ void check_tensors(const char* op, int64_t dims, const Tensor& input, const Tens
 void check_args(const char* op, bool transposed, const ConvArgs& a) {
   EMBER_CHECK(a.groups > 0, op, ": non-positive groups is not supported, got ", a.groups);
   for (size_t d = 0; d < a.stride.size(); ++d) {
-    EMBER_CHECK(a.stride[d] > 0, op, ": non-positive stride is not supported, got ",
-                IntArrayRef(a.stride));
-    EMBER_CHECK(a.pad_begin[d] >= 0 && a.pad_end[d] >= 0, op,
-                ": negative padding is not supported, got ", IntArrayRef(a.pad_begin));
+    EMBER_CHECK(a.stride[d] > 0, op, ": non-positive stride is not supported, got ", IntArrayRef(a.stride));
+    EMBER_CHECK(a.pad_begin[d] >= 0 && a.pad_end[d] >= 0, op, ": negative padding is not supported, got ",
+                IntArrayRef(a.pad_begin));
     EMBER_CHECK(a.dilation[d] > 0, op, ": dilation should be greater than zero, got ",
                 IntArrayRef(a.dilation));
     EMBER_CHECK(a.output_padding[d] >= 0, op, ": negative output_padding is not supported, got ",
                 IntArrayRef(a.output_padding));
     EMBER_CHECK(!transposed || a.output_padding[d] < std::max(a.stride[d], a.dilation[d]), op,
                 ": output padding must be smaller than either stride or dilation, but got ",
-                "output_padding ", IntArrayRef(a.output_padding), ", stride ",
-                IntArrayRef(a.stride), ", dilation ", IntArrayRef(a.dilation));
+                "output_padding ", IntArrayRef(a.output_padding), ", stride ", IntArrayRef(a.stride),
+                ", dilation ", IntArrayRef(a.dilation));
   }
 }
 
@@ -107,22 +106,21 @@ int64_t out_channels(const char* op, bool transposed, const Tensor& x, const Ten
   const int64_t cin = x.size(1);
   int64_t cout;
   if (transposed) {
-    EMBER_CHECK(weight.size(0) == cin, op, ": given weight of size ", weight.sizes(),
-                ", expected input ", x.sizes(), " to have ", weight.size(0), " channels, but got ",
-                cin, " channels instead");
-    EMBER_CHECK(cin % groups == 0, op, ": expected input channels (", cin,
-                ") to be divisible by groups (", groups, ")");
+    EMBER_CHECK(weight.size(0) == cin, op, ": given weight of size ", weight.sizes(), ", expected input ",
+                x.sizes(), " to have ", weight.size(0), " channels, but got ", cin, " channels instead");
+    EMBER_CHECK(cin % groups == 0, op, ": expected input channels (", cin, ") to be divisible by groups (",
+                groups, ")");
     cout = weight.size(1) * groups;
   } else {
-    EMBER_CHECK(weight.size(0) % groups == 0, op, ": expected weight's output channels (",
-                weight.size(0), ") to be divisible by groups (", groups, ")");
+    EMBER_CHECK(weight.size(0) % groups == 0, op, ": expected weight's output channels (", weight.size(0),
+                ") to be divisible by groups (", groups, ")");
     EMBER_CHECK(weight.size(1) * groups == cin, op, ": given groups=", groups, ", weight of size ",
-                weight.sizes(), ", expected input ", x.sizes(), " to have ",
-                weight.size(1) * groups, " channels, but got ", cin, " channels instead");
+                weight.sizes(), ", expected input ", x.sizes(), " to have ", weight.size(1) * groups,
+                " channels, but got ", cin, " channels instead");
     cout = weight.size(0);
   }
-  EMBER_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == cout), op,
-              ": expected bias of size [", cout, "], but got ", bias.sizes());
+  EMBER_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == cout), op, ": expected bias of size [",
+              cout, "], but got ", bias.sizes());
   return cout;
 }
 
@@ -132,11 +130,13 @@ DimVector out_spatial(const char* op, bool transposed, const Tensor& x, const Te
   const int64_t dims = x.dim() - 2;
   DimVector in(dims), padded(dims), kernel(dims), out(dims);
   for (int64_t d = 0; d < dims; ++d) {
+    // Huge paddings, dilations or strides must not wrap around (shape.h's checked arithmetic).
     in[d] = x.size(d + 2);
-    padded[d] = in[d] + a.pad_begin[d] + a.pad_end[d];
-    kernel[d] = a.dilation[d] * (weight.size(d + 2) - 1) + 1;
-    out[d] = transposed ? (in[d] - 1) * a.stride[d] - a.pad_begin[d] - a.pad_end[d] + kernel[d] +
-                              a.output_padding[d]
+    const int64_t pads = checked_add(op, a.pad_begin[d], a.pad_end[d]);
+    padded[d] = checked_add(op, in[d], pads);
+    kernel[d] = checked_add(op, checked_mul(op, a.dilation[d], weight.size(d + 2) - 1), 1);
+    out[d] = transposed ? checked_add(op, checked_add(op, checked_mul(op, in[d] - 1, a.stride[d]), -pads),
+                                      checked_add(op, kernel[d], a.output_padding[d]))
                         : (padded[d] - kernel[d]) / a.stride[d] + 1;
   }
   for (int64_t d = 0; d < dims; ++d) {
@@ -163,13 +163,12 @@ MemoryFormat conv_format(const Tensor& a, const Tensor& b) {
 // spatial size (oh, ow) fixes what is added after. x [N, C, H, W] and w are 4D. The backward is
 // made of this op and conv_weight_grad, whose backward is this op again, so it can be
 // differentiated again.
-Tensor run_conv(bool transposed, const Tensor& x, const Tensor& w, const Tensor& bias,
-                const Conv2dParams& p, int64_t oh, int64_t ow);
+Tensor run_conv(bool transposed, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
+                int64_t oh, int64_t ow);
 
 // The gradient of conv2d(x, weight) with respect to a weight of spatial size kh x kw, given the
 // output's gradient gy. Bilinear in (x, gy): <c, conv_weight_grad(x, gy)> = <conv2d(x, c), gy>.
-Tensor conv_weight_grad(const Tensor& x, const Tensor& gy, const Conv2dParams& p, int64_t kh,
-                        int64_t kw) {
+Tensor conv_weight_grad(const Tensor& x, const Tensor& gy, const Conv2dParams& p, int64_t kh, int64_t kw) {
   const MemoryFormat f = conv_format(x, gy);
   Tensor out = empty({gy.size(1), x.size(1) / p.groups, kh, kw}, x.options().memory_format(f));
   if (out.numel() > 0) {
@@ -189,8 +188,8 @@ Tensor conv_weight_grad(const Tensor& x, const Tensor& gy, const Conv2dParams& p
   return out;
 }
 
-Tensor run_conv(bool transposed, const Tensor& x, const Tensor& w, const Tensor& bias,
-                const Conv2dParams& p, int64_t oh, int64_t ow) {
+Tensor run_conv(bool transposed, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
+                int64_t oh, int64_t ow) {
   const int64_t cout = transposed ? w.size(1) * p.groups : w.size(0);
   const MemoryFormat f = conv_format(x, w);
   Tensor out = empty({x.size(0), cout, oh, ow}, x.options().memory_format(f));
@@ -221,8 +220,8 @@ Tensor run_conv(bool transposed, const Tensor& x, const Tensor& w, const Tensor&
   return out;
 }
 
-Tensor convolution(const char* op, int64_t dims, bool transposed, const Tensor& input,
-                   const Tensor& weight, const Tensor& bias, const ConvArgs& a) {
+Tensor convolution(const char* op, int64_t dims, bool transposed, const Tensor& input, const Tensor& weight,
+                   const Tensor& bias, const ConvArgs& a) {
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         op,
@@ -266,7 +265,7 @@ ConvArgs string_padding(const char* op, int64_t dims, const Tensor& weight, IntA
   EMBER_CHECK(weight.dim() == dims + 2, op, ": expected weight to be ", dims + 2,
               "D, but got weight of size ", weight.sizes());
   for (int64_t d = 0; d < dims; ++d) {
-    int64_t total = a.dilation[d] * (weight.size(d + 2) - 1);
+    int64_t total = checked_mul(op, a.dilation[d], weight.size(d + 2) - 1);
     a.pad_begin[d] = total / 2;
     a.pad_end[d] = total - total / 2;
   }
@@ -299,12 +298,11 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
                      string_padding("conv2d", 2, weight, stride, padding, dilation, groups));
 }
 
-Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                        IntArrayRef stride, IntArrayRef padding, IntArrayRef output_padding,
-                        int64_t groups, IntArrayRef dilation) {
-  return convolution(
-      "conv_transpose2d", 2, true, input, weight, bias,
-      make_args("conv_transpose2d", 2, stride, padding, dilation, output_padding, groups));
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+                        IntArrayRef padding, IntArrayRef output_padding, int64_t groups,
+                        IntArrayRef dilation) {
+  return convolution("conv_transpose2d", 2, true, input, weight, bias,
+                     make_args("conv_transpose2d", 2, stride, padding, dilation, output_padding, groups));
 }
 
 }  // namespace ember

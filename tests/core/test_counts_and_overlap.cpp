@@ -47,6 +47,14 @@ TEST(Counts, ViewsCheckTheirArithmetic) {
   EXPECT_EQ(ones({1, 1}).expand({k32, k32 / 4}).numel(), k62);
 }
 
+TEST(Counts, ConvolutionShapesCheckTheirArithmetic) {
+  Tensor x = ones({1, 1, 4, 4}), w = ones({1, 1, 3, 3});
+  EXPECT_EMBER_ERROR(conv2d(x, w, {}, {1, 1}, {0, 0}, {k62, 1}), "conv2d", "overflows int64");
+  EXPECT_EMBER_ERROR(conv2d(x, w, {}, {1, 1}, {k62, 0}), "conv2d", "overflows int64");
+  EXPECT_EMBER_ERROR(conv_transpose2d(x, w, {}, {k62, 1}), "conv_transpose2d", "overflows int64");
+  EXPECT_EQ(conv2d(x, w, {}, {1, 1}, {1, 1}).sizes(), IntArrayRef({1, 1, 4, 4}));
+}
+
 TEST(Overlap, InPlaceOpsRefuseAPartlyOverlappingInput) {
   Tensor x = arange(6.0);
   EXPECT_EMBER_ERROR(x.slice(0, 1).add_(x.slice(0, 0, 5)), "add_",
