@@ -80,10 +80,10 @@ Socket& Socket::operator=(Socket&& o) noexcept {
   return *this;
 }
 
-Socket Socket::listen(int port, const char* what) {
+Socket Socket::listen(int port, const char* what, bool loopback_only) {
   EMBER_CHECK(port >= 0 && port < 65536, what, ": port ", port, " is out of range [0, 65535]");
   // A dual-stack IPv6 socket accepts IPv4 clients too; hosts without IPv6 get an IPv4 one.
-  Socket s(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  Socket s(loopback_only ? -1 : ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
   int one = 1, zero = 0;
   if (s.valid()) {
     setsockopt(s.fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -104,10 +104,13 @@ Socket Socket::listen(int port, const char* what) {
     setsockopt(s.fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+    addr.sin_addr.s_addr = htonl(loopback_only ? INADDR_LOOPBACK : INADDR_ANY);
     addr.sin_port = htons(static_cast<uint16_t>(port));
-    EMBER_CHECK(::bind(s.fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0, what,
-                ": cannot bind port ", port, ": ", errno_str(errno));
+    if (::bind(s.fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      const int err = errno;
+      EMBER_CHECK(err != EADDRINUSE, what, ": port ", port, " is in use");
+      throw Error(ember::detail::str_cat(what, ": cannot bind port ", port, ": ", errno_str(err)));
+    }
   }
   EMBER_CHECK(::listen(s.fd_, 1024) == 0, what, ": listen on port ", port, " failed: ", errno_str(errno));
   return s;

@@ -20,8 +20,9 @@ class Socket {
   Socket(const Socket&) = delete;
   Socket& operator=(const Socket&) = delete;
 
-  // Listens on `port` (0: a free one the kernel picks) of every interface, IPv6 and IPv4.
-  static Socket listen(int port, const char* what);
+  // Listens on `port` (0: a free one the kernel picks) of every interface, IPv6 and IPv4, or
+  // with loopback_only on 127.0.0.1 alone (a single-node job: nothing outside the machine reaches it).
+  static Socket listen(int port, const char* what, bool loopback_only = false);
   // Connects to host:port, retrying with backoff (the server may still be starting) until
   // `deadline`.
   static Socket connect(const std::string& host, int port, Clock::time_point deadline, const char* what);

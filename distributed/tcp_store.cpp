@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <list>
 #include <map>
@@ -29,9 +30,30 @@ namespace {
 // Wire format: every message is a frame, a u32 byte count then the payload. A request's
 // payload is a command byte and its fields, a reply's a status byte and its fields; integers
 // are little-endian, strings a u32 length and the bytes.
-enum class Cmd : uint8_t { kSet = 1, kGet, kAdd, kCompareSet, kCheck, kDelete, kNumKeys, kWait };
+// With a token (EMBER_STORE_TOKEN), a connection's first request must be kAuth with it; any
+// other first request, or another token, and the server hangs up.
+enum class Cmd : uint8_t { kSet = 1, kGet, kAdd, kCompareSet, kCheck, kDelete, kNumKeys, kWait, kAuth };
 enum class Status : uint8_t { kOk = 0, kTimeout, kError };
-constexpr uint32_t kMaxFrame = 1u << 30;
+// A request or reply longer than this is refused before it is buffered: a hostile or broken client
+// cannot make the server allocate without bound.
+constexpr uint32_t kMaxFrame = 64u << 20;
+
+// The job's secret, shared by its processes through the environment ("" when there is none).
+std::string store_token() {
+  const char* t = std::getenv("EMBER_STORE_TOKEN");
+  return t ? t : "";
+}
+
+// Compares in time independent of where the strings differ.
+bool same_secret(std::string_view a, std::string_view b) {
+  unsigned diff = a.size() != b.size();
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i)
+    diff |= static_cast<unsigned char>(i < a.size() ? a[i] : 0) ^
+            static_cast<unsigned char>(i < b.size() ? b[i] : 0);
+  return diff == 0;
+}
+
+bool is_loopback(const std::string& host) { return host == "127.0.0.1" || host == "localhost"; }
 
 // The store's own keys (who has joined) live under a prefix no user key has.
 const std::string kInternalPrefix = "\x01ember_store/";
@@ -127,7 +149,8 @@ Writer& put_strs(Writer& w, const std::vector<std::string>& v) {
 // when a set provides the keys or with kTimeout at their deadline. ---
 class TCPStore::Server {
  public:
-  explicit Server(int port) : listener_(Socket::listen(port, "TCPStore")) {
+  Server(int port, bool loopback_only, std::string token)
+      : listener_(Socket::listen(port, "TCPStore", loopback_only)), token_(std::move(token)) {
     listener_.set_nonblocking();
     EMBER_CHECK(pipe2(wake_, O_CLOEXEC) == 0, "TCPStore: pipe failed: ", std::strerror(errno));
     thread_ = std::thread([this] { loop(); });
@@ -145,6 +168,7 @@ class TCPStore::Server {
   struct Client {
     Socket sock;
     std::string in;
+    bool authenticated;
   };
   struct Waiter {
     int fd;
@@ -168,7 +192,7 @@ class TCPStore::Server {
         for (Socket s = listener_.accept(); s.valid(); s = listener_.accept()) {
           s.set_nonblocking();
           int fd = s.fd();
-          clients_[fd] = Client{std::move(s), {}};
+          clients_[fd] = Client{std::move(s), {}, token_.empty()};
         }
       }
       ready.clear();
@@ -204,7 +228,9 @@ class TCPStore::Server {
         uint32_t n = decode_u32(c.in.data() + pos);
         EMBER_CHECK(n <= kMaxFrame, "TCPStore: request of ", n, " bytes is too large");
         if (c.in.size() - pos - 4 < n) break;
-        handle(fd, std::string_view(c.in).substr(pos + 4, n));
+        const std::string_view payload = std::string_view(c.in).substr(pos + 4, n);
+        if (!c.authenticated) authenticate(c, payload);
+        handle(fd, payload);
         pos += 4 + n;
       }
       c.in.erase(0, pos);
@@ -212,6 +238,15 @@ class TCPStore::Server {
       open = false;  // a garbled request or a client that stopped reading: hang up on it
     }
     if (!open) dead_.insert(fd);
+  }
+
+  // The first request of a connection to a store with a token: kAuth with that token, or the
+  // connection is dropped (the throw) before anything else is read.
+  void authenticate(Client& c, std::string_view payload) {
+    Reader r(payload);
+    EMBER_CHECK(static_cast<Cmd>(r.u8()) == Cmd::kAuth, "TCPStore: a client sent a request before its token");
+    EMBER_CHECK(same_secret(r.str(), token_), "TCPStore: a client sent the wrong token");
+    c.authenticated = true;
   }
 
   void drop(int fd) {
@@ -284,6 +319,9 @@ class TCPStore::Server {
       case Cmd::kDelete:
         send(fd, w.status(Status::kOk).u8(data_.erase(r.str()) > 0));
         return;
+      case Cmd::kAuth:  // checked by authenticate() when the store has a token
+        send(fd, w.status(Status::kOk));
+        return;
       case Cmd::kNumKeys: {
         int64_t n = std::count_if(data_.begin(), data_.end(),
                                   [](const auto& kv) { return !kv.first.starts_with(kInternalPrefix); });
@@ -323,6 +361,7 @@ class TCPStore::Server {
   }
 
   Socket listener_;
+  const std::string token_;
   int wake_[2] = {-1, -1};
   std::thread thread_;
   std::unordered_map<std::string, std::string> data_;
@@ -335,15 +374,15 @@ class TCPStore::Server {
 
 TCPStore::TCPStore(std::string host, int port, std::optional<int> world_size, bool is_master,
                    milliseconds timeout, bool wait_for_workers)
-    : Store(timeout), host_(std::move(host)), port_(port) {
+    : Store(timeout), host_(std::move(host)), port_(port), token_(store_token()) {
   EMBER_CHECK(!world_size || *world_size >= 1, "TCPStore: world_size must be at least 1, got ", *world_size);
   if (is_master) {
-    server_ = std::make_unique<Server>(port);
+    server_ = std::make_unique<Server>(port, is_loopback(host_), token_);
     port_ = server_->port();
   } else {
     EMBER_CHECK(port > 0 && port < 65536, "TCPStore: a client needs the server's port (1-65535), got ", port);
   }
-  idle_.push_back(Socket::connect(host_, port_, detail::deadline_after(timeout), "TCPStore"));
+  idle_.push_back(connect(detail::deadline_after(timeout)));
   if (!world_size) return;
   if (add(kJoinedKey, 1) == *world_size) set(kReadyKey, "1");
   if (is_master && wait_for_workers) {
@@ -375,10 +414,29 @@ Socket TCPStore::take_connection(const char* op) {
   }
   milliseconds t = timeout_.count() > 0 ? std::min(timeout_, kReconnectTimeout) : kReconnectTimeout;
   try {
-    return Socket::connect(host_, port_, detail::deadline_after(t), "TCPStore");
+    return connect(detail::deadline_after(t));
   } catch (const Error& e) {
     throw Error(ember::detail::str_cat("TCPStore: ", op, ": ", e.what() + std::strlen("TCPStore: ")));
   }
+}
+
+Socket TCPStore::connect(Clock::time_point deadline) {
+  Socket s = Socket::connect(host_, port_, deadline, "TCPStore");
+  if (token_.empty()) return s;
+  const std::string frame =
+      Writer().cmd(Cmd::kAuth).str(token_).frame();  // a copy: the Writer is a temporary
+  char reply[5];
+  bool ok = false;
+  try {
+    s.send_all(frame.data(), frame.size());
+    ok = s.recv_all(reply, sizeof reply, deadline) && decode_u32(reply) == 1 &&
+         static_cast<Status>(reply[4]) == Status::kOk;
+  } catch (const Error&) {
+    // The server hangs up on a wrong token.
+  }
+  EMBER_CHECK(ok, "TCPStore: server ", server_name(),
+              " refused this process's EMBER_STORE_TOKEN (another job's store, or a token that differs)");
+  return s;
 }
 
 std::string TCPStore::request(const std::string& payload_frame, Clock::time_point reply_deadline,

@@ -16,6 +16,11 @@ namespace ember::distributed {
 // With world_size given, each store counts itself in; the master then waits (unless
 // wait_for_workers is false) until world_size stores have joined.
 //
+// Security: a store whose host is 127.0.0.1 or localhost listens on loopback alone; otherwise on
+// every interface (other nodes must reach it). With EMBER_STORE_TOKEN in the environment (emberrun
+// makes one for every single-node job), every connection must first present that token, compared
+// in constant time, or the server hangs up. Requests over 64 MiB are refused unread.
+//
 // Each call takes a connection of its own from a pool, so one store serves many threads and a
 // blocking get in one thread does not hold up a set in another. A server that dies makes the
 // next call fail with an error naming it (an open connection sees the close at once).
@@ -48,10 +53,13 @@ class TCPStore : public Store {
   std::string request(const std::string& payload, detail::Clock::time_point reply_deadline, const char* op,
                       const std::string& key);
   detail::Socket take_connection(const char* op);
+  // A new connection, authenticated with the token when there is one.
+  detail::Socket connect(detail::Clock::time_point deadline);
   std::string server_name() const;
 
   std::string host_;
   int port_;
+  std::string token_;  // EMBER_STORE_TOKEN
   std::unique_ptr<Server> server_;
   std::mutex pool_mu_;
   std::vector<detail::Socket> idle_;

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include <ember/distributed/tcp_store.h>
@@ -244,8 +245,24 @@ std::string make_temp_log_dir() {
   return dir;
 }
 
+// 128 random bits as hex: the secret a single-node job's store asks of every connection.
+std::string random_token() {
+  std::random_device rd;  // the kernel's getrandom
+  std::string hex;
+  char buf[9];
+  for (int i = 0; i < 4; ++i) {
+    std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rd()));
+    hex += buf;
+  }
+  return hex;
+}
+
 int run(const Options& o) {
   std::string path = resolve_program(o.program[0]);
+  // The store (this process's and the workers', through the environment) admits only this job.
+  // A multi-node job takes a token given as EMBER_STORE_TOKEN on every node.
+  if (o.nnodes == 1 && !std::getenv("EMBER_STORE_TOKEN"))
+    setenv("EMBER_STORE_TOKEN", random_token().c_str(), 1);
   std::string log_dir = o.log_dir;
   if (!log_dir.empty())
     std::filesystem::create_directories(log_dir);

@@ -28,6 +28,9 @@ Each copy gets, in its environment:
   TORCHELASTIC_RUN_ID  --rdzv-id
   EMBER_USE_AGENT_STORE=1   init_process_group connects to emberrun's store instead of
                     starting one on rank 0
+  EMBER_STORE_TOKEN the secret every connection to the store must present: a random one for a
+                    single-node job (whose store listens on 127.0.0.1 alone); a multi-node job
+                    uses the one set on every node, or none
   NCCL_NVLS_ENABLE=0, OMP_NUM_THREADS=1 (with more than one process per node)  unless set
 ember's distributed::init_process_group reads them.
 
