@@ -45,10 +45,10 @@
 #include <ember/distributed/distributed.h>
 #include <ember/distributed/distributed_sampler.h>
 #include <ember/ember.h>
+#include <ember/examples/common/epoch_meter.h>
 #include <ember/examples/common/launch.h>
 #include <ember/examples/common/metrics_log.h>
 #include <ember/examples/common/param_groups.h>
-#include <ember/examples/common/progress_bar.h>
 #include <ember/examples/common/run_setup.h>
 #include <ember/examples/models/bert_model.h>
 #include <ember/examples/models/bert_pretrained.h>
@@ -437,38 +437,15 @@ int run(const Args& a, const examples::Launch& l, const text::BertTokenizer& tok
   for (int64_t epoch = start_epoch; epoch < a.epochs; ++epoch) {
     train_loader.set_epoch(epoch);
     model->train();
-    examples::ProgressBar bar(detail::str_cat("epoch ", epoch + 1, "/", a.epochs), steps_per_epoch,
-                              main_rank);
-    Tensor loss_sum = zeros({}, TensorOptions(kFloat32).device(l.device));
-    const auto t0 = std::chrono::steady_clock::now();
-    int64_t done = 0, tokens = 0;
+    examples::EpochMeter meter(epoch, a.epochs, steps_per_epoch, a.batch_size, "seq", l);
+    int64_t tokens = 0;
     for (auto& batch : train_loader) {
       if (step == a.debug_sigkill_at_step) std::raise(SIGKILL);
       tokens += batch[0].numel();
-      Tensor loss = train_step(to_device(std::move(batch)));
-      {
-        NoGradGuard no_grad;
-        loss_sum.add_(loss.detach().to(kFloat32));
-      }
+      meter.add(train_step(to_device(std::move(batch))));
       ++step;
-      ++done;
-      // The running loss is read back only every few steps: each read waits for the device.
-      if (done % 20 == 0 || done == steps_per_epoch) {
-        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        char stats[96];
-        std::snprintf(stats, sizeof stats, "loss %.4f %6.0f seq/s", loss_sum.item<float>() / done,
-                      done * a.batch_size * l.world_size / secs);
-        bar.update(done, stats);
-      }
     }
-    bar.finish();
-    Tensor epoch_loss = loss_sum / static_cast<double>(std::max<int64_t>(done, 1));
-    if (l.distributed()) {
-      distributed::all_reduce(epoch_loss);
-      epoch_loss.div_(static_cast<double>(l.world_size));
-    }
-    const double train_loss = epoch_loss.item<float>();
-    const double epoch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto [train_loss, epoch_s, done] = meter.finish();
 
     // The test figures, summed over the processes.
     model->eval();

@@ -37,10 +37,10 @@
 #include <ember/distributed/distributed_sampler.h>
 #include <ember/distributed/sync_batch_norm.h>
 #include <ember/ember.h>
+#include <ember/examples/common/epoch_meter.h>
 #include <ember/examples/common/launch.h>
 #include <ember/examples/common/metrics_log.h>
 #include <ember/examples/common/param_groups.h>
-#include <ember/examples/common/progress_bar.h>
 #include <ember/examples/common/run_setup.h>
 #include <ember/examples/models/resnet.h>
 #include <ember/tools/common/arg_parser.h>
@@ -400,11 +400,7 @@ int main(int argc, char** argv) try {
   for (int64_t epoch = start_epoch; epoch < a.epochs; ++epoch) {
     train_loader->set_epoch(epoch);  // the sampler's order and the augmentation's draws
     train_mode();
-    examples::ProgressBar bar(detail::str_cat("epoch ", epoch + 1, "/", a.epochs), steps_per_epoch,
-                              main_rank);
-    Tensor loss_sum = zeros({}, TensorOptions(kFloat32).device(l.device));
-    const auto t0 = std::chrono::steady_clock::now();
-    int64_t done = 0;
+    examples::EpochMeter meter(epoch, a.epochs, steps_per_epoch, a.batch_size, "img", l);
     auto train_step = [&](Tensor x, Tensor y) {
       if (step == a.debug_sigkill_at_step) std::raise(SIGKILL);
       if (a.channels_last) x = x.contiguous(MemoryFormat::ChannelsLast);
@@ -418,20 +414,8 @@ int main(int argc, char** argv) try {
       scaler.step(opt);
       scaler.update();
       sched->step();
-      {
-        NoGradGuard no_grad;
-        loss_sum.add_(loss.detach().to(kFloat32));
-      }
+      meter.add(loss);
       ++step;
-      ++done;
-      // The running loss is read back only every few steps: each read waits for the device.
-      if (done % 20 == 0 || done == steps_per_epoch) {
-        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        char stats[96];
-        std::snprintf(stats, sizeof stats, "loss %.4f %7.0f img/s", loss_sum.item<float>() / done,
-                      done * a.batch_size * l.world_size / secs);
-        bar.update(done, stats);
-      }
     };
     if (a.synthetic) {
       for (int64_t i = 0; i < steps_per_epoch; ++i) train_step(synthetic_x, synthetic_y);
@@ -440,14 +424,7 @@ int main(int argc, char** argv) try {
         train_step(batch[0].to(l.device, /*non_blocking=*/true),
                    batch[1].to(l.device, /*non_blocking=*/true));
     }
-    bar.finish();
-    Tensor epoch_loss = loss_sum / static_cast<double>(done);
-    if (l.distributed()) {
-      distributed::all_reduce(epoch_loss);
-      epoch_loss.div_(static_cast<double>(l.world_size));
-    }
-    const double train_loss = epoch_loss.item<float>();
-    const double epoch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto [train_loss, epoch_s, done] = meter.finish();
     const double peak_gib =
         l.device.is_cuda() ? cuda::max_memory_allocated(l.device.index) / 1073741824.0 : 0;
     last_eval = evaluate(*model, forward, d, l, a, precision);
