@@ -12,3 +12,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
 fi
+# cuDNN's fused attention needs cudnn_frontend's headers: optional (ember builds without them),
+# so a machine that cannot reach PyPI still builds.
+if command -v nvcc > /dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+  bash "$(dirname "$0")/fetch_cudnn_frontend.sh" > /dev/null ||
+    echo "install_deps: cudnn_frontend not fetched; building without cuDNN's fused attention" >&2
+fi

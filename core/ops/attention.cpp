@@ -1,7 +1,8 @@
-// Frontend of scaled_dot_product_attention: shape, dtype and mask checks, batch broadcasting as
-// views, then the device's fused kernel. The backward recomputes the attention weights with ember
-// ops (as PyTorch's math backend), so it differentiates again; with dropout under grad mode the
-// whole op runs as that composite.
+// Frontend of scaled_dot_product_attention: shape, dtype and mask checks, then the device's fused
+// kernel with its own backward where it applies (cuDNN's on CUDA), else batch broadcasting as
+// views and the device's forward kernel. That kernel's backward recomputes the attention weights
+// with ember ops (as PyTorch's math backend), so it differentiates again; with dropout under grad
+// mode the whole op runs as that composite.
 #include "ember/core/ops/attention.h"
 
 #include <cmath>
@@ -21,6 +22,9 @@
 namespace ember {
 
 constinit DispatchStub<SdpaFn> sdpa_stub("scaled_dot_product_attention");
+constinit DispatchStub<SdpaFusedFn> sdpa_fused_stub("_scaled_dot_product_cudnn_attention");
+constinit DispatchStub<SdpaFusedBackwardFn> sdpa_fused_backward_stub(
+    "_scaled_dot_product_cudnn_attention_backward");
 
 namespace {
 
@@ -58,24 +62,52 @@ Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& mask, b
   return softmax(s, -1);
 }
 
-// Records the backward of out = P v, P = attention_weights(q, k, mask): with dO the output's
-// gradient, dV = P^T dO, dS = P * (dP - rowsum(dP * P)) for dP = dO v^T (softmax's fused
-// backward), dQ = dS k * scale, dK = dS^T q * scale, and dS for a floating mask; each summed back
-// over broadcast batch dims.
+// The gradients of out = P v, P = attention_weights(q, k, mask), with ember ops (so they
+// differentiate again): with dO the output's gradient, dV = P^T dO, dS = P * (dP - rowsum(dP * P))
+// for dP = dO v^T (softmax's fused backward), dQ = dS k * scale, dK = dS^T q * scale, and dS for a
+// floating mask; each summed back over broadcast batch dims.
+std::vector<Tensor> composite_backward(const GradContext& g, const Tensor& q, const Tensor& k,
+                                       const Tensor& v, const Tensor& m, bool is_causal, double scale,
+                                       ScalarType cd) {
+  Tensor qc = q.to(cd), kc = k.to(cd), vc = v.to(cd), go = g.grad().to(cd);
+  Tensor p = attention_weights(qc, kc, m.defined() && m.dtype() != kBool ? m.to(cd) : m, is_causal, scale);
+  Tensor ds = _softmax_backward_data(go.matmul(vc.mT()), p, -1, p.dtype());
+  return {g.needs(0) ? sum_to(ds.matmul(kc) * scale, q.sizes()) : Tensor(),
+          g.needs(1) ? sum_to(ds.mT().matmul(qc) * scale, k.sizes()) : Tensor(),
+          g.needs(2) ? sum_to(p.mT().matmul(go), v.sizes()) : Tensor(),
+          g.needs(3) ? sum_to(ds, m.sizes()) : Tensor()};
+}
+
 void record_attention(const Tensor& out, const Tensor& query, const Tensor& key, const Tensor& value,
                       const Tensor& attn_mask, bool is_causal, double scale, ScalarType cd) {
   SavedTensor sq(query, false), sk(key, false), sv(value, false), sm(attn_mask, false);
   record(kOp, {query, key, value, attn_mask}, {out},
          [sq, sk, sv, sm, is_causal, scale, cd](const GradContext& g) -> std::vector<Tensor> {
-           Tensor q = g(sq), k = g(sk), v = g(sv), m = g(sm);
-           Tensor qc = q.to(cd), kc = k.to(cd), vc = v.to(cd), go = g.grad().to(cd);
-           Tensor p =
-               attention_weights(qc, kc, m.defined() && m.dtype() != kBool ? m.to(cd) : m, is_causal, scale);
-           Tensor ds = _softmax_backward_data(go.matmul(vc.mT()), p, -1, p.dtype());
-           return {g.needs(0) ? sum_to(ds.matmul(kc) * scale, q.sizes()) : Tensor(),
-                   g.needs(1) ? sum_to(ds.mT().matmul(qc) * scale, k.sizes()) : Tensor(),
-                   g.needs(2) ? sum_to(p.mT().matmul(go), v.sizes()) : Tensor(),
-                   g.needs(3) ? sum_to(ds, m.sizes()) : Tensor()};
+           return composite_backward(g, g(sq), g(sk), g(sv), g(sm), is_causal, scale, cd);
+         });
+}
+
+// The fused kernel's backward, recorded under PyTorch's name for it. It takes the forward's
+// statistics and dropout state; a second derivative (grad mode on in the backward) runs the
+// composite instead, which cannot replay the fused kernel's dropout.
+void record_fused(const SdpaFused& f, const Tensor& query, const Tensor& key, const Tensor& value,
+                  const Tensor& attn_mask, bool is_causal, double scale, double dropout_p, ScalarType cd) {
+  SavedTensor sq(query, false), sk(key, false), sv(value, false), so(f.out, true), sm(attn_mask, false);
+  const SdpaFused kept{Tensor(), f.stats, f.bias, f.rng};
+  record("_scaled_dot_product_cudnn_attention", {query, key, value, attn_mask}, {f.out},
+         [=](const GradContext& g) -> std::vector<Tensor> {
+           Tensor q = g(sq), k = g(sk), v = g(sv);
+           if (GradMode::is_enabled()) {
+             EMBER_CHECK(dropout_p == 0, kOp,
+                         ": a second derivative of attention with dropout is not supported (the fused "
+                         "kernel keeps no dropout mask)");
+             return composite_backward(g, q, k, v, g(sm), is_causal, scale, cd);
+           }
+           SdpaFused fwd = kept;
+           fwd.out = g(so);
+           auto [dq, dk, dv] =
+               sdpa_fused_backward_stub(q.device())(g.grad(), q, k, v, fwd, is_causal, scale, dropout_p);
+           return {dq, dk, dv, Tensor()};
          });
 }
 
@@ -111,7 +143,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   // in float32 and softmax computes in float32 inside, while half the bytes move); float32 for
   // half types on the CPU.
   ScalarType cd = query.is_cuda() ? query.dtype() : nn_detail::compute_dtype(query.dtype());
-  Tensor mask;
+  Tensor mask, mask_c;  // the mask checked and cast; mask_c not yet expanded
   if (attn_mask.defined()) {
     EMBER_CHECK(!is_causal, kOp, ": an explicit attn_mask must not be given with is_causal=true");
     nn_detail::check_same_device(kOp, query, attn_mask, "attn_mask");
@@ -122,12 +154,26 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
                 attn_mask.sizes(), " does not broadcast to the scores' shape ", IntArrayRef(scores));
     // Cast before expanding, so a broadcast mask is never materialized.
     // The fused kernels take a floating mask in float32 (float64 for float64 inputs).
-    mask = (attn_mask.dtype() == kBool ? attn_mask : attn_mask.to(nn_detail::compute_dtype(query.dtype())))
-               .expand(scores);
+    mask_c = attn_mask.dtype() == kBool ? attn_mask : attn_mask.to(nn_detail::compute_dtype(query.dtype()));
+    mask = mask_c.expand(scores);
   }
 
   double s = scale.value_or(1 / std::sqrt(static_cast<double>(E)));
   bool grad = needs_grad({query, key, value, attn_mask});
+  const DeviceType dev = query.device().type;
+  PhiloxState rng = dropout_p > 0 ? default_generator(dev).next() : PhiloxState{0, 0};
+  if (sdpa_fused_stub.has(dev) && query.dim() == 4 && key.dim() == 4 && value.dim() == 4 &&
+      !(attn_mask.defined() && attn_mask.requires_grad())) {
+    std::optional<SdpaFused> f;
+    {
+      NoGradGuard no_grad;  // recorded below as one op
+      f = sdpa_fused_stub(query.device())(query, key, value, mask_c, is_causal, s, dropout_p, rng, grad);
+    }
+    if (f) {
+      if (grad) record_fused(*f, query, key, value, attn_mask, is_causal, s, dropout_p, cd);
+      return f->out;
+    }
+  }
   if (grad && dropout_p > 0) {
     // The dropped weights must be kept for the backward: run the composite.
     Tensor m = attn_mask.defined() && attn_mask.dtype() != kBool ? attn_mask.to(cd) : attn_mask;
@@ -137,7 +183,6 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   Tensor out = empty(with_last2(batch, L, Ev), query.options());
   if (out.numel() > 0) {
     NoGradGuard no_grad;  // recorded below as one op
-    PhiloxState rng = dropout_p > 0 ? default_generator(query.device().type).next() : PhiloxState{0, 0};
     sdpa_stub(query.device())(out, expand_operand(query, batch), expand_operand(key, batch),
                               expand_operand(value, batch), mask, is_causal, s, dropout_p, rng);
   }

@@ -2,6 +2,7 @@
 
 // scaled_dot_product_attention, as torch.nn.functional's.
 
+#include <array>
 #include <optional>
 
 #include "ember/core/dispatch.h"
@@ -18,15 +19,37 @@ namespace ember {
 // PyTorch's math backend.
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask = {}, double dropout_p = 0.0,
-                                    bool is_causal = false,
-                                    std::optional<double> scale = std::nullopt);
+                                    bool is_causal = false, std::optional<double> scale = std::nullopt);
 
 // q, k, v, mask and out have the same batch dims (q, k, v, mask possibly expanded, stride 0);
 // q, k and v have unit stride in the last dim; out is contiguous. mask is undefined, bool, or in
 // the compute dtype (float64 for float64 inputs, else float32). Dropout draws from `rng`.
 using SdpaFn = void (*)(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
-                        const Tensor& mask, bool is_causal, double scale, double dropout_p,
-                        PhiloxState rng);
+                        const Tensor& mask, bool is_causal, double scale, double dropout_p, PhiloxState rng);
 extern DispatchStub<SdpaFn> sdpa_stub;
+
+// A device's fused attention with a backward of its own (cuDNN's flash attention on CUDA), taken
+// before sdpa_stub where it applies. The forward keeps what its backward needs: the softmax
+// statistics and, with dropout, the draw's state on the device, from which the backward
+// regenerates the mask.
+struct SdpaFused {
+  Tensor out;    // [B, H, L, Ev]
+  Tensor stats;  // float32 [B, H, L, 1]: the log-sum-exp of each row of scores
+  Tensor bias;   // the mask as the kernel took it (undefined: none)
+  Tensor rng;    // int64 [2] on the device: the dropout draw's seed and offset (undefined: none)
+};
+
+// q, k, v are 4-D [B, H, L or S, E or Ev] with unit stride in the last dim; mask is undefined,
+// bool or in float32, broadcastable to [B, H, L, S] and not requiring grad. Returns nothing, and
+// does nothing, where the fused kernel does not apply. `training` asks for the statistics.
+using SdpaFusedFn = std::optional<SdpaFused> (*)(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                 const Tensor& mask, bool is_causal, double scale,
+                                                 double dropout_p, PhiloxState rng, bool training);
+// dq, dk, dv, laid out as q, k and v, from the output's gradient and the forward's SdpaFused.
+using SdpaFusedBackwardFn = std::array<Tensor, 3> (*)(const Tensor& grad_out, const Tensor& q,
+                                                      const Tensor& k, const Tensor& v, const SdpaFused& fwd,
+                                                      bool is_causal, double scale, double dropout_p);
+extern DispatchStub<SdpaFusedFn> sdpa_fused_stub;
+extern DispatchStub<SdpaFusedBackwardFn> sdpa_fused_backward_stub;
 
 }  // namespace ember

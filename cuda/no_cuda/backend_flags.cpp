@@ -2,13 +2,15 @@
 // and runs the same, but nothing reads them.
 #include <atomic>
 
+#include "ember/cuda/attention_cudnn.h"
 #include "ember/cuda/attention_flash.h"
 #include "ember/cuda/conv_cudnn.h"
 #include "ember/cuda/matmul_cublaslt.h"
 
 namespace ember::cuda {
 namespace {
-std::atomic<bool> g_matmul_tf32{false}, g_cudnn_tf32{false}, g_cudnn_benchmark{false}, g_flash{true};
+std::atomic<bool> g_matmul_tf32{false}, g_cudnn_tf32{false}, g_cudnn_benchmark{false}, g_flash{true},
+    g_cudnn_sdp{true};
 }  // namespace
 
 namespace matmul {
@@ -25,5 +27,10 @@ bool benchmark() { return g_cudnn_benchmark; }
 
 void enable_flash_sdp(bool enabled) { g_flash = enabled; }
 bool flash_sdp_enabled() { return g_flash; }
+
+void enable_cudnn_sdp(bool enabled) { g_cudnn_sdp = enabled; }
+bool cudnn_sdp_enabled() { return g_cudnn_sdp; }
+bool cudnn_sdp_available() { return false; }
+std::string cudnn_sdp_last_rejection() { return {}; }
 
 }  // namespace ember::cuda

@@ -1,6 +1,7 @@
-// scaled_dot_product_attention on CUDA (cuda/attention_math.cu, cuda/attention_flash.cu)
-// against the CPU kernel: masks, causal, dropout, broadcast and strided operands; the fused
-// kernel directly and against the math path.
+// scaled_dot_product_attention on CUDA's own kernels (cuda/attention_math.cu,
+// cuda/attention_flash.cu) against the CPU kernel: masks, causal, dropout, broadcast and strided operands;
+// the fused kernel directly and against the math path.
+#include <ember/cuda/attention_cudnn.h>
 #include <ember/cuda/attention_flash.h>
 
 #include <cmath>
@@ -15,10 +16,16 @@ namespace {
 
 constexpr ScalarType kFloatTypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16};
 
-// Restores the fused-kernel switch when a test ends, pass or fail.
+// Turns cuDNN's attention off, so that the flash kernel and the math path are what runs, and
+// restores both switches when a test ends, pass or fail (cuDNN's has its own tests:
+// test_attention_cudnn.cpp).
 struct FlashGuard {
-  bool saved = cuda::flash_sdp_enabled();
-  ~FlashGuard() { cuda::enable_flash_sdp(saved); }
+  bool flash = cuda::flash_sdp_enabled(), cudnn = cuda::cudnn_sdp_enabled();
+  FlashGuard() { cuda::enable_cudnn_sdp(false); }
+  ~FlashGuard() {
+    cuda::enable_flash_sdp(flash);
+    cuda::enable_cudnn_sdp(cudnn);
+  }
 };
 
 Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask = {}, bool causal = false,
@@ -141,6 +148,7 @@ TEST_F(AttentionCuda, FlashKernelMatchesMathPath) {
 
 // Dropout draws the CPU kernel's Philox stream: the same seed drops the same weights.
 TEST_F(AttentionCuda, DropoutMatchesCpu) {
+  FlashGuard guard;
   for (ScalarType dt : kFloatTypes) {
     SCOPED_TRACE(std::string(to_string(dt)));
     manual_seed(24);
