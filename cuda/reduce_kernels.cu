@@ -9,7 +9,8 @@
 //    of contiguous float rows), threadIdx.y the outputs; warp shuffles, then shared memory
 //    across warps.
 //  - columns (a kept dim walks memory fastest, e.g. sum over dim 0 of [4096, 4096]): threadIdx.x
-//    walks consecutive outputs (coalesced), threadIdx.y the reduced range; a shared-memory tree.
+//    walks consecutive outputs (coalesced; 16-byte loads of 2 to 8 outputs a thread where the
+//    outputs are consecutive floats), threadIdx.y the reduced range; a shared-memory tree.
 // When outputs alone do not fill the GPU (a full reduction to a scalar above all), blockIdx.y cuts
 // the reduced range into slices whose states go to a workspace, and a second kernel merges each
 // output's slices in a fixed order: no atomics, and the same result on every run.
@@ -43,6 +44,7 @@ struct ReduceArgs {
   int64_t slices;
   bool columns;
   bool contiguous_rows;  // rows layout over one reduced dim of stride 1: vectorized loads
+  bool vec_columns;      // columns layout, outputs consecutive in memory: reduce_columns_vec_kernel
   ops::ReducePlan plan;
   ops::ReduceParams p;
 };
@@ -336,6 +338,42 @@ __global__ void __launch_bounds__(kThreads) reduce_kernel(ReduceArgs a, R red) {
     static_cast<State*>(a.partials)[blockIdx.y * a.n_out + j] = s;
 }
 
+// The columns layout where the outputs are consecutive in memory (sum over dim 0 of a row-major
+// [M, N] float matrix: the bias gradient): each thread owns kVec consecutive outputs and reads
+// them with one 16-byte load per row, so a warp reads 512 contiguous bytes a row instead of 32
+// scattered elements. Positions still increase within a thread.
+template <class R, class T>
+__global__ void __launch_bounds__(kThreads) reduce_columns_vec_kernel(ReduceArgs a, R red) {
+  using C = typename R::Compute;
+  using State = typename R::State;
+  constexpr int kVec = 16 / sizeof(T);
+  __shared__ alignas(16) unsigned char smem[kThreads * sizeof(State)];
+  const int64_t j0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
+  const int64_t r0 = a.n_red * blockIdx.y / a.slices, r1 = a.n_red * (blockIdx.y + 1) / a.slices;
+  State s[kVec];
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) s[k] = red.init();
+  if (j0 < a.n_out) {
+    const T* base = reinterpret_cast<const T*>(a.in) + j0;
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += blockDim.y) {
+      const AlignedVec<T, kVec> v = *reinterpret_cast<const AlignedVec<T, kVec>*>(base + r * a.red_in[0]);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k)
+        red.fold(s[k], ops::reduce_pre(a.plan.pre, convert<C>(v.v[k]), a.p.p), r);
+    }
+  }
+  for (int k = 0; k < kVec; ++k) {
+    const State m = block_merge(red, s[k], true, reinterpret_cast<State*>(smem));
+    if (threadIdx.y == 0 && j0 < a.n_out) {
+      if (a.slices == 1)
+        emit(red, a, j0 + k, m);
+      else
+        static_cast<State*>(a.partials)[blockIdx.y * a.n_out + j0 + k] = m;
+    }
+    __syncthreads();  // the next merge reuses the shared memory
+  }
+}
+
 // One warp per output merges its slices: lanes take slices in turn, then a shuffle tree.
 template <class R>
 __global__ void __launch_bounds__(kThreads) merge_slices_kernel(ReduceArgs a, R red) {
@@ -356,13 +394,30 @@ int64_t pow2_at_least(int64_t n) {
   return p;
 }
 
+// reduce_columns_vec_kernel's element type when it applies (vec_columns set by the host), else
+// nothing: double-state reducers without indices only, to keep instantiations down.
+template <class R, class F>
+bool visit_vec_columns(const ReduceArgs& a, F&& f) {
+  if constexpr (std::is_same_v<typename R::Compute, double> && !Indexed<R>) {
+    if (!a.vec_columns) return false;
+    if (a.in_dtype == ScalarType::Float32) return f(float{}), true;
+    if (a.in_dtype == ScalarType::Float16) return f(Half{}), true;
+    return f(BFloat16{}), true;
+  }
+  return false;
+}
+
 template <class R>
 void launch(ReduceArgs a, const R& red, Device device) {
   using State = typename R::State;
-  const int64_t o_count = a.columns ? std::min<int64_t>(kWarpSize, pow2_at_least(a.n_out))
+  // Outputs per thread: kVec in the vectorized columns layout, else one.
+  int64_t per_thread = 1;
+  visit_vec_columns<R>(a, [&](auto tag) { per_thread = 16 / sizeof(tag); });
+  const int64_t n_lanes = ceil_div(a.n_out, per_thread);
+  const int64_t o_count = a.columns ? std::min<int64_t>(kWarpSize, pow2_at_least(n_lanes))
                                     : kThreads / std::min<int64_t>(kThreads, pow2_at_least(a.n_red));
   const int64_t r_count = kThreads / o_count;
-  const int64_t blocks = ceil_div(a.n_out, o_count);
+  const int64_t blocks = ceil_div(n_lanes, o_count);
   // Too few output blocks for the GPU: slice the reduced range too.
   const int64_t target = 4LL * multiprocessor_count();
   a.slices = blocks >= target ? 1 : std::min(ceil_div(target, blocks), a.n_red / (r_count * kMinPerThread));
@@ -377,8 +432,11 @@ void launch(ReduceArgs a, const R& red, Device device) {
   const dim3 block(static_cast<unsigned>(a.columns ? o_count : r_count),
                    static_cast<unsigned>(a.columns ? r_count : o_count));
   cudaStream_t stream = current_stream();
-  reduce_kernel<R>
-      <<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(a.slices)), block, 0, stream>>>(a, red);
+  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(a.slices));
+  if (!visit_vec_columns<R>(a, [&](auto tag) {
+        reduce_columns_vec_kernel<R, decltype(tag)><<<grid, block, 0, stream>>>(a, red);
+      }))
+    reduce_kernel<R><<<grid, block, 0, stream>>>(a, red);
   EMBER_CUDA_LAUNCH_CHECK();
   if (a.slices > 1) {
     merge_slices_kernel<R>
@@ -457,8 +515,12 @@ void reduce(ops::ReduceOp op, const Tensor& out, const Tensor& indices, const Te
   auto run = [&](const auto& red) { launch(a, red, in.device()); };
   if (is_floating_point(logical ? in.dtype() : out.dtype())) {
     const ScalarType t = in.dtype();
-    a.contiguous_rows = !a.columns && a.nred == 1 && a.red_in[0] == 1 && g.n_red >= 64 &&
-                        (t == kFloat32 || t == kFloat16 || t == kBFloat16);
+    const bool float_in = t == kFloat32 || t == kFloat16 || t == kBFloat16;
+    a.contiguous_rows = !a.columns && a.nred == 1 && a.red_in[0] == 1 && g.n_red >= 64 && float_in;
+    const int64_t vec = 16 / a.in_es;
+    a.vec_columns = a.columns && float_in && a.nkept == 1 && a.kept_in[0] == 1 && a.nred == 1 &&
+                    a.n_out % vec == 0 && a.red_in[0] % vec == 0 &&
+                    reinterpret_cast<uintptr_t>(a.in) % 16 == 0;
     visit_reducer<double>(a.plan.core, indexed, run);
   } else {
     visit_reducer<int64_t>(a.plan.core, indexed, run);

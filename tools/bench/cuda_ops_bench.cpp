@@ -134,6 +134,13 @@ void rowwise_cases() {
       autograd::grad({layer_norm(x, {1024}, w, bias)}, {x, w, bias}, {dy});
     });
   }
+  // The bias gradient of BERT's FFN input linear at b32 s128: a column sum of [4096, 3072]
+  // (one read of the matrix).
+  for (ScalarType dt : {kFloat32, kBFloat16}) {
+    Tensor g = randn({4096, 3072}, TensorOptions(dt).device(kCUDA));
+    run(std::string("sum dim 0 [4096,3072] ") + dtype_name(dt),
+        static_cast<double>(g.numel()) * element_size(dt), "tbps", [&] { g.sum({0}); });
+  }
   // cross_entropy over a 32768-word vocabulary: at least 3 passes (the forward reads the logits,
   // the backward reads them or their log_softmax and writes the gradient).
   for (ScalarType dt : {kFloat32, kBFloat16}) {

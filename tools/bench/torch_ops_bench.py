@@ -86,6 +86,10 @@ def rowwise_cases():
             lambda: torch.autograd.grad(torch.softmax(x, -1), (x,), dy))
         run(f"layer_norm fwd+bwd [32768,1024] {names[dt]}", nbytes, "tbps",
             lambda: torch.autograd.grad(F.layer_norm(x, (1024,), w, b), (x, w, b), dy))
+    # The bias gradient of BERT's FFN input linear at b32 s128: a column sum of [4096, 3072].
+    for dt in (torch.float32, torch.bfloat16):
+        g = torch.randn(4096, 3072, device=dev, dtype=dt)
+        run(f"sum dim 0 [4096,3072] {names[dt]}", g.numel() * g.element_size(), "tbps", lambda: g.sum(0))
     for dt in (torch.float32, torch.bfloat16):
         x = torch.randn(4096, 32768, device=dev, dtype=dt, requires_grad=True)
         target = torch.randint(0, 32768, (4096,), device=dev)
