@@ -44,7 +44,8 @@ struct ReduceArgs {
   int64_t slices;
   bool columns;
   bool contiguous_rows;  // rows layout over one reduced dim of stride 1: vectorized loads
-  bool vec_columns;      // columns layout, outputs consecutive in memory: reduce_columns_vec_kernel
+  int vec_columns;       // columns layout, outputs consecutive in memory: reduce_columns_vec_kernel's
+                         // outputs per thread (0: not used)
   ops::ReducePlan plan;
   ops::ReduceParams p;
 };
@@ -340,13 +341,13 @@ __global__ void __launch_bounds__(kThreads) reduce_kernel(ReduceArgs a, R red) {
 
 // The columns layout where the outputs are consecutive in memory (sum over dim 0 of a row-major
 // [M, N] float matrix: the bias gradient): each thread owns kVec consecutive outputs and reads
-// them with one 16-byte load per row, so a warp reads 512 contiguous bytes a row instead of 32
-// scattered elements. Positions still increase within a thread.
-template <class R, class T>
+// them with one load per row (16 bytes where rows are 16-byte aligned, else a pair of elements),
+// so a warp reads up to 512 contiguous bytes a row instead of 32 scattered elements. Positions
+// still increase within a thread.
+template <class R, class T, int kVec>
 __global__ void __launch_bounds__(kThreads) reduce_columns_vec_kernel(ReduceArgs a, R red) {
   using C = typename R::Compute;
   using State = typename R::State;
-  constexpr int kVec = 16 / sizeof(T);
   __shared__ alignas(16) unsigned char smem[kThreads * sizeof(State)];
   const int64_t j0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
   const int64_t r0 = a.n_red * blockIdx.y / a.slices, r1 = a.n_red * (blockIdx.y + 1) / a.slices;
@@ -394,15 +395,23 @@ int64_t pow2_at_least(int64_t n) {
   return p;
 }
 
-// reduce_columns_vec_kernel's element type when it applies (vec_columns set by the host), else
-// nothing: double-state reducers without indices only, to keep instantiations down.
+// Calls f(element, width) for reduce_columns_vec_kernel when it applies (vec_columns set by the
+// host: 16 bytes or a pair) and returns true, else returns false: double-state reducers without
+// indices only, to keep instantiations down.
 template <class R, class F>
 bool visit_vec_columns(const ReduceArgs& a, F&& f) {
   if constexpr (std::is_same_v<typename R::Compute, double> && !Indexed<R>) {
-    if (!a.vec_columns) return false;
-    if (a.in_dtype == ScalarType::Float32) return f(float{}), true;
-    if (a.in_dtype == ScalarType::Float16) return f(Half{}), true;
-    return f(BFloat16{}), true;
+    auto width = [&](auto tag) {
+      using T = decltype(tag);
+      if (a.vec_columns == 2)
+        f(tag, std::integral_constant<int, 2>{});
+      else
+        f(tag, std::integral_constant<int, 16 / sizeof(T)>{});
+    };
+    if (a.vec_columns == 0) return false;
+    if (a.in_dtype == ScalarType::Float32) return width(float{}), true;
+    if (a.in_dtype == ScalarType::Float16) return width(Half{}), true;
+    return width(BFloat16{}), true;
   }
   return false;
 }
@@ -412,7 +421,7 @@ void launch(ReduceArgs a, const R& red, Device device) {
   using State = typename R::State;
   // Outputs per thread: kVec in the vectorized columns layout, else one.
   int64_t per_thread = 1;
-  visit_vec_columns<R>(a, [&](auto tag) { per_thread = 16 / sizeof(tag); });
+  visit_vec_columns<R>(a, [&](auto, auto width) { per_thread = width; });
   const int64_t n_lanes = ceil_div(a.n_out, per_thread);
   const int64_t o_count = a.columns ? std::min<int64_t>(kWarpSize, pow2_at_least(n_lanes))
                                     : kThreads / std::min<int64_t>(kThreads, pow2_at_least(a.n_red));
@@ -433,8 +442,8 @@ void launch(ReduceArgs a, const R& red, Device device) {
                    static_cast<unsigned>(a.columns ? r_count : o_count));
   cudaStream_t stream = current_stream();
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(a.slices));
-  if (!visit_vec_columns<R>(a, [&](auto tag) {
-        reduce_columns_vec_kernel<R, decltype(tag)><<<grid, block, 0, stream>>>(a, red);
+  if (!visit_vec_columns<R>(a, [&](auto tag, auto width) {
+        reduce_columns_vec_kernel<R, decltype(tag), width><<<grid, block, 0, stream>>>(a, red);
       }))
     reduce_kernel<R><<<grid, block, 0, stream>>>(a, red);
   EMBER_CUDA_LAUNCH_CHECK();
@@ -517,10 +526,11 @@ void reduce(ops::ReduceOp op, const Tensor& out, const Tensor& indices, const Te
     const ScalarType t = in.dtype();
     const bool float_in = t == kFloat32 || t == kFloat16 || t == kBFloat16;
     a.contiguous_rows = !a.columns && a.nred == 1 && a.red_in[0] == 1 && g.n_red >= 64 && float_in;
-    const int64_t vec = 16 / a.in_es;
-    a.vec_columns = a.columns && float_in && a.nkept == 1 && a.kept_in[0] == 1 && a.nred == 1 &&
-                    a.n_out % vec == 0 && a.red_in[0] % vec == 0 &&
-                    reinterpret_cast<uintptr_t>(a.in) % 16 == 0;
+    if (a.columns && float_in && a.nkept == 1 && a.kept_in[0] == 1 && a.nred == 1)
+      for (int64_t vec : {16 / a.in_es, int64_t{2}})
+        if (a.vec_columns == 0 && a.n_out % vec == 0 && a.red_in[0] % vec == 0 &&
+            reinterpret_cast<uintptr_t>(a.in) % (vec * a.in_es) == 0)
+          a.vec_columns = static_cast<int>(vec);
     visit_reducer<double>(a.plan.core, indexed, run);
   } else {
     visit_reducer<int64_t>(a.plan.core, indexed, run);

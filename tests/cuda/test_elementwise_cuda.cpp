@@ -373,14 +373,17 @@ TEST_F(CudaKernels, LargeReductionsSliceTheReducedRange) {
   expect_identical(flat.to(kGpu).argmax(), flat.argmax());
   expect_identical(col.to(kGpu).argmin(0), col.argmin(0));
   expect_near_cpu(flat.to(kBFloat16).to(kGpu).sum(), flat.to(kBFloat16).sum());  // accumulated in double
-  // The bias gradient's shape: 16-byte loads of 8 consecutive outputs a thread; rows that start
-  // unaligned take the plain column kernel.
+  // The bias gradient's shape: 16-byte loads of 8 consecutive outputs a thread; rows of an even
+  // length not a multiple of 8 (a 30522-word head's) load pairs; rows that start at odd
+  // elements take the plain column kernel.
   for (ScalarType dt : {kBFloat16, kFloat16}) {
     SCOPED_TRACE(std::string(to_string(dt)));
     Tensor g = random_tensor({4096, 3072}, dt), odd = random_tensor({300, 1001}, dt);
     expect_near_cpu(g.to(kGpu).sum({0}), g.sum({0}));
     expect_near_cpu(g.to(kGpu).mean({0}), g.mean({0}));
     expect_near_cpu(odd.to(kGpu).narrow(1, 1, 1000).sum({0}), odd.narrow(1, 1, 1000).sum({0}));
+    Tensor head = random_tensor({512, 30522}, dt);
+    expect_near_cpu(head.to(kGpu).sum({0}), head.sum({0}));
   }
   // sum of 0..2^20-1 = 2^19 (2^20 - 1), exact in double and in float32 (a multiple of 2^19).
   EXPECT_EQ(arange(1 << 20).to(kFloat32).to(kGpu).sum().item<double>(), 524288.0 * 1048575.0);
