@@ -44,16 +44,18 @@ class AccumulateGrad final : public Node {
 
   std::vector<Tensor> apply(std::vector<Tensor> grads) override {
     AutogradMeta& meta = *leaf_.impl().autograd_meta();
-    Tensor g = grads[0];
+    Tensor g = std::move(grads[0]);
     for (const auto& hook : meta.hooks)
       if (Tensor r = hook(g); r.defined()) g = r;
     if (!meta.grad.defined()) {
-      // Keep the graph only for create_graph; never alias a buffer someone else holds. A copy
-      // takes the leaf's strides when the leaf is dense (PyTorch's gradient layout contract), so
-      // an NHWC parameter gets an NHWC gradient.
+      // Keep the graph only for create_graph; never alias a buffer someone else holds (the
+      // tensor or its storage: a slice of another gradient), else take the gradient as it is. A
+      // copy takes the leaf's strides when the leaf is dense (PyTorch's gradient layout
+      // contract), so an NHWC parameter gets an NHWC gradient.
+      const bool sole_owner = g.use_count() == 1 && g.impl().storage().use_count() == 1;
       if (GradMode::is_enabled())
         meta.grad = g;
-      else if (g.use_count() > 1 || !obeys_layout_contract(g, leaf_))
+      else if (!sole_owner || !obeys_layout_contract(g, leaf_))
         meta.grad =
             leaf_.is_non_overlapping_and_dense() ? empty_like(leaf_, g.options()).copy_(g) : g.contiguous();
       else
@@ -313,7 +315,8 @@ void Tensor::set_data(const Tensor& new_data) const {
   // A cached gradient sink checks gradients against the old dtype, device and shape: drop it
   // when they change (graphs recorded before keep theirs), as PyTorch does.
   AutogradMeta* m = impl().autograd_meta();
-  if (m && (new_data.dtype() != dtype() || new_data.device() != device() || !new_data.sizes().equals(sizes())))
+  if (m &&
+      (new_data.dtype() != dtype() || new_data.device() != device() || !new_data.sizes().equals(sizes())))
     m->grad_accumulator.reset();
   impl().set_data(new_data.impl());
 }

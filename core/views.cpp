@@ -5,6 +5,7 @@
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/ops/shape_ops.h"
 #include "ember/core/shape.h"
 #include "ember/core/tensor.h"
 #include "ember/core/tensor_index.h"
@@ -288,10 +289,10 @@ std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
   int64_t n = sizes()[d];
   EMBER_CHECK(split_size > 0 || (split_size == 0 && n == 0), "split: split_size must be positive, got ",
               split_size);
-  std::vector<Tensor> out;
   if (n == 0) return {*this};
-  for (int64_t s = 0; s < n; s += split_size) out.push_back(narrow(d, s, std::min(split_size, n - s)));
-  return out;
+  DimVector sizes;
+  for (int64_t s = 0; s < n; s += split_size) sizes.push_back(std::min(split_size, n - s));
+  return split(sizes, d);
 }
 
 std::vector<Tensor> Tensor::split(IntArrayRef split_sizes, int64_t d) const {
@@ -304,9 +305,24 @@ std::vector<Tensor> Tensor::split(IntArrayRef split_sizes, int64_t d) const {
   }
   EMBER_CHECK(total == sizes()[d], "split: split sizes ", split_sizes, " must sum to the size ", sizes()[d],
               " of dimension ", d);
+  // The parts are views without history of their own; one node for all of them concatenates
+  // their gradients in one pass (a narrow each would write its gradient into zeros of the whole,
+  // and the engine would sum those).
   std::vector<Tensor> out;
   int64_t start = 0;
-  for (int64_t s : split_sizes) out.push_back(narrow(d, start, s)), start += s;
+  {
+    NoGradGuard no_grad;
+    for (int64_t s : split_sizes) out.push_back(narrow(d, start, s)), start += s;
+  }
+  if (needs_grad({*this})) {
+    const size_t parts = out.size();
+    record("split", {*this}, out, [d, parts](const GradContext& g) -> std::vector<Tensor> {
+      std::vector<Tensor> grads;
+      for (size_t i = 0; i < parts; ++i) grads.push_back(g.grad(i));
+      return {cat(grads, d)};
+    });
+    for (const Tensor& t : out) t.impl().autograd_meta()->is_view = true;
+  }
   return out;
 }
 

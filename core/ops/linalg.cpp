@@ -67,14 +67,30 @@ Tensor run_bmm(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar
 
 Tensor new_product(IntArrayRef sizes, const Tensor& like) { return empty(sizes, like.options()); }
 
+Tensor bmm_unchecked(const Tensor& a, const Tensor& b);
+
+// Whether b ([B,] K, N) is stored column-major in its last two dims, as a linear's weight.t() is.
+bool column_major(const Tensor& b) {
+  return b.size(-1) > 1 && b.stride(-2) == 1 && b.stride(-1) >= b.size(-2);
+}
+
+// The gradient of b in a @ b, [B, K, N], laid out as b (PyTorch's mm_mat2_backward): for a
+// transposed weight it is computed transposed, so the weight's own gradient comes out contiguous
+// and its accumulation takes it without a copy.
+Tensor mat2_grad(const Tensor& a, const Tensor& grad, bool b_column_major) {
+  return b_column_major ? bmm_unchecked(grad.transpose(1, 2), a).transpose(1, 2)
+                        : bmm_unchecked(a.transpose(1, 2), grad);
+}
+
 // [B, M, K] @ [B, K, N]: the one differentiable product every other one is made of.
 Tensor bmm_unchecked(const Tensor& a, const Tensor& b) {
   Tensor out = run_bmm(new_product({a.size(0), a.size(1), b.size(2)}, a), a, b);
   if (needs_grad({a, b})) {
     SavedTensor sa(a, false), sb(b, false);
-    record("bmm", {a, b}, {out}, [sa, sb](const GradContext& g) -> std::vector<Tensor> {
+    const bool b_cm = column_major(b);
+    record("bmm", {a, b}, {out}, [sa, sb, b_cm](const GradContext& g) -> std::vector<Tensor> {
       return {g.needs(0) ? bmm_unchecked(g.grad(), g(sb).transpose(1, 2)) : Tensor(),
-              g.needs(1) ? bmm_unchecked(g(sa).transpose(1, 2), g.grad()) : Tensor()};
+              g.needs(1) ? mat2_grad(g(sa), g.grad(), b_cm) : Tensor()};
     });
   }
   return out;
@@ -95,11 +111,14 @@ Tensor addmm_bias(const Tensor& bias, const Tensor& a, const Tensor& b) {
   if (needs_grad({bias, a, b})) {
     SavedTensor sa(b.requires_grad() ? a : Tensor(), false), sb(a.requires_grad() ? b : Tensor(), false);
     DimVector bias_sizes(bias.sizes());
-    record("addmm", {bias, a, b}, {out}, [sa, sb, bias_sizes](const GradContext& g) -> std::vector<Tensor> {
-      return {g.needs(0) ? sum_to(g.grad(), bias_sizes) : Tensor(),
-              g.needs(1) ? mm_unchecked(g.grad(), g(sb).t()) : Tensor(),
-              g.needs(2) ? mm_unchecked(g(sa).t(), g.grad()) : Tensor()};
-    });
+    const bool b_cm = column_major(b);
+    record("addmm", {bias, a, b}, {out},
+           [sa, sb, bias_sizes, b_cm](const GradContext& g) -> std::vector<Tensor> {
+             return {g.needs(0) ? sum_to(g.grad(), bias_sizes) : Tensor(),
+                     g.needs(1) ? mm_unchecked(g.grad(), g(sb).t()) : Tensor(),
+                     g.needs(2) ? mat2_grad(g(sa).unsqueeze(0), g.grad().unsqueeze(0), b_cm).squeeze(0)
+                                : Tensor()};
+           });
   }
   return out;
 }

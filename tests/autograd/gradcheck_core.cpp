@@ -60,6 +60,14 @@ const GradcheckRegistrar registrar({
     {"matmul", [](const auto& x) { return x[0].matmul(x[1]) + x[1].matmul(x[1]); }, {{3, 4}, {4}}},
     {"mm", [](const auto& x) { return mm(x[0], x[1].t()); }, {{3, 4}, {5, 4}}},
     {"bmm", [](const auto& x) { return bmm(x[0], x[1]); }, {{2, 3, 4}, {2, 4, 2}}, -2, 2, true},
+    // A column-major mat2 (a linear's weight.t()) gets its gradient computed transposed.
+    {"bmm",
+     [](const auto& x) { return bmm(x[0], x[1].transpose(1, 2)); },
+     {{2, 3, 4}, {2, 2, 4}},
+     -2,
+     2,
+     true},
+    {"addmm", [](const auto& x) { return addmm(x[0], x[1], x[2].t()); }, {{3}, {2, 4}, {3, 4}}, -2, 2, true},
     {"addmm", [](const auto& x) { return addmm(x[0], x[1], x[2], 0.5, 2); }, {{3}, {2, 4}, {4, 3}}},
     {"baddbmm",
      [](const auto& x) { return baddbmm(x[0], x[1], x[2], 1, 0.5); },
@@ -84,6 +92,17 @@ const GradcheckRegistrar registrar({
        return cat({x[0], x[1] * 2, x[0]}, 1);
      },
      {{2, 3}, {2, 1}},
+     -2,
+     2,
+     true},
+    // One node for all parts; a part left unused gets zeros.
+    {"split",
+     [](const auto& x) {
+       std::vector<Tensor> p = x[0].chunk(3, 1);
+       std::vector<Tensor> q = x[0].split({1, 3}, 0);
+       return p[0] * p[2] + q[1].sum(0).narrow(0, 0, 2);
+     },
+     {{4, 6}},
      -2,
      2,
      true},

@@ -26,6 +26,22 @@ TEST(Autograd, LeafGradientsAccumulateAcrossUsesAndCalls) {
   EXPECT_CLOSE(x.grad(), once * 2);
 }
 
+// A leaf takes the gradient it is given without a copy when nothing else holds it, but never a
+// buffer it would share: the parts of cat's gradient are slices of one tensor.
+TEST(Autograd, LeafGradientsNeverShareStorage) {
+  Tensor a = leaf({1, 2}), b = leaf({3});
+  Tensor y = cat({a, b}) * 2;
+  y.backward(ones({3}, kFloat64), /*retain_graph=*/true);
+  y.backward(ones({3}, kFloat64));
+  EXPECT_CLOSE(a.grad(), full({2}, 4.0, kFloat64));
+  a.grad().fill_(0);
+  EXPECT_CLOSE(b.grad(), full({1}, 4.0, kFloat64));
+  // A linear's weight enters the product transposed; its gradient comes out in its own layout.
+  Tensor w = randn({5, 3}, kFloat64).requires_grad_();
+  mm(randn({4, 3}, kFloat64), w.t()).sum().backward();
+  EXPECT_TRUE(w.grad().is_contiguous());
+}
+
 TEST(Autograd, BroadcastGradientsAreSummedBack) {
   Tensor a = randn({3, 1}, kFloat64).requires_grad_();
   Tensor b = randn({4}, kFloat64).requires_grad_();
