@@ -4,11 +4,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
+#include "ember/core/atomic_file.h"
 #include "ember/core/dispatch.h"
 #include "ember/core/error.h"
 
@@ -17,12 +20,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One kernel call. Ranges are appended at push, so a nested call finds its parent by index.
+// One kernel call or record_function range. Ranges are appended at push, so a nested call
+// finds its parent by index.
 struct Range {
   const char* name;
   int64_t parent;
   int64_t slot;  // the device timer's, or -1
+  int64_t thread;
+  bool user = false;  // a record_function range
   bool closed = false;
+  double start_ms = 0;  // host, from the session's start
   double host_ms = 0, child_host_ms = 0;
 };
 
@@ -32,7 +39,10 @@ struct Session {
   bool active = false;
   bool device = false;
   uint64_t generation = 0;  // a range opened in an earlier session is ignored when it closes
+  Clock::time_point start;
   std::vector<Range> ranges;
+  std::deque<std::string> names;                         // record_function's, which Range::name points into
+  std::unordered_map<std::thread::id, int64_t> threads;  // numbered in order of first range
 };
 Session g_session;
 
@@ -45,7 +55,9 @@ thread_local std::vector<Open> t_open;
 
 std::atomic<const detail::DeviceTimer*> g_timer{nullptr};
 
-void push(const char* name) {
+// `owned`: the name is copied into the session (a record_function's), else it is a stub's,
+// which lives as long as the program.
+void push_range(const char* name, bool owned) {
   Open open{0, -1, {}};
   {
     std::lock_guard lock(g_session.mu);
@@ -53,7 +65,13 @@ void push(const char* name) {
       int64_t parent = -1;
       if (!t_open.empty() && t_open.back().generation == g_session.generation) parent = t_open.back().index;
       int64_t slot = g_session.device ? g_timer.load()->start() : -1;
-      g_session.ranges.push_back({name, parent, slot});
+      if (owned) name = g_session.names.emplace_back(name).c_str();
+      auto [thread, added] = g_session.threads.try_emplace(std::this_thread::get_id(),
+                                                           static_cast<int64_t>(g_session.threads.size()));
+      Range r{name, parent, slot, thread->second};
+      r.user = owned;
+      r.start_ms = std::chrono::duration<double, std::milli>(Clock::now() - g_session.start).count();
+      g_session.ranges.push_back(r);
       open = {g_session.generation, static_cast<int64_t>(g_session.ranges.size()) - 1, {}};
     }
   }
@@ -75,6 +93,8 @@ void pop() {
   r.host_ms = std::chrono::duration<double, std::milli>(end - open.start).count();
   if (r.parent >= 0) g_session.ranges[static_cast<size_t>(r.parent)].child_host_ms += r.host_ms;
 }
+
+void push(const char* name) { push_range(name, false); }
 
 constexpr ember::detail::KernelRangeHooks kProfilerHooks{&push, &pop};
 
@@ -131,6 +151,49 @@ std::string fixed(double v, const char* suffix = "") {
 }
 
 double percent(double part, double total) { return total > 0 ? 100.0 * part / total : 0.0; }
+
+// JSON string contents: quotes, backslashes and control characters escaped.
+std::string json_escape(const char* s) {
+  std::string out;
+  for (; *s; ++s) {
+    const auto c = static_cast<unsigned char>(*s);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+// The Trace Event Format's complete events ("ph": "X", microseconds), one per closed range on
+// its thread's track, nested by time as they ran; a range's device time is in its args.
+std::string chrome_trace(const std::vector<Range>& ranges, const std::vector<double>& device_ms) {
+  std::string out = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [";
+  bool first = true;
+  char buf[160];
+  for (const Range& r : ranges) {
+    if (!r.closed) continue;
+    std::snprintf(buf, sizeof buf, "\"ph\": \"X\", \"pid\": 0, \"tid\": %lld, \"ts\": %.3f, \"dur\": %.3f",
+                  static_cast<long long>(r.thread), r.start_ms * 1e3, r.host_ms * 1e3);
+    out += first ? "\n" : ",\n";
+    out += "{\"name\": \"" + json_escape(r.name) + "\", \"cat\": \"" +
+           (r.user ? "user_annotation" : "kernel") + "\", " + buf;
+    if (r.slot >= 0 && static_cast<size_t>(r.slot) < device_ms.size()) {
+      std::snprintf(buf, sizeof buf, ", \"args\": {\"device_ms\": %.6f}",
+                    device_ms[static_cast<size_t>(r.slot)]);
+      out += buf;
+    }
+    out += "}";
+    first = false;
+  }
+  return out + "\n]}\n";
+}
 
 }  // namespace
 
@@ -229,6 +292,9 @@ Profile::Profile(const std::vector<ProfilerActivity>& activities) {
   }
   std::lock_guard lock(g_session.mu);
   g_session.ranges.clear();
+  g_session.names.clear();
+  g_session.threads.clear();
+  g_session.start = Clock::now();
   g_session.device = device;
   g_session.generation += 1;
   g_session.active = true;
@@ -259,7 +325,17 @@ void Profile::stop() {
   std::vector<double> device_ms;
   if (device_) device_ms = g_timer.load()->collect();
   result_ = std::make_unique<KeyAverages>(aggregate(ranges, device_ms), device_);
+  trace_ = chrome_trace(ranges, device_ms);
 }
+
+void Profile::export_chrome_trace(const std::string& path) const {
+  EMBER_CHECK(!running_ && result_,
+              "profiler::Profile: export_chrome_trace() needs a stopped session (call stop())");
+  write_file_atomically(path, trace_, "export_chrome_trace");
+}
+
+RecordFunction::RecordFunction(const std::string& name) { push_range(name.c_str(), true); }
+RecordFunction::~RecordFunction() { pop(); }
 
 KeyAverages Profile::key_averages() const {
   EMBER_CHECK(!running_ && result_,

@@ -75,11 +75,29 @@ class Profile {
   bool running() const { return running_; }
   bool profiles_device() const { return device_; }
   KeyAverages key_averages() const;
+  // Writes the session's ranges as a Chrome trace (the JSON Trace Event Format, which Perfetto and
+  // chrome://tracing open): one complete event per kernel call and record_function range, on its
+  // thread's track, nested as they ran, device times in each event's args. After stop().
+  void export_chrome_trace(const std::string& path) const;
 
  private:
   bool running_ = false;
   bool device_ = false;
   std::unique_ptr<KeyAverages> result_;
+  std::string trace_;
+};
+
+// A named range of user code in the running session (torch.profiler.record_function): from
+// construction to destruction, with the kernels called meanwhile nested inside it, in the table
+// as its own row and in the trace. Does nothing when no session runs.
+//
+//   { profiler::RecordFunction range("forward"); loss = model(x); }
+class RecordFunction {
+ public:
+  explicit RecordFunction(const std::string& name);
+  ~RecordFunction();
+  RecordFunction(const RecordFunction&) = delete;
+  RecordFunction& operator=(const RecordFunction&) = delete;
 };
 
 namespace detail {

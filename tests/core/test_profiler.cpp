@@ -5,9 +5,14 @@
 #include <ember/cuda/device.h>
 
 #include <chrono>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#if __has_include(<nlohmann/json.hpp>)
+#include <nlohmann/json.hpp>
+#endif
 
 #include "test_util.h"
 
@@ -182,6 +187,57 @@ TEST(Profiler, ErrorPaths) {
   if (!cuda::is_available())
     EXPECT_EMBER_ERROR(Profile cuda_prof({ProfilerActivity::CUDA}), "profiler::Profile",
                        "CUDA activity needs");
+}
+
+// A record_function range is a row of its own and holds the kernels called inside it; the
+// Chrome trace has one complete event per range, nested by time as they ran, and escapes names.
+TEST(Profiler, RecordFunctionAndChromeTrace) {
+  { profiler::RecordFunction outside("no session"); }  // nothing recorded, nothing broken
+  const std::string step = "train \"step\" 1";
+  Profile prof(kCpuOnly);
+  {
+    profiler::RecordFunction range(step);
+    test_outer_stub(kCPU)(0.2);
+    test_leaf_stub(kCPU)(0.1);
+  }
+  test_leaf_stub(kCPU)(0.1);
+  EXPECT_THROW(prof.export_chrome_trace("unused.json"), Error);
+  prof.stop();
+  KeyAverages avg = prof.key_averages();
+  EXPECT_EQ(avg.find("no session"), nullptr);
+  const FunctionEventAvg& r = entry(avg, step);
+  EXPECT_EQ(r.count, 1);
+  // Its children: test_outer (with its two test_inner) and the first test_leaf.
+  EXPECT_NEAR(
+      r.self_cpu_time_total,
+      r.cpu_time_total - entry(avg, "test_outer").cpu_time_total - entry(avg, "test_leaf").cpu_time_total / 2,
+      0.1);
+
+#if __has_include(<nlohmann/json.hpp>)
+  TempDir dir;
+  const std::string path = dir.path() + "/trace.json";
+  prof.export_chrome_trace(path);
+  std::ifstream in(path);
+  nlohmann::json trace = nlohmann::json::parse(in);
+  const auto& events = trace.at("traceEvents");
+  ASSERT_EQ(events.size(), 6u);  // the range, outer, 2 inner, 2 leaf
+  auto span = [&](const std::string& name, int which = 0) {
+    for (const auto& e : events)
+      if (e.at("name") == name && which-- == 0) {
+        EXPECT_EQ(e.at("ph"), "X");
+        return std::pair<double, double>(e.at("ts"), e.at("ts").get<double>() + e.at("dur").get<double>());
+      }
+    ADD_FAILURE() << "no event " << name;
+    return std::pair<double, double>(0, 0);
+  };
+  auto inside = [](std::pair<double, double> in, std::pair<double, double> out) {
+    return in.first >= out.first && in.second <= out.second + 1e-3;
+  };
+  EXPECT_TRUE(inside(span("test_outer"), span(step)));
+  EXPECT_TRUE(inside(span("test_inner", 1), span("test_outer")));
+  EXPECT_TRUE(inside(span("test_leaf", 0), span(step)));
+  EXPECT_GE(span("test_leaf", 1).first, span(step).second);
+#endif
 }
 
 }  // namespace
