@@ -14,6 +14,7 @@
 #include "ember/core/atomic_file.h"
 #include "ember/core/dispatch.h"
 #include "ember/core/error.h"
+#include "ember/core/json_string.h"
 
 namespace ember::profiler {
 namespace {
@@ -152,25 +153,6 @@ std::string fixed(double v, const char* suffix = "") {
 
 double percent(double part, double total) { return total > 0 ? 100.0 * part / total : 0.0; }
 
-// JSON string contents: quotes, backslashes and control characters escaped.
-std::string json_escape(const char* s) {
-  std::string out;
-  for (; *s; ++s) {
-    const auto c = static_cast<unsigned char>(*s);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 // The Trace Event Format's complete events ("ph": "X", microseconds), one per closed range on
 // its thread's track, nested by time as they ran; a range's device time is in its args.
 std::string chrome_trace(const std::vector<Range>& ranges, const std::vector<double>& device_ms) {
@@ -182,8 +164,9 @@ std::string chrome_trace(const std::vector<Range>& ranges, const std::vector<dou
     std::snprintf(buf, sizeof buf, "\"ph\": \"X\", \"pid\": 0, \"tid\": %lld, \"ts\": %.3f, \"dur\": %.3f",
                   static_cast<long long>(r.thread), r.start_ms * 1e3, r.host_ms * 1e3);
     out += first ? "\n" : ",\n";
-    out += "{\"name\": \"" + json_escape(r.name) + "\", \"cat\": \"" +
-           (r.user ? "user_annotation" : "kernel") + "\", " + buf;
+    out += "{\"name\": ";
+    append_json_string(out, r.name);
+    out += std::string(", \"cat\": \"") + (r.user ? "user_annotation" : "kernel") + "\", " + buf;
     if (r.slot >= 0 && static_cast<size_t>(r.slot) < device_ms.size()) {
       std::snprintf(buf, sizeof buf, ", \"args\": {\"device_ms\": %.6f}",
                     device_ms[static_cast<size_t>(r.slot)]);

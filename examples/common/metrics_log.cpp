@@ -4,26 +4,10 @@
 #include <cstdio>
 
 #include <ember/core/error.h>
+#include <ember/core/json_string.h>
 
 namespace ember::examples {
 namespace {
-
-void append_string(std::string& out, const std::string& s) {
-  out += '"';
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += '"';
-}
 
 void append_value(std::string& out, const MetricValue& v) {
   if (const auto* i = std::get_if<int64_t>(&v)) {
@@ -37,7 +21,7 @@ void append_value(std::string& out, const MetricValue& v) {
       out += buf;
     }
   } else {
-    append_string(out, std::get<std::string>(v));
+    append_json_string(out, std::get<std::string>(v));
   }
 }
 
@@ -47,7 +31,7 @@ std::string to_json_line(const MetricRecord& record) {
   std::string out = "{";
   for (size_t i = 0; i < record.size(); ++i) {
     if (i) out += ", ";
-    append_string(out, record[i].first);
+    append_json_string(out, record[i].first);
     out += ": ";
     append_value(out, record[i].second);
   }
