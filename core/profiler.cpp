@@ -30,7 +30,7 @@ struct Range {
   int64_t thread;
   bool user = false;  // a record_function range
   bool closed = false;
-  double start_ms = 0;  // host, from the session's start
+  double start_ms = 0;  // host, from the session's start (set when the range closes)
   double host_ms = 0, child_host_ms = 0;
 };
 
@@ -71,7 +71,6 @@ void push_range(const char* name, bool owned) {
                                                            static_cast<int64_t>(g_session.threads.size()));
       Range r{name, parent, slot, thread->second};
       r.user = owned;
-      r.start_ms = std::chrono::duration<double, std::milli>(Clock::now() - g_session.start).count();
       g_session.ranges.push_back(r);
       open = {g_session.generation, static_cast<int64_t>(g_session.ranges.size()) - 1, {}};
     }
@@ -91,6 +90,8 @@ void pop() {
   Range& r = g_session.ranges[static_cast<size_t>(open.index)];
   if (r.slot >= 0) g_timer.load()->end(r.slot);
   r.closed = true;
+  // Start and duration from the same two clock readings, so nested ranges nest in the trace.
+  r.start_ms = std::chrono::duration<double, std::milli>(open.start - g_session.start).count();
   r.host_ms = std::chrono::duration<double, std::milli>(end - open.start).count();
   if (r.parent >= 0) g_session.ranges[static_cast<size_t>(r.parent)].child_host_ms += r.host_ms;
 }
@@ -178,6 +179,25 @@ std::string chrome_trace(const std::vector<Range>& ranges, const std::vector<dou
   return out + "\n]}\n";
 }
 
+// Installs the profiler's kernel-range hooks for a new session; returns whether it times the
+// device.
+bool install_hooks(const std::vector<ProfilerActivity>& activities) {
+  bool device = wants_device(activities);
+  const detail::DeviceTimer* timer = g_timer.load();
+  EMBER_CHECK(!device || timer, "profiler::Profile: the CUDA activity needs ember built with CUDA");
+  EMBER_CHECK(!device || timer->available(), "profiler::Profile: the CUDA activity needs a CUDA device");
+  const ember::detail::KernelRangeHooks* expected = nullptr;
+  if (!ember::detail::g_kernel_range_hooks.compare_exchange_strong(expected, &kProfilerHooks,
+                                                                   std::memory_order_acq_rel)) {
+    EMBER_CHECK(expected != &kProfilerHooks,
+                "profiler::Profile: a profiling session is already running (one at a time)");
+    throw Error(
+        "profiler::Profile: the kernel-range hooks are in use (cuda::nvtx::EmitNvtx is on?); "
+        "profiling and emit_nvtx cannot run together");
+  }
+  return device;
+}
+
 }  // namespace
 
 namespace detail {
@@ -260,30 +280,26 @@ std::string KeyAverages::table(const std::string& sort_by, int row_limit) const 
 Profile::Profile() : Profile(default_activities()) {}
 
 Profile::Profile(const std::vector<ProfilerActivity>& activities) {
-  bool device = wants_device(activities);
-  const detail::DeviceTimer* timer = g_timer.load();
-  EMBER_CHECK(!device || timer, "profiler::Profile: the CUDA activity needs ember built with CUDA");
-  EMBER_CHECK(!device || timer->available(), "profiler::Profile: the CUDA activity needs a CUDA device");
-  const ember::detail::KernelRangeHooks* expected = nullptr;
-  if (!ember::detail::g_kernel_range_hooks.compare_exchange_strong(expected, &kProfilerHooks,
-                                                                   std::memory_order_acq_rel)) {
-    EMBER_CHECK(expected != &kProfilerHooks,
-                "profiler::Profile: a profiling session is already running (one at a time)");
-    throw Error(
-        "profiler::Profile: the kernel-range hooks are in use (cuda::nvtx::EmitNvtx is on?); "
-        "profiling and emit_nvtx cannot run together");
-  }
-  std::lock_guard lock(g_session.mu);
-  g_session.ranges.clear();
-  g_session.names.clear();
-  g_session.threads.clear();
-  g_session.start = Clock::now();
-  g_session.device = device;
-  g_session.generation += 1;
-  g_session.active = true;
+  device_ = install_hooks(activities);
   running_ = true;
-  device_ = device;
+  begin_window();
 }
+
+Profile::Profile(const Schedule& schedule, std::function<void(const Profile&)> on_trace_ready,
+                 const std::vector<ProfilerActivity>& activities)
+    : schedule_(schedule), on_trace_ready_(std::move(on_trace_ready)) {
+  EMBER_CHECK(schedule.wait >= 0 && schedule.warmup >= 0 && schedule.active > 0 && schedule.repeat >= 0 &&
+                  schedule.skip_first >= 0,
+              "profiler::Profile: a schedule needs active > 0 and no negative counts, got wait ",
+              schedule.wait, ", warmup ", schedule.warmup, ", active ", schedule.active, ", repeat ",
+              schedule.repeat, ", skip_first ", schedule.skip_first);
+  device_ = install_hooks(activities);
+  running_ = true;
+  if (action(0) != Action::None) begin_window();
+}
+
+Profile::Profile(const Schedule& schedule, std::function<void(const Profile&)> on_trace_ready)
+    : Profile(schedule, std::move(on_trace_ready), default_activities()) {}
 
 Profile::~Profile() {
   if (!running_) return;
@@ -294,36 +310,77 @@ Profile::~Profile() {
   }
 }
 
-void Profile::stop() {
-  EMBER_CHECK(running_, "profiler::Profile: stop() called on a stopped session");
-  running_ = false;
-  const ember::detail::KernelRangeHooks* ours = &kProfilerHooks;
-  ember::detail::g_kernel_range_hooks.compare_exchange_strong(ours, nullptr, std::memory_order_acq_rel);
+Profile::Action Profile::action(int64_t step) const {
+  const Schedule& s = *schedule_;
+  if (step < s.skip_first) return Action::None;
+  const int64_t cycle = s.wait + s.warmup + s.active, k = step - s.skip_first;
+  if (s.repeat > 0 && k / cycle >= s.repeat) return Action::None;
+  const int64_t at = k % cycle;
+  if (at < s.wait) return Action::None;
+  if (at < s.wait + s.warmup) return Action::Warmup;
+  return at < cycle - 1 ? Action::Record : Action::RecordAndSave;
+}
+
+void Profile::begin_window() {
+  std::lock_guard lock(g_session.mu);
+  g_session.ranges.clear();
+  g_session.names.clear();
+  g_session.threads.clear();
+  g_session.start = Clock::now();
+  g_session.device = device_;
+  g_session.generation += 1;
+  g_session.active = true;
+  recording_ = true;
+}
+
+void Profile::end_window(bool keep) {
   std::vector<Range> ranges;
   {
     std::lock_guard lock(g_session.mu);
     g_session.active = false;
     ranges.swap(g_session.ranges);
   }
+  recording_ = false;
   std::vector<double> device_ms;
-  if (device_) device_ms = g_timer.load()->collect();
+  if (device_) device_ms = g_timer.load()->collect();  // also frees the window's event slots
+  if (!keep) return;
   result_ = std::make_unique<KeyAverages>(aggregate(ranges, device_ms), device_);
   trace_ = chrome_trace(ranges, device_ms);
+  if (on_trace_ready_) on_trace_ready_(*this);
+}
+
+void Profile::step() {
+  EMBER_CHECK(running_ && schedule_, "profiler::Profile: step() needs a running scheduled session");
+  const Action was = action(step_num_), now = action(++step_num_);
+  if (was == Action::RecordAndSave) {
+    end_window(true);
+  } else if (was == Action::Warmup && now != Action::Warmup) {
+    end_window(false);  // the warm-up's ranges are thrown away
+  } else if (was != Action::None && now == Action::None) {
+    end_window(false);
+  }
+  if (now != Action::None && !recording_) begin_window();
+}
+
+void Profile::stop() {
+  EMBER_CHECK(running_, "profiler::Profile: stop() called on a stopped session");
+  running_ = false;
+  const ember::detail::KernelRangeHooks* ours = &kProfilerHooks;
+  ember::detail::g_kernel_range_hooks.compare_exchange_strong(ours, nullptr, std::memory_order_acq_rel);
+  if (recording_) end_window(!schedule_ || action(step_num_) != Action::Warmup);
+}
+
+KeyAverages Profile::key_averages() const {
+  EMBER_CHECK(result_, "profiler::Profile: key_averages() needs a stopped session (call stop())");
+  return *result_;
 }
 
 void Profile::export_chrome_trace(const std::string& path) const {
-  EMBER_CHECK(!running_ && result_,
-              "profiler::Profile: export_chrome_trace() needs a stopped session (call stop())");
+  EMBER_CHECK(result_, "profiler::Profile: export_chrome_trace() needs a stopped session (call stop())");
   write_file_atomically(path, trace_, "export_chrome_trace");
 }
 
 RecordFunction::RecordFunction(const std::string& name) { push_range(name.c_str(), true); }
 RecordFunction::~RecordFunction() { pop(); }
-
-KeyAverages Profile::key_averages() const {
-  EMBER_CHECK(!running_ && result_,
-              "profiler::Profile: key_averages() needs a stopped session (call stop())");
-  return *result_;
-}
 
 }  // namespace ember::profiler

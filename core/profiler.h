@@ -14,7 +14,9 @@
 // that is not its child's, so the self columns add up to the profiled time once.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,6 +61,14 @@ class KeyAverages {
   bool has_device_time_;
 };
 
+// Which steps a scheduled profile records (torch.profiler.schedule): after `skip_first` steps,
+// cycles of `wait` steps not recorded, `warmup` steps recorded and thrown away (first-step
+// effects), then `active` steps recorded and handed to on_trace_ready; `repeat` cycles, 0 for as
+// many as the profile lives.
+struct Schedule {
+  int64_t wait = 0, warmup = 0, active = 1, repeat = 0, skip_first = 0;
+};
+
 // A profiling session, running from construction to stop() (or destruction). One at a time, and not
 // together with cuda::nvtx::EmitNvtx (both use the kernel-range hooks). Without `activities`, CUDA
 // is profiled when a device timer is registered (ember built with CUDA) and a GPU is present.
@@ -66,14 +76,25 @@ class Profile {
  public:
   Profile();
   explicit Profile(const std::vector<ProfilerActivity>& activities);
+  // A scheduled session for a training loop (torch.profiler.profile(schedule=..., on_trace_ready=...)):
+  // call step() after each training step; at the end of each active window, on_trace_ready gets
+  // this Profile, whose key_averages() and export_chrome_trace() then give that window's results.
+  // stop() hands on a window still recording.
+  Profile(const Schedule& schedule, std::function<void(const Profile&)> on_trace_ready,
+          const std::vector<ProfilerActivity>& activities);
+  Profile(const Schedule& schedule, std::function<void(const Profile&)> on_trace_ready);
   ~Profile();
   Profile(const Profile&) = delete;
   Profile& operator=(const Profile&) = delete;
 
   // Ends the session: removes the hooks and waits once for the recorded device work.
   void stop();
+  // A scheduled session's step boundary (torch.profiler.profile.step).
+  void step();
+  int64_t step_num() const { return step_num_; }
   bool running() const { return running_; }
   bool profiles_device() const { return device_; }
+  // The results: after stop(), or of the last active window of a scheduled session.
   KeyAverages key_averages() const;
   // Writes the session's ranges as a Chrome trace (the JSON Trace Event Format, which Perfetto and
   // chrome://tracing open): one complete event per kernel call and record_function range, on its
@@ -81,8 +102,17 @@ class Profile {
   void export_chrome_trace(const std::string& path) const;
 
  private:
+  enum class Action { None, Warmup, Record, RecordAndSave };
+  Action action(int64_t step) const;
+  void begin_window();
+  void end_window(bool keep);
+
   bool running_ = false;
   bool device_ = false;
+  bool recording_ = false;
+  std::optional<Schedule> schedule_;
+  std::function<void(const Profile&)> on_trace_ready_;
+  int64_t step_num_ = 0;
   std::unique_ptr<KeyAverages> result_;
   std::string trace_;
 };

@@ -240,5 +240,33 @@ TEST(Profiler, RecordFunctionAndChromeTrace) {
 #endif
 }
 
+// A scheduled profile records only its windows: step i calls test_leaf i + 1 times, so each
+// window's count says which steps it holds. Warm-up steps are recorded and thrown away.
+TEST(Profiler, ScheduleRecordsItsWindows) {
+  auto run = [](const profiler::Schedule& schedule, int64_t steps) {
+    std::vector<int64_t> windows;
+    {
+      Profile prof(
+          schedule, [&](const Profile& p) { windows.push_back(entry(p.key_averages(), "test_leaf").count); },
+          kCpuOnly);
+      for (int64_t i = 0; i < steps; ++i) {
+        for (int64_t k = 0; k <= i; ++k) test_leaf_stub(kCPU)(0.0);
+        prof.step();
+      }
+      EXPECT_EQ(prof.step_num(), steps);
+    }
+    return windows;
+  };
+  // Cycles of 1 waiting, 1 warm-up and 2 active steps, twice: steps 2-3 and 6-7.
+  EXPECT_EQ(run({.wait = 1, .warmup = 1, .active = 2, .repeat = 2}, 10),
+            (std::vector<int64_t>{3 + 4, 7 + 8}));
+  EXPECT_EQ(run({.active = 1, .repeat = 1, .skip_first = 2}, 5), (std::vector<int64_t>{3}));
+  // repeat 0: windows until the profile ends; one still recording at the end is handed on too.
+  EXPECT_EQ(run({.wait = 1, .active = 2}, 5), (std::vector<int64_t>{2 + 3, 5}));
+  EXPECT_EMBER_ERROR(Profile({.active = 0}, nullptr, kCpuOnly), "profiler::Profile", "active > 0");
+  Profile plain(kCpuOnly);
+  EXPECT_EMBER_ERROR(plain.step(), "profiler::Profile", "scheduled");
+}
+
 }  // namespace
 }  // namespace ember::testing
