@@ -7,9 +7,12 @@
 namespace ember {
 namespace {
 
-void check_sizes(const char* op, IntArrayRef sizes) {
-  for (int64_t s : sizes)
-    EMBER_CHECK(s >= 0, op, ": trying to create tensor with negative dimension ", s, ": ", sizes);
+// full, zeros and ones, each checking the shape in its own name.
+Tensor filled(const char* op, IntArrayRef sizes, const Scalar& value, TensorOptions options) {
+  checked_nbytes(op, sizes, static_cast<int64_t>(element_size(options.dtype())));
+  Tensor t = empty(sizes, options);
+  t.fill_(value);
+  return t;
 }
 
 }  // namespace
@@ -27,8 +30,7 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions optio
 }
 
 Tensor empty(IntArrayRef sizes, TensorOptions options) {
-  check_sizes("empty", sizes);
-  checked_mul("empty", checked_numel("empty", sizes), static_cast<int64_t>(element_size(options.dtype())));
+  checked_nbytes("empty", sizes, static_cast<int64_t>(element_size(options.dtype())));
   const MemoryFormat format = options.memory_format_opt().value_or(MemoryFormat::Contiguous);
   EMBER_CHECK(format != MemoryFormat::Preserve, "empty: memory format Preserve is not supported, use ",
               "Contiguous or ChannelsLast");
@@ -38,17 +40,15 @@ Tensor empty(IntArrayRef sizes, TensorOptions options) {
 }
 
 Tensor zeros(IntArrayRef sizes, TensorOptions options) {
-  return full(sizes, 0, options.dtype(options.dtype()));
+  return filled("zeros", sizes, 0, options.dtype(options.dtype()));
 }
 Tensor ones(IntArrayRef sizes, TensorOptions options) {
-  return full(sizes, 1, options.dtype(options.dtype()));
+  return filled("ones", sizes, 1, options.dtype(options.dtype()));
 }
 
 Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions options) {
   if (!options.has_dtype()) options = options.dtype(value.default_dtype());
-  Tensor t = empty(sizes, options);
-  t.fill_(value);
-  return t;
+  return filled("full", sizes, value, options);
 }
 
 Tensor empty_like(const Tensor& t, std::optional<TensorOptions> options) {
@@ -90,6 +90,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
 
 Tensor linspace(double start, double end, int64_t steps, TensorOptions options) {
   EMBER_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
+  checked_nbytes("linspace", {steps}, sizeof(double));
   Tensor out = empty({steps}, TensorOptions(kFloat64));
   double* p = out.data_ptr<double>();
   double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0;
@@ -103,6 +104,7 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions options) 
 Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions options) {
   int64_t cols = m.value_or(n);
   EMBER_CHECK(n >= 0 && cols >= 0, "eye: n and m must be non-negative, got ", n, " and ", cols);
+  checked_nbytes("eye", {n, cols}, static_cast<int64_t>(element_size(options.dtype())));
   Tensor out = zeros({n, cols}, options);
   int64_t k = std::min(n, cols);
   if (k > 0) out.as_strided({k}, {cols + 1}, 0).fill_(1);

@@ -1,8 +1,11 @@
 #include "ember/core/random.h"
 
+#include <limits>
+
 #include "ember/core/autograd_meta.h"
 #include "ember/core/copy.h"
 #include "ember/core/factories.h"
+#include "ember/core/shape.h"
 
 namespace ember {
 
@@ -30,10 +33,29 @@ const Tensor& fill_random(const char* op, const Tensor& t, RandomKind kind, doub
   return t;
 }
 
+// A tensor for the random factory `op` to fill, its shape checked in op's name.
+Tensor new_tensor(const char* op, IntArrayRef sizes, TensorOptions options) {
+  checked_nbytes(op, sizes, static_cast<int64_t>(element_size(options.dtype())));
+  return empty(sizes, options);
+}
+
+// A floating tensor for `op` to fill with uniform or normal draws.
+Tensor new_floating_tensor(const char* op, IntArrayRef sizes, TensorOptions options) {
+  EMBER_CHECK(is_floating_point(options.dtype()), op, ": expects a floating point dtype, got ",
+              options.dtype());
+  return new_tensor(op, sizes, options);
+}
+
+void check_probability(const char* op, double p) {
+  EMBER_CHECK(p >= 0 && p <= 1, op, ": expects 0 <= p <= 1, got p=", p);
+}
+
 }  // namespace
 
 const Tensor& uniform_(const Tensor& t, double from, double to, Generator* gen) {
   EMBER_CHECK(from <= to, "uniform_: expects from <= to, got from=", from, " to=", to);
+  EMBER_CHECK(to - from <= std::numeric_limits<double>::max(),
+              "uniform_: expects to - from to be finite, got from=", from, " to=", to);
   return fill_random("uniform_", t, RandomKind::Uniform, from, to, gen);
 }
 
@@ -43,18 +65,18 @@ const Tensor& normal_(const Tensor& t, double mean, double std, Generator* gen) 
 }
 
 const Tensor& bernoulli_(const Tensor& t, double p, Generator* gen) {
-  EMBER_CHECK(p >= 0 && p <= 1, "bernoulli_: expects 0 <= p <= 1, got p=", p);
+  check_probability("bernoulli_", p);
   return fill_random("bernoulli_", t, RandomKind::Bernoulli, p, 0, gen);
 }
 
 Tensor rand(IntArrayRef sizes, TensorOptions options, Generator* gen) {
-  Tensor t = empty(sizes, options);
+  Tensor t = new_floating_tensor("rand", sizes, options);
   uniform_(t, 0, 1, gen);
   return t;
 }
 
 Tensor randn(IntArrayRef sizes, TensorOptions options, Generator* gen) {
-  Tensor t = empty(sizes, options);
+  Tensor t = new_floating_tensor("randn", sizes, options);
   normal_(t, 0, 1, gen);
   return t;
 }
@@ -62,7 +84,7 @@ Tensor randn(IntArrayRef sizes, TensorOptions options, Generator* gen) {
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions options, Generator* gen) {
   EMBER_CHECK(low < high, "randint: expects low < high, got low=", low, " high=", high);
   EMBER_CHECK(options.dtype() != kBool, "randint: bool is not a supported dtype");
-  Tensor t = empty(sizes, options);
+  Tensor t = new_tensor("randint", sizes, options);
   return fill_random("randint", t, RandomKind::Integer, static_cast<double>(low), static_cast<double>(high),
                      gen);
 }
@@ -73,7 +95,7 @@ Tensor randn_like(const Tensor& t, Generator* gen) { return randn(t.sizes(), t.o
 Tensor randperm(int64_t n, TensorOptions options, Generator* gen) {
   EMBER_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
   // Fisher-Yates driven by one Philox draw of n 64-bit integers.
-  Tensor keys = empty({n}, kInt64);
+  Tensor keys = new_tensor("randperm", {n}, kInt64);
   fill_random("randperm", keys, RandomKind::Integer, 0, 9007199254740992.0, gen);
   const int64_t* k = keys.data_ptr<int64_t>();
   Tensor perm = arange(n, kInt64);
@@ -83,6 +105,7 @@ Tensor randperm(int64_t n, TensorOptions options, Generator* gen) {
 }
 
 Tensor bernoulli(const Tensor& like, double p, Generator* gen) {
+  check_probability("bernoulli", p);
   Tensor t = empty_like(like);
   bernoulli_(t, p, gen);
   return t;

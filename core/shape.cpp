@@ -58,6 +58,16 @@ int64_t checked_numel(const char* op, IntArrayRef sizes) {
   return n;
 }
 
+void check_sizes(const char* op, IntArrayRef sizes) {
+  for (int64_t s : sizes)
+    EMBER_CHECK(s >= 0, op, ": trying to create tensor with negative dimension ", s, ": ", sizes);
+}
+
+int64_t checked_nbytes(const char* op, IntArrayRef sizes, int64_t element_size) {
+  check_sizes(op, sizes);
+  return checked_mul(op, checked_numel(op, sizes), element_size);
+}
+
 int64_t checked_span(const char* op, IntArrayRef sizes, IntArrayRef strides) {
   int64_t last = 0;  // the largest offset
   for (size_t d = 0; d < sizes.size(); ++d) {

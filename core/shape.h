@@ -26,6 +26,11 @@ int64_t checked_numel(const char* op, IntArrayRef sizes);
 // The number of storage elements a (sizes, strides) tensor reaches from its first element: 1 +
 // the largest offset, 0 when it is empty. Strides must be non-negative.
 int64_t checked_span(const char* op, IntArrayRef sizes, IntArrayRef strides);
+// Throws naming `op` (the factory called) for a negative size of a new tensor.
+void check_sizes(const char* op, IntArrayRef sizes);
+// The byte count of a new tensor of `sizes` with elements of element_size bytes: the check every
+// factory makes first, so that a negative size or an overflow names the factory called.
+int64_t checked_nbytes(const char* op, IntArrayRef sizes, int64_t element_size);
 
 // Resolves a single -1 in a requested shape against numel; throws naming `op`.
 DimVector infer_size(const char* op, IntArrayRef shape, int64_t numel);

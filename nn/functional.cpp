@@ -44,6 +44,9 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
               input.sizes(), ")");
   EMBER_CHECK(!bias.defined() || bias.sizes().equals({weight.size(0)}), "linear: expected a bias of shape [",
               weight.size(0), "], got ", bias.sizes());
+  EMBER_CHECK(input.dtype() == weight.dtype() && (!bias.defined() || bias.dtype() == weight.dtype()),
+              "linear: expected input, weight and bias of one dtype, got ", input.dtype(), ", ",
+              weight.dtype(), " and ", bias.defined() ? to_string(bias.dtype()) : "no bias");
   if (bias.defined() && input.dim() == 2) return addmm(bias, input, weight.t());
   if (bias.defined() && input.dim() > 2 && input.is_contiguous()) {
     // One fused product-plus-bias over the flattened leading dims.

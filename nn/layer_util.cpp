@@ -44,6 +44,12 @@ void check_trailing_dims(const char* layer, const Tensor& input, IntArrayRef sha
       layer, ": expected input with trailing dims ", shape, ", got input ", input.sizes());
 }
 
+void check_normalized_shape(const char* layer, IntArrayRef shape) {
+  EMBER_CHECK(!shape.empty(), layer, ": normalized_shape must not be empty");
+  for (int64_t s : shape)
+    EMBER_CHECK(s >= 0, layer, ": normalized_shape must not hold negative sizes, got ", shape);
+}
+
 std::string tuple_str(IntArrayRef sizes) {
   std::string s = "(";
   for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);

@@ -18,6 +18,8 @@ void check_input_dim(const char* layer, const Tensor& input, std::initializer_li
 void check_input_size(const char* layer, const Tensor& input, int64_t dim, int64_t n, const char* what);
 // Throws "LayerNorm: expected input with trailing dims [4], got input [2, 5]".
 void check_trailing_dims(const char* layer, const Tensor& input, IntArrayRef shape);
+// A norm layer's normalized_shape: at least one dim, none negative.
+void check_normalized_shape(const char* layer, IntArrayRef shape);
 // Throws unless input has the parameter's dtype (unless autocast is on for its device) and device
 // (the layer's weight).
 void check_like_param(const char* layer, const Tensor& input, const Tensor& param);

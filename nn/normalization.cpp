@@ -96,7 +96,7 @@ Tensor BatchNorm2dImpl::forward(const Tensor& input) {
 
 LayerNormImpl::LayerNormImpl(const LayerNormOptions& options_) : Module("LayerNorm"), options(options_) {
   const std::vector<int64_t>& shape = options.normalized_shape();
-  EMBER_CHECK(!shape.empty(), "LayerNorm: normalized_shape must not be empty");
+  detail::check_normalized_shape("LayerNorm", shape);
   if (options.elementwise_affine()) {
     weight = register_parameter("weight", ember::empty(shape));
     bias = register_parameter("bias", options.bias() ? ember::empty(shape) : Tensor(), options.bias());
@@ -156,7 +156,7 @@ std::string GroupNormImpl::extra_repr() const {
 // --- RMSNorm ---
 
 RMSNormImpl::RMSNormImpl(const RMSNormOptions& options_) : Module("RMSNorm"), options(options_) {
-  EMBER_CHECK(!options.normalized_shape().empty(), "RMSNorm: normalized_shape must not be empty");
+  detail::check_normalized_shape("RMSNorm", options.normalized_shape());
   if (options.elementwise_affine())
     weight = register_parameter("weight", ember::empty(options.normalized_shape()));
   reset_parameters();

@@ -5,6 +5,7 @@
 #include "ember/core/grad_mode.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/ops/reduce.h"
+#include "ember/core/shape.h"
 
 namespace ember {
 
@@ -23,6 +24,7 @@ Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool 
   EMBER_CHECK(rtol >= 0 && atol >= 0, "isclose: rtol and atol must be non-negative, got rtol ", rtol,
               " and atol ", atol);
   EMBER_CHECK(a.dtype() != kBool && b.dtype() != kBool, "isclose: not defined for bool tensors");
+  broadcast_shapes("isclose", a.sizes(), b.sizes());
   NoGradGuard no_grad;
   Tensor same = eq(a, b);  // exact matches, the infinities among them
   // Integers in float64, so that |a - b| cannot wrap.
@@ -35,6 +37,8 @@ Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool 
 }
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  EMBER_CHECK(a.defined() && b.defined(), "allclose: expected two defined tensors");
+  broadcast_shapes("allclose", a.sizes(), b.sizes());
   Tensor c = isclose(a, b, rtol, atol, equal_nan);
   return c.numel() == 0 || c.all().item<bool>();
 }

@@ -15,9 +15,9 @@ namespace {
 constexpr int64_t k62 = int64_t{1} << 62, k32 = int64_t{1} << 32;
 
 TEST(Counts, OverflowingSizesAreErrorsNotCrashes) {
-  EXPECT_EMBER_ERROR(zeros({k62}), "empty", "overflows int64");
+  EXPECT_EMBER_ERROR(zeros({k62}), "zeros", "overflows int64");
   EXPECT_EMBER_ERROR(zeros({k32, k32}),
-                     "empty: shape [4294967296, 4294967296] has more than 2^63 - 1 elements");
+                     "zeros: shape [4294967296, 4294967296] has more than 2^63 - 1 elements");
   EXPECT_EMBER_ERROR(linspace(0, 1, int64_t{1} << 61), "overflows int64");
   EXPECT_EMBER_ERROR(nn::Linear(int64_t{1} << 31, int64_t{1} << 31), "overflows int64");
   EXPECT_EMBER_ERROR(empty_strided({2, 2}, {-1, 1}), "empty_strided: negative stride -1");
