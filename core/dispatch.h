@@ -1,6 +1,8 @@
 #pragma once
 
 #include <atomic>
+#include <string>
+#include <type_traits>
 #include <utility>
 
 #include "ember/core/device.h"
@@ -8,14 +10,32 @@
 
 namespace ember {
 
+class Tensor;
+
 namespace detail {
 // Ranges around each kernel call, named after its stub (cuda::nvtx::set_emit_nvtx installs NVTX
 // ones, as torch.autograd.profiler.emit_nvtx). Null when off: a call then costs one load.
+// `push_with_shapes`, when set, is called instead of `push` with the kernel's tensor arguments
+// described ("[4096, 768] bf16, [768] f32"), for a profiler that records shapes.
 struct KernelRangeHooks {
   void (*push)(const char* name);
   void (*pop)();
+  void (*push_with_shapes)(const char* name, const std::string& shapes) = nullptr;
 };
 extern std::atomic<const KernelRangeHooks*> g_kernel_range_hooks;
+
+// Appends ", " (unless `out` is empty) and t's sizes and dtype, or "[]" for an undefined tensor.
+void append_tensor_shape(std::string& out, const Tensor& t);
+
+template <class... Args>
+std::string tensor_shapes(const Args&... args) {
+  std::string out;
+  auto one = [&out](const auto& a) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(a)>, Tensor>) append_tensor_shape(out, a);
+  };
+  (one(args), ...);
+  return out;
+}
 }  // namespace detail
 
 // A stub's kernel for one device, called like the kernel itself.
@@ -29,7 +49,10 @@ class BoundKernel<R (*)(Args...)> {
   R operator()(Args... args) const {
     const detail::KernelRangeHooks* hooks = detail::g_kernel_range_hooks.load(std::memory_order_acquire);
     if (!hooks) return fn_(std::forward<Args>(args)...);
-    hooks->push(name_);
+    if (hooks->push_with_shapes)
+      hooks->push_with_shapes(name_, detail::tensor_shapes(args...));
+    else
+      hooks->push(name_);
     struct Pop {
       const detail::KernelRangeHooks* h;
       ~Pop() { h->pop(); }

@@ -30,6 +30,7 @@ struct Range {
   int64_t thread;
   bool user = false;  // a record_function range
   bool closed = false;
+  std::string shapes;  // the kernel's tensor arguments, when the session records shapes
   double start_ms = 0;  // host, from the session's start (set when the range closes)
   double host_ms = 0, child_host_ms = 0;
 };
@@ -58,7 +59,7 @@ std::atomic<const detail::DeviceTimer*> g_timer{nullptr};
 
 // `owned`: the name is copied into the session (a record_function's), else it is a stub's,
 // which lives as long as the program.
-void push_range(const char* name, bool owned) {
+void push_range(const char* name, bool owned, const std::string* shapes = nullptr) {
   Open open{0, -1, {}};
   {
     std::lock_guard lock(g_session.mu);
@@ -71,7 +72,8 @@ void push_range(const char* name, bool owned) {
                                                            static_cast<int64_t>(g_session.threads.size()));
       Range r{name, parent, slot, thread->second};
       r.user = owned;
-      g_session.ranges.push_back(r);
+      if (shapes) r.shapes = *shapes;
+      g_session.ranges.push_back(std::move(r));
       open = {g_session.generation, static_cast<int64_t>(g_session.ranges.size()) - 1, {}};
     }
   }
@@ -97,8 +99,10 @@ void pop() {
 }
 
 void push(const char* name) { push_range(name, false); }
+void push_with_shapes(const char* name, const std::string& shapes) { push_range(name, false, &shapes); }
 
 constexpr ember::detail::KernelRangeHooks kProfilerHooks{&push, &pop};
+constexpr ember::detail::KernelRangeHooks kProfilerShapeHooks{&push, &pop, &push_with_shapes};
 
 bool wants_device(const std::vector<ProfilerActivity>& activities) {
   return std::find(activities.begin(), activities.end(), ProfilerActivity::CUDA) != activities.end();
@@ -111,8 +115,8 @@ std::vector<ProfilerActivity> default_activities() {
 }
 
 // Per-name totals in order of first call; self times subtract the ranges nested directly inside.
-std::vector<FunctionEventAvg> aggregate(const std::vector<Range>& ranges,
-                                        const std::vector<double>& device_ms) {
+std::vector<FunctionEventAvg> aggregate(const std::vector<Range>& ranges, const std::vector<double>& device_ms,
+                                        bool group_by_input_shape) {
   std::vector<double> child_device(ranges.size(), 0);
   auto device_of = [&](const Range& r) {
     return r.slot >= 0 && static_cast<size_t>(r.slot) < device_ms.size() ? device_ms[r.slot] : 0.0;
@@ -120,12 +124,13 @@ std::vector<FunctionEventAvg> aggregate(const std::vector<Range>& ranges,
   for (const Range& r : ranges)
     if (r.closed && r.parent >= 0) child_device[static_cast<size_t>(r.parent)] += device_of(r);
   std::vector<FunctionEventAvg> out;
-  std::unordered_map<std::string, size_t> index;
+  std::map<std::pair<std::string, std::string>, size_t> index;
   for (size_t i = 0; i < ranges.size(); ++i) {
     const Range& r = ranges[i];
     if (!r.closed) continue;  // still running on another thread at stop()
-    auto [it, inserted] = index.try_emplace(r.name, out.size());
-    if (inserted) out.push_back({r.name});
+    std::string shapes = group_by_input_shape ? r.shapes : std::string();
+    auto [it, inserted] = index.try_emplace({r.name, shapes}, out.size());
+    if (inserted) out.push_back({r.name, shapes});
     FunctionEventAvg& e = out[it->second];
     double device = device_of(r);
     e.count += 1;
@@ -137,11 +142,15 @@ std::vector<FunctionEventAvg> aggregate(const std::vector<Range>& ranges,
   return out;
 }
 
-std::string format_row(const std::vector<std::string>& cells, const std::vector<size_t>& widths) {
+// The name (and the input shapes, when last) left-aligned, numbers right.
+std::string format_row(const std::vector<std::string>& cells, const std::vector<size_t>& widths,
+                       bool text_last) {
   std::string line;
   for (size_t i = 0; i < cells.size(); ++i) {
     std::string pad(widths[i] > cells[i].size() ? widths[i] - cells[i].size() : 0, ' ');
-    line += i == 0 ? cells[i] + pad : "  " + pad + cells[i];  // the name left-aligned, numbers right
+    if (i == 0) line += cells[i] + pad;
+    else if (text_last && i + 1 == cells.size()) line += "  " + cells[i];
+    else line += "  " + pad + cells[i];
   }
   return line + "\n";
 }
@@ -168,11 +177,16 @@ std::string chrome_trace(const std::vector<Range>& ranges, const std::vector<dou
     out += "{\"name\": ";
     append_json_string(out, r.name);
     out += std::string(", \"cat\": \"") + (r.user ? "user_annotation" : "kernel") + "\", " + buf;
+    std::string args;
     if (r.slot >= 0 && static_cast<size_t>(r.slot) < device_ms.size()) {
-      std::snprintf(buf, sizeof buf, ", \"args\": {\"device_ms\": %.6f}",
-                    device_ms[static_cast<size_t>(r.slot)]);
-      out += buf;
+      std::snprintf(buf, sizeof buf, "\"device_ms\": %.6f", device_ms[static_cast<size_t>(r.slot)]);
+      args = buf;
     }
+    if (!r.shapes.empty()) {
+      args += args.empty() ? "\"input_shapes\": " : ", \"input_shapes\": ";
+      append_json_string(args, r.shapes);
+    }
+    if (!args.empty()) out += ", \"args\": {" + args + "}";
     out += "}";
     first = false;
   }
@@ -181,15 +195,15 @@ std::string chrome_trace(const std::vector<Range>& ranges, const std::vector<dou
 
 // Installs the profiler's kernel-range hooks for a new session; returns whether it times the
 // device.
-bool install_hooks(const std::vector<ProfilerActivity>& activities) {
+bool install_hooks(const std::vector<ProfilerActivity>& activities,
+                   const ember::detail::KernelRangeHooks* hooks) {
   bool device = wants_device(activities);
   const detail::DeviceTimer* timer = g_timer.load();
   EMBER_CHECK(!device || timer, "profiler::Profile: the CUDA activity needs ember built with CUDA");
   EMBER_CHECK(!device || timer->available(), "profiler::Profile: the CUDA activity needs a CUDA device");
   const ember::detail::KernelRangeHooks* expected = nullptr;
-  if (!ember::detail::g_kernel_range_hooks.compare_exchange_strong(expected, &kProfilerHooks,
-                                                                   std::memory_order_acq_rel)) {
-    EMBER_CHECK(expected != &kProfilerHooks,
+  if (!ember::detail::g_kernel_range_hooks.compare_exchange_strong(expected, hooks, std::memory_order_acq_rel)) {
+    EMBER_CHECK(expected != &kProfilerHooks && expected != &kProfilerShapeHooks,
                 "profiler::Profile: a profiling session is already running (one at a time)");
     throw Error(
         "profiler::Profile: the kernel-range hooks are in use (cuda::nvtx::EmitNvtx is on?); "
@@ -246,6 +260,10 @@ std::string KeyAverages::table(const std::string& sort_by, int row_limit) const 
     for (const char* h : {"Self device %", "Self device ms", "Device total ms", "Device avg ms"})
       header.push_back(h);
   header.push_back("# Calls");
+  const bool shapes = std::any_of(rows.begin(), rows.end(), [](const FunctionEventAvg& e) {
+    return !e.input_shapes.empty();
+  });
+  if (shapes) header.push_back("Input Shapes");
   std::vector<std::vector<std::string>> cells;
   for (const FunctionEventAvg& e : rows) {
     std::vector<std::string> row{e.key, fixed(percent(e.self_cpu_time_total, self_cpu), "%"),
@@ -258,6 +276,7 @@ std::string KeyAverages::table(const std::string& sort_by, int row_limit) const 
         row.push_back(s);
     }
     row.push_back(std::to_string(e.count));
+    if (shapes) row.push_back(e.input_shapes);
     cells.push_back(std::move(row));
   }
   std::vector<size_t> widths;
@@ -269,37 +288,53 @@ std::string KeyAverages::table(const std::string& sort_by, int row_limit) const 
   std::string rule(total_width - 2, '-');
   rule += "\n";
 
-  std::string out = rule + format_row(header, widths) + rule;
-  for (const auto& row : cells) out += format_row(row, widths);
+  std::string out = rule + format_row(header, widths, shapes) + rule;
+  for (const auto& row : cells) out += format_row(row, widths, shapes);
   out += rule;
   out += "Self CPU time total: " + fixed(self_cpu, " ms") + "\n";
   if (has_device_time_) out += "Self device time total: " + fixed(self_device, " ms") + "\n";
   return out;
 }
 
-Profile::Profile() : Profile(default_activities()) {}
+struct Profile::Window {
+  std::vector<Range> ranges;
+  std::vector<double> device_ms;
+};
 
-Profile::Profile(const std::vector<ProfilerActivity>& activities) {
-  device_ = install_hooks(activities);
-  running_ = true;
+Profile::Profile() : Profile(ProfileOptions{}) {}
+
+Profile::Profile(const std::vector<ProfilerActivity>& activities) : Profile(ProfileOptions{activities}) {}
+
+Profile::Profile(const ProfileOptions& options) {
+  start(options);
   begin_window();
 }
 
 Profile::Profile(const Schedule& schedule, std::function<void(const Profile&)> on_trace_ready,
-                 const std::vector<ProfilerActivity>& activities)
+                 const ProfileOptions& options)
     : schedule_(schedule), on_trace_ready_(std::move(on_trace_ready)) {
   EMBER_CHECK(schedule.wait >= 0 && schedule.warmup >= 0 && schedule.active > 0 && schedule.repeat >= 0 &&
                   schedule.skip_first >= 0,
               "profiler::Profile: a schedule needs active > 0 and no negative counts, got wait ",
               schedule.wait, ", warmup ", schedule.warmup, ", active ", schedule.active, ", repeat ",
               schedule.repeat, ", skip_first ", schedule.skip_first);
-  device_ = install_hooks(activities);
-  running_ = true;
+  start(options);
   if (action(0) != Action::None) begin_window();
 }
 
+Profile::Profile(const Schedule& schedule, std::function<void(const Profile&)> on_trace_ready,
+                 const std::vector<ProfilerActivity>& activities)
+    : Profile(schedule, std::move(on_trace_ready), ProfileOptions{activities}) {}
+
 Profile::Profile(const Schedule& schedule, std::function<void(const Profile&)> on_trace_ready)
-    : Profile(schedule, std::move(on_trace_ready), default_activities()) {}
+    : Profile(schedule, std::move(on_trace_ready), ProfileOptions{}) {}
+
+void Profile::start(const ProfileOptions& options) {
+  const ember::detail::KernelRangeHooks* hooks = options.record_shapes ? &kProfilerShapeHooks : &kProfilerHooks;
+  device_ = install_hooks(options.activities.value_or(default_activities()), hooks);
+  hooks_ = hooks;
+  running_ = true;
+}
 
 Profile::~Profile() {
   if (!running_) return;
@@ -344,8 +379,7 @@ void Profile::end_window(bool keep) {
   std::vector<double> device_ms;
   if (device_) device_ms = g_timer.load()->collect();  // also frees the window's event slots
   if (!keep) return;
-  result_ = std::make_unique<KeyAverages>(aggregate(ranges, device_ms), device_);
-  trace_ = chrome_trace(ranges, device_ms);
+  result_ = std::make_shared<const Window>(Window{std::move(ranges), std::move(device_ms)});
   if (on_trace_ready_) on_trace_ready_(*this);
 }
 
@@ -365,19 +399,19 @@ void Profile::step() {
 void Profile::stop() {
   EMBER_CHECK(running_, "profiler::Profile: stop() called on a stopped session");
   running_ = false;
-  const ember::detail::KernelRangeHooks* ours = &kProfilerHooks;
+  const ember::detail::KernelRangeHooks* ours = hooks_;
   ember::detail::g_kernel_range_hooks.compare_exchange_strong(ours, nullptr, std::memory_order_acq_rel);
   if (recording_) end_window(!schedule_ || action(step_num_) != Action::Warmup);
 }
 
-KeyAverages Profile::key_averages() const {
+KeyAverages Profile::key_averages(bool group_by_input_shape) const {
   EMBER_CHECK(result_, "profiler::Profile: key_averages() needs a stopped session (call stop())");
-  return *result_;
+  return KeyAverages(aggregate(result_->ranges, result_->device_ms, group_by_input_shape), device_);
 }
 
 void Profile::export_chrome_trace(const std::string& path) const {
   EMBER_CHECK(result_, "profiler::Profile: export_chrome_trace() needs a stopped session (call stop())");
-  write_file_atomically(path, trace_, "export_chrome_trace");
+  write_file_atomically(path, chrome_trace(result_->ranges, result_->device_ms), "export_chrome_trace");
 }
 
 RecordFunction::RecordFunction(const std::string& name) { push_range(name.c_str(), true); }

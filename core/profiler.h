@@ -21,6 +21,10 @@
 #include <utility>
 #include <vector>
 
+namespace ember::detail {
+struct KernelRangeHooks;
+}
+
 namespace ember::profiler {
 
 // torch.profiler.ProfilerActivity.
@@ -28,7 +32,8 @@ enum class ProfilerActivity { CPU, CUDA };
 
 // One stub's statistics over a session (torch.autograd.profiler_util.FunctionEventAvg); in ms.
 struct FunctionEventAvg {
-  std::string key;  // the stub's name
+  std::string key;           // the stub's name
+  std::string input_shapes;  // grouped by input shape: the calls' tensor arguments, else empty
   int64_t count = 0;
   double cpu_time_total = 0, self_cpu_time_total = 0;
   double device_time_total = 0, self_device_time_total = 0;
@@ -69,6 +74,16 @@ struct Schedule {
   int64_t wait = 0, warmup = 0, active = 1, repeat = 0, skip_first = 0;
 };
 
+// What a session records beyond kernel times (torch.profiler.profile's arguments).
+struct ProfileOptions {
+  // Without them: CPU, and CUDA when a device timer is registered (ember built with CUDA) and a
+  // GPU is present.
+  std::optional<std::vector<ProfilerActivity>> activities;
+  // Each kernel call's tensor arguments, sizes and dtype ("[4096, 768] bf16, [768] f32"), for
+  // key_averages(true) and the trace; costs a string per call.
+  bool record_shapes = false;
+};
+
 // A profiling session, running from construction to stop() (or destruction). One at a time, and not
 // together with cuda::nvtx::EmitNvtx (both use the kernel-range hooks). Without `activities`, CUDA
 // is profiled when a device timer is registered (ember built with CUDA) and a GPU is present.
@@ -76,6 +91,7 @@ class Profile {
  public:
   Profile();
   explicit Profile(const std::vector<ProfilerActivity>& activities);
+  explicit Profile(const ProfileOptions& options);
   // A scheduled session for a training loop (torch.profiler.profile(schedule=..., on_trace_ready=...)):
   // call step() after each training step; at the end of each active window, on_trace_ready gets
   // this Profile, whose key_averages() and export_chrome_trace() then give that window's results.
@@ -83,6 +99,8 @@ class Profile {
   Profile(const Schedule& schedule, std::function<void(const Profile&)> on_trace_ready,
           const std::vector<ProfilerActivity>& activities);
   Profile(const Schedule& schedule, std::function<void(const Profile&)> on_trace_ready);
+  Profile(const Schedule& schedule, std::function<void(const Profile&)> on_trace_ready,
+          const ProfileOptions& options);
   ~Profile();
   Profile(const Profile&) = delete;
   Profile& operator=(const Profile&) = delete;
@@ -94,27 +112,31 @@ class Profile {
   int64_t step_num() const { return step_num_; }
   bool running() const { return running_; }
   bool profiles_device() const { return device_; }
-  // The results: after stop(), or of the last active window of a scheduled session.
-  KeyAverages key_averages() const;
+  // The results: after stop(), or of the last active window of a scheduled session. Grouped by
+  // input shape (a session with record_shapes), calls of one stub with different tensor
+  // arguments are rows of their own.
+  KeyAverages key_averages(bool group_by_input_shape = false) const;
   // Writes the session's ranges as a Chrome trace (the JSON Trace Event Format, which Perfetto and
   // chrome://tracing open): one complete event per kernel call and record_function range, on its
   // thread's track, nested as they ran, device times in each event's args. After stop().
   void export_chrome_trace(const std::string& path) const;
 
  private:
+  struct Window;  // a finished window's ranges and device times
   enum class Action { None, Warmup, Record, RecordAndSave };
   Action action(int64_t step) const;
+  void start(const ProfileOptions& options);
   void begin_window();
   void end_window(bool keep);
 
   bool running_ = false;
   bool device_ = false;
+  const ember::detail::KernelRangeHooks* hooks_ = nullptr;  // the ones this session installed
   bool recording_ = false;
   std::optional<Schedule> schedule_;
   std::function<void(const Profile&)> on_trace_ready_;
   int64_t step_num_ = 0;
-  std::unique_ptr<KeyAverages> result_;
-  std::string trace_;
+  std::shared_ptr<const Window> result_;
 };
 
 // A named range of user code in the running session (torch.profiler.record_function): from

@@ -177,7 +177,7 @@ Tensor nll(const char* op, const Tensor& logp, const Tensor& target, const Tenso
 // first-order gradient.
 Tensor class_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
                            int64_t ignore_index, Reduction r, double ls, const ClassShape& cs,
-                           int64_t class_dim) {
+                           int64_t class_dim, ScalarType loss_dtype) {
   const char* op = "cross_entropy";
   ScalarType cd = compute_dtype(input.dtype());
   const TensorOptions o = TensorOptions(cd).device(input.device());
@@ -189,7 +189,7 @@ Tensor class_cross_entropy(const Tensor& input, const Tensor& target, const Tens
         k.loss, k.total, k.smooth, lse, input.contiguous().view({cs.N, cs.C, cs.D}),
         target.contiguous().view({cs.N, cs.D}), weight, ignore_index, op);
   }
-  NllForward f = nll_reduce(k, r, ls, cs, input.dtype());
+  NllForward f = nll_reduce(k, r, ls, cs, loss_dtype);
   if (needs_grad({input})) {
     Tensor weight_sum;
     if (weight.defined() && ls > 0) weight_sum = weight.sum();
@@ -226,11 +226,12 @@ Reduction parse_reduction(const char* op, std::string_view reduction) {
   return Reduction::None;
 }
 
-Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
-                     int64_t ignore_index, std::string_view reduction, double label_smoothing) {
-  if (amp::detail::autocast_pending)
-    return amp::autocast_call("cross_entropy", [&](const auto&... t) { return cross_entropy(t...); },
-                              input, target, weight, ignore_index, reduction, label_smoothing);
+namespace {
+
+// cross_entropy with the loss in `loss_dtype` for class targets (the input's dtype, or float32
+// under autocast).
+Tensor cross_entropy_as(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                        std::string_view reduction, double label_smoothing, ScalarType loss_dtype) {
   const char* op = "cross_entropy";
   check_floating(op, input, "input");
   Reduction r = parse_reduction(op, reduction);
@@ -243,7 +244,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
 
   if (!target.sizes().equals(input.sizes())) {
     check_class_target(op, input, target, cs, true);
-    return class_cross_entropy(input, target, w, ignore_index, r, label_smoothing, cs, class_dim);
+    return class_cross_entropy(input, target, w, ignore_index, r, label_smoothing, cs, class_dim, loss_dtype);
   }
   // Same shape as the input: class probabilities.
   check_same_device(op, input, target, "target");
@@ -284,6 +285,26 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
         });
   }
   return out;
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                     int64_t ignore_index, std::string_view reduction, double label_smoothing) {
+  if (amp::detail::autocast_pending) {
+    // Class targets: the fused kernels read reduced-precision logits and compute in float32, so
+    // autocast's float32 copy of the logits (and of their gradient, 3 bytes a logit each way on a
+    // 30522-word head) is skipped; the loss is float32 as the cast would make it.
+    if (input.defined() && is_reduced_float(input.dtype()) && amp::is_autocast_enabled(input.device().type) &&
+        target.defined() && !target.is_floating_point()) {
+      amp::detail::ExcludeAutocastGuard exclude;
+      return cross_entropy_as(input, target, weight, ignore_index, reduction, label_smoothing, kFloat32);
+    }
+    return amp::autocast_call("cross_entropy", [&](const auto&... t) { return cross_entropy(t...); },
+                              input, target, weight, ignore_index, reduction, label_smoothing);
+  }
+  return cross_entropy_as(input, target, weight, ignore_index, reduction, label_smoothing,
+                          input.defined() ? input.dtype() : kFloat32);
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight,

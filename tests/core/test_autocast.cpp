@@ -9,6 +9,7 @@
 #include "ember/core/autocast_mode.h"
 #include "ember/core/factories.h"
 #include "ember/core/op_registry.h"
+#include "ember/core/profiler.h"
 #include "ember/core/ops/attention.h"
 #include "ember/core/ops/convolution.h"
 #include "ember/core/ops/elementwise.h"
@@ -234,6 +235,34 @@ TEST(Autocast, MixedBinaryOpsPromoteByTypePromotion) {
   EXPECT_EQ(where(h > 1, h, f).dtype(), kFloat32);
   EXPECT_EQ((h * full({}, 2.0, kFloat32)).dtype(), kBFloat16);  // a 0-dim operand does not widen
   EXPECT_EQ(relu(f).dtype(), kFloat32);                         // no policy: untouched
+}
+
+// Class-target cross_entropy reads reduced-precision logits itself (its kernels compute in
+// float32): the float32 loss and the bf16 gradient of PyTorch's cast-then-compute, with no
+// copy of the logits or of their gradient.
+TEST(Autocast, CrossEntropyReadsReducedLogitsWithoutACopy) {
+  Tensor logits = (r({6, 5}, kFloat32) * 4).to(kBFloat16).requires_grad_();
+  Tensor target = tensor({0, 4, 2, 2, 1, 3}, kInt64), weight = tensor({1.0f, 2.0f, 0.5f, 1.0f, 3.0f});
+  Tensor reference = logits.detach().to(kFloat32).requires_grad_();
+  for (double smoothing : {0.0, 0.1}) {
+    SCOPED_TRACE(smoothing);
+    logits.set_grad(Tensor());
+    reference.set_grad(Tensor());
+    Tensor loss;
+    profiler::Profile prof(std::vector{profiler::ProfilerActivity::CPU});
+    {
+      amp::AutocastGuard guard(kCPU, kBFloat16);
+      loss = cross_entropy(logits, target, weight, -100, "mean", smoothing);
+    }
+    loss.backward();
+    prof.stop();
+    EXPECT_EQ(prof.key_averages().find("copy_"), nullptr) << prof.key_averages().table("count");
+    EXPECT_EQ(loss.dtype(), kFloat32);
+    cross_entropy(reference, target, weight, -100, "mean", smoothing).backward();
+    EXPECT_CLOSE(loss, cross_entropy(reference, target, weight, -100, "mean", smoothing), Tolerance{1e-6, 1e-6});
+    ASSERT_EQ(logits.grad().dtype(), kBFloat16);
+    EXPECT_CLOSE(logits.grad().to(kFloat32), reference.grad().to(kBFloat16).to(kFloat32), Tolerance{1e-2, 1e-3});
+  }
 }
 
 TEST(Autocast, StateAndDefaults) {

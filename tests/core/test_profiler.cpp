@@ -42,6 +42,11 @@ void outer_kernel(double ms) {
   test_inner_stub(kCPU)(3 * ms);
 }
 void throw_kernel(double) { throw Error("test_throw: failed on purpose"); }
+
+// A stub with tensor arguments among others, for recorded shapes.
+using ShapedFn = void (*)(const Tensor& a, int64_t k, const Tensor& b);
+constinit DispatchStub<ShapedFn> test_shaped_stub("test_shaped");
+KernelRegistrar<ShapedFn> reg_shaped(test_shaped_stub, kCPU, [](const Tensor&, int64_t, const Tensor&) {});
 KernelRegistrar<SpinFn> reg_inner(test_inner_stub, kCPU, &spin);
 KernelRegistrar<SpinFn> reg_outer(test_outer_stub, kCPU, &outer_kernel);
 KernelRegistrar<SpinFn> reg_leaf(test_leaf_stub, kCPU, &spin);
@@ -237,6 +242,42 @@ TEST(Profiler, RecordFunctionAndChromeTrace) {
   EXPECT_TRUE(inside(span("test_inner", 1), span("test_outer")));
   EXPECT_TRUE(inside(span("test_leaf", 0), span(step)));
   EXPECT_GE(span("test_leaf", 1).first, span(step).second);
+#endif
+}
+
+TEST(Profiler, RecordShapesGroupsCallsByTheirTensorArguments) {
+  Tensor a = zeros({2, 3}), b = zeros({4}, kBFloat16);
+  {
+    Profile plain(kCpuOnly);
+    test_shaped_stub(kCPU)(a, 1, b);
+    plain.stop();
+    KeyAverages grouped = plain.key_averages(/*group_by_input_shape=*/true);
+    ASSERT_EQ(grouped.size(), 1u);
+    EXPECT_EQ(grouped[0].input_shapes, "");  // not recorded
+  }
+  Profile prof(profiler::ProfileOptions{kCpuOnly, /*record_shapes=*/true});
+  test_shaped_stub(kCPU)(a, 1, b);
+  test_shaped_stub(kCPU)(a, 2, b);
+  test_shaped_stub(kCPU)(b, 1, Tensor());
+  prof.stop();
+  EXPECT_EQ(entry(prof.key_averages(), "test_shaped").count, 3);
+  KeyAverages grouped = prof.key_averages(true);
+  ASSERT_EQ(grouped.size(), 2u);
+  EXPECT_EQ(grouped[0].input_shapes, "[2, 3] float32, [4] bfloat16");
+  EXPECT_EQ(grouped[0].count, 2);
+  EXPECT_EQ(grouped[1].input_shapes, "[4] bfloat16, []");
+  EXPECT_EQ(grouped[1].count, 1);
+  const std::string table = grouped.table("count");
+  EXPECT_NE(table.find("Input Shapes"), std::string::npos) << table;
+  EXPECT_NE(table.find("  [2, 3] float32, [4] bfloat16\n"), std::string::npos) << table;
+  EXPECT_EQ(prof.key_averages().table().find("Input Shapes"), std::string::npos);
+#if __has_include(<nlohmann/json.hpp>)
+  TempDir dir;
+  prof.export_chrome_trace(dir.path() + "/trace.json");
+  std::ifstream in(dir.path() + "/trace.json");
+  const auto events = nlohmann::json::parse(in).at("traceEvents");
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[2].at("args").at("input_shapes"), "[4] bfloat16, []");
 #endif
 }
 

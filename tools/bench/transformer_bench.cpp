@@ -12,8 +12,8 @@
 //                     [--ffn 3072] [--vocab 30522] [--warmup 3] [--iters 10] [--device cuda]
 //                     [--modes f32,f32-ckpt,bf16,bf16-ckpt,f16,f16-ckpt] [--profile]
 // --profile: after the timed steps of each mode, one more step runs under profiler::Profile and its
-// table (top 25 kernels by device time; host time on the CPU) goes to stderr, next to
-// torch_transformer_bench.py --profile.
+// tables (top 25 kernels by device time, host time on the CPU; then the top 40 by kernel and input
+// shapes) go to stderr, next to torch_transformer_bench.py --profile.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -101,9 +101,12 @@ std::pair<double, double> time_steps(const Config& c, const Device& device,
   return {ms[ms.size() / 2], peak};
 }
 
-// One more step under the profiler; its table goes to stderr.
+// One more step under the profiler; its tables (by kernel, then by kernel and input shapes) go
+// to stderr.
 void profile_step(const Device& device, const std::string& name, const std::function<void()>& step) {
-  profiler::Profile prof;
+  profiler::ProfileOptions options;
+  options.record_shapes = true;
+  profiler::Profile prof(options);
   step();
   synchronize(device);
   prof.stop();
@@ -111,6 +114,8 @@ void profile_step(const Device& device, const std::string& name, const std::func
   const char* sort_by = prof.profiles_device() ? "device_time_total" : "self_cpu_time_total";
   std::fprintf(stderr, "== %s: one step, kernels by %s\n%s\n", name.c_str(), sort_by,
                prof.key_averages().table(sort_by, 25).c_str());
+  std::fprintf(stderr, "== %s: by input shapes\n%s\n", name.c_str(),
+               prof.key_averages(/*group_by_input_shape=*/true).table(sort_by, 40).c_str());
 }
 
 void run_mode(const Config& c, const Device& device, const std::string& mode) {
