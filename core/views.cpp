@@ -5,6 +5,7 @@
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/memory_format.h"
 #include "ember/core/ops/shape_ops.h"
 #include "ember/core/shape.h"
 #include "ember/core/tensor.h"
@@ -55,6 +56,24 @@ Tensor record_pick(const char* name, const Tensor& in, Tensor out, Pick pick) {
   DimVector sizes(in.sizes());
   return record_view(name, in, std::move(out),
                      [sizes, pick](const Tensor& g) { return embed(sizes, pick, g); });
+}
+
+// The whole's gradient as a view when the parts' gradients already lie side by side in one buffer
+// as the parts themselves do (cuDNN's attention writes those of q, k and v, chunks of one
+// projection, into one): same storage, dtype and strides, each at its part's offset, the whole
+// dense. Else undefined, and the caller concatenates.
+Tensor adjacent_parts(const std::vector<Tensor>& grads, int64_t d, IntArrayRef whole) {
+  const Tensor& first = grads[0];
+  if (!first.defined()) return Tensor();
+  int64_t offset = first.storage_offset();
+  for (const Tensor& g : grads) {
+    if (!g.defined() || g.impl().storage().get() != first.impl().storage().get() ||
+        g.dtype() != first.dtype() || !g.strides().equals(first.strides()) || g.storage_offset() != offset)
+      return Tensor();
+    offset += g.size(d) * first.stride(d);
+  }
+  if (!is_non_overlapping_and_dense(whole, first.strides())) return Tensor();
+  return make_view(first, whole, first.strides(), first.storage_offset());
 }
 
 }  // namespace
@@ -316,9 +335,11 @@ std::vector<Tensor> Tensor::split(IntArrayRef split_sizes, int64_t d) const {
   }
   if (needs_grad({*this})) {
     const size_t parts = out.size();
-    record("split", {*this}, out, [d, parts](const GradContext& g) -> std::vector<Tensor> {
+    DimVector whole(sizes());
+    record("split", {*this}, out, [d, parts, whole](const GradContext& g) -> std::vector<Tensor> {
       std::vector<Tensor> grads;
       for (size_t i = 0; i < parts; ++i) grads.push_back(g.grad(i));
+      if (Tensor view = adjacent_parts(grads, d, whole); view.defined() && !GradMode::is_enabled()) return {view};
       return {cat(grads, d)};
     });
     for (const Tensor& t : out) t.impl().autograd_meta()->is_view = true;

@@ -35,6 +35,7 @@ bool cudnn_sdp_available() { return false; }
 #include <limits>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ember/core/factories.h"
@@ -61,7 +62,7 @@ enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kBias, kSeed, kOffset, kGradO, 
 struct Problem {
   int64_t device, dtype, b, h, l, s, e, ev;
   int64_t q_strides[4], k_strides[4], v_strides[4], bias_sizes[4], bias_strides[4];
-  int64_t causal, scale_bits, dropout_bits, training, backward;
+  int64_t causal, scale_bits, dropout_bits, training, backward, packed;
 
   bool operator==(const Problem& o) const { return std::memcmp(this, &o, sizeof(Problem)) == 0; }
 };
@@ -117,6 +118,7 @@ TensorAttr scalar(Graph& g, Uid uid, const char* name) {
 // The operands' layouts of one problem, as both graphs declare them.
 struct Layouts {
   Tensor q, k, v, out, stats, bias;
+  bool packed = false;  // the backward writes dq, dk, dv into one buffer laid out as q, k, v
 };
 
 void finish(Graph& g, Built& built) {
@@ -165,7 +167,8 @@ Built build_forward(const Layouts& t, bool causal, double scale, double dropout_
   return built;
 }
 
-// dq, dk, dv and the output's gradient are laid out as q, k, v and out.
+// The output's gradient is laid out as out; dq, dk, dv as q, k, v (dense in their dims' order,
+// or, packed, with their very strides).
 Built build_backward(const Layouts& t, bool causal, double scale, double dropout_p) {
   Built built;
   built.graph = std::make_shared<Graph>();
@@ -191,7 +194,7 @@ Built build_backward(const Layouts& t, bool causal, double scale, double dropout
         .first->set_uid(uids[i])
         .set_output(true)
         .set_dim(vec(sizes))
-        .set_stride(vec(strides_like(sizes, *grads[i].second)));
+        .set_stride(t.packed ? vec(grads[i].second->strides()) : vec(strides_like(sizes, *grads[i].second)));
   }
   finish(g, built);
   return built;
@@ -213,6 +216,7 @@ Problem problem(const Layouts& t, bool causal, double scale, double dropout_p, b
   p.dropout_bits = std::bit_cast<int64_t>(dropout_p);
   p.training = training;
   p.backward = backward;
+  p.packed = backward && t.packed;
   return p;
 }
 
@@ -236,6 +240,40 @@ void execute(const Built& built, std::unordered_map<int64_t, void*>& pack, Devic
   fe::error_t st = built.graph->execute(cudnn_handle(), pack, ws.defined() ? ws.data_ptr() : nullptr);
   EMBER_CHECK(st.is_good(), kOp, ": cuDNN's fused attention failed to run: ", st.get_message(), " (",
               __FILE__, ":", __LINE__, ")");
+}
+
+// [3, q's sizes] with q's strides after the step from q to k: the block that q, k and v span when
+// they are chunks of one projection ([B, L, 3, H, E] from a [B, L, 3 H E] linear).
+std::pair<DimVector, DimVector> block_of(const Tensor& q, const Tensor& k) {
+  DimVector sizes{3}, strides{k.storage_offset() - q.storage_offset()};
+  for (int64_t d = 0; d < q.dim(); ++d) sizes.push_back(q.size(d)), strides.push_back(q.stride(d));
+  return {sizes, strides};
+}
+
+// Whether q, k and v are such chunks: one storage, the same sizes and strides, k and v at equal
+// steps after q, the block dense. Their gradients can then fill one buffer laid out the same
+// way, which the chunking's backward takes as it is instead of concatenating (core/views.cpp).
+bool packed(const Tensor& q, const Tensor& k, const Tensor& v) {
+  if (q.impl().storage().get() != k.impl().storage().get() ||
+      q.impl().storage().get() != v.impl().storage().get() || !q.sizes().equals(k.sizes()) ||
+      !q.sizes().equals(v.sizes()) || !q.strides().equals(k.strides()) || !q.strides().equals(v.strides()))
+    return false;
+  const int64_t step = k.storage_offset() - q.storage_offset();
+  if (step <= 0 || v.storage_offset() - k.storage_offset() != step) return false;
+  auto [sizes, strides] = block_of(q, k);
+  return is_non_overlapping_and_dense(sizes, strides);
+}
+
+// The backward graph of a forward's layouts: packed gradients when q, k, v allow and cuDNN
+// takes them, else dense ones; t.packed says which.
+const Built& backward_graph(Layouts& t, bool causal, double scale, double dropout_p) {
+  t.packed = packed(t.q, t.k, t.v);
+  if (t.packed) {
+    const Built& packed = graph_for(t, causal, scale, dropout_p, true, true);
+    if (packed.ok()) return packed;
+    t.packed = false;
+  }
+  return graph_for(t, causal, scale, dropout_p, true, true);
 }
 
 // cuDNN reads 16-byte rows: aligned pointers, and strides (but the last) in multiples of 8.
@@ -283,8 +321,7 @@ std::optional<SdpaFused> sdpa_fused_cuda(const Tensor& q, const Tensor& k, const
   if (training) t.stats = empty({B, H, L, 1}, TensorOptions(kFloat32).device(q.device()));
   if (mask.defined()) t.bias = bias_from(mask, dt, L);
   const Built& fwd = graph_for(t, is_causal, scale, dropout_p, training, false);
-  if (!fwd.ok() || (training && !graph_for(t, is_causal, scale, dropout_p, true, true).ok()))
-    return std::nullopt;
+  if (!fwd.ok() || (training && !backward_graph(t, is_causal, scale, dropout_p).ok())) return std::nullopt;
 
   SdpaFused f{t.out, t.stats, t.bias, dropout_p > 0 ? rng_tensor(rng, q.device()) : Tensor()};
   std::unordered_map<int64_t, void*> pack = {
@@ -304,12 +341,18 @@ std::array<Tensor, 3> sdpa_fused_backward_cuda(const Tensor& grad_out, const Ten
   Tensor go = grad_out;
   if (go.strides() != fwd.out.strides() || !aligned(go))
     go = empty_strided(fwd.out.sizes(), fwd.out.strides(), fwd.out.options()).copy_(grad_out);
-  const Layouts t{q, k, v, fwd.out, fwd.stats, fwd.bias};
-  const Built& bwd = graph_for(t, is_causal, scale, dropout_p, true, true);
+  Layouts t{q, k, v, fwd.out, fwd.stats, fwd.bias};
+  const Built& bwd = backward_graph(t, is_causal, scale, dropout_p);
   EMBER_CHECK(bwd.ok(), kOp, ": cuDNN declined the backward its forward ran: ", bwd.rejection);
-  std::array<Tensor, 3> grads = {empty_like_dense(q.sizes(), q, q.dtype()),
-                                 empty_like_dense(k.sizes(), k, k.dtype()),
-                                 empty_like_dense(v.sizes(), v, v.dtype())};
+  std::array<Tensor, 3> grads;
+  if (t.packed) {
+    auto [sizes, strides] = block_of(q, k);
+    Tensor block = empty_strided(sizes, strides, q.options());
+    grads = {block.select(0, 0), block.select(0, 1), block.select(0, 2)};
+  } else {
+    grads = {empty_like_dense(q.sizes(), q, q.dtype()), empty_like_dense(k.sizes(), k, k.dtype()),
+             empty_like_dense(v.sizes(), v, v.dtype())};
+  }
   std::unordered_map<int64_t, void*> pack = {{kQ, q.data_ptr()},
                                              {kK, k.data_ptr()},
                                              {kV, v.data_ptr()},

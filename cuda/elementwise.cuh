@@ -378,13 +378,20 @@ struct BoolThenStorage {
 template <size_t, class T>
 using Repeat = T;
 
+// out = f(in...) vectorized with the operands in exactly the storage types Out, In...; false,
+// nothing launched, when the plan's dtypes, layout or alignment differ.
+template <class C, class Out, class... In, class F>
+bool try_vectorized_as(const ElementwisePlan& plan, const F& f) {
+  if (!matches_vectorized<Out, In...>(plan, std::index_sequence_for<In...>{})) return false;
+  launch_vectorized<Out, C, F, In...>(plan, f);
+  return true;
+}
+
 template <class C, class Inputs, class F, class S, size_t... K>
-bool try_vectorized_storage(const ElementwisePlan& plan, const F& f, std::index_sequence<K...> ks) {
+bool try_vectorized_storage(const ElementwisePlan& plan, const F& f, std::index_sequence<K...>) {
   using R = decltype(f(std::declval<Repeat<K, C>>()...));
   using Out = std::conditional_t<std::is_same_v<R, bool>, bool, S>;
-  if (!matches_vectorized<Out, typename Inputs::template type<K, S>...>(plan, ks)) return false;
-  launch_vectorized<Out, C, F, typename Inputs::template type<K, S>...>(plan, f);
-  return true;
+  return try_vectorized_as<C, Out, typename Inputs::template type<K, S>...>(plan, f);
 }
 
 template <class C, int N, class Inputs, class F, class... S>

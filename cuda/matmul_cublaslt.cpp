@@ -136,8 +136,10 @@ bool run_problem(const Problem& p, double alpha, double beta) {
   set_attr(&op_desc, CUBLASLT_MATMUL_DESC_TRANSA, static_cast<int32_t>(p.a.op));
   set_attr(&op_desc, CUBLASLT_MATMUL_DESC_TRANSB, static_cast<int32_t>(p.b.op));
   if (p.epilogue != Epilogue::None) {
-    const cublasLtEpilogue_t ep =
-        p.epilogue == Epilogue::Bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_GELU_BIAS;
+    // RowSumsOfA: the swapped product's B is a^T, reduced over K (BGRADB).
+    const cublasLtEpilogue_t ep = p.epilogue == Epilogue::Bias       ? CUBLASLT_EPILOGUE_BIAS
+                                  : p.epilogue == Epilogue::GeluBias ? CUBLASLT_EPILOGUE_GELU_BIAS
+                                                                     : CUBLASLT_EPILOGUE_BGRADB;
     set_attr(&op_desc, CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<uint32_t>(ep));
     set_attr(&op_desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, p.bias);
   }
@@ -217,19 +219,23 @@ bool run_problem(const Problem& p, double alpha, double beta) {
 }
 
 // The epilogue with ember ops, for what cuBLASLt does not fuse.
-void apply_epilogue(const Tensor& out, Epilogue epilogue, const Tensor& bias) {
+void apply_epilogue(const Tensor& out, const Tensor& a, Epilogue epilogue, const Tensor& bias) {
   if (epilogue == Epilogue::None) return;
+  if (epilogue == Epilogue::RowSumsOfA) {
+    bias.copy_(a.select(0, 0).sum({1}));
+    return;
+  }
   out.add_(bias);
   if (epilogue == Epilogue::GeluBias) out.copy_(gelu(out, "tanh"));
 }
 
 // out = epilogue(alpha * a @ b + beta * out) for an empty sum (K = 0).
-void empty_product(const Tensor& out, double beta, Epilogue epilogue, const Tensor& bias) {
+void empty_product(const Tensor& out, const Tensor& a, double beta, Epilogue epilogue, const Tensor& bias) {
   if (beta == 0)
     out.zero_();
   else
     out.mul_(beta);
-  apply_epilogue(out, epilogue, bias);
+  apply_epilogue(out, a, epilogue, bias);
 }
 
 // gemm() once the operands are checked; false when cuBLASLt has no algorithm for their layout.
@@ -313,7 +319,14 @@ void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, dou
               "gemm: expected a and b of one dtype and out of that dtype (or float32 for f16/bf16), got ",
               a.dtype(), ", ", b.dtype(), " and out ", out.dtype());
   Tensor bias_c;
-  if (epilogue != Epilogue::None) {
+  if (epilogue == Epilogue::RowSumsOfA) {
+    EMBER_CHECK(bias.defined() && bias.dim() == 1 && bias.size(0) == out.size(1) && bias.is_contiguous() &&
+                    bias.dtype() == out.dtype() && bias.device() == out.device() && out.size(0) == 1 &&
+                    alpha == 1 && beta == 0,
+                "gemm: expected a contiguous [", out.size(1), "] of dtype ", out.dtype(), " on ", out.device(),
+                " for the row sums of a, one product, alpha 1 and beta 0");
+    bias_c = bias;
+  } else if (epilogue != Epilogue::None) {
     EMBER_CHECK(bias.defined() && bias.dim() == 1 && bias.size(0) == out.size(2) &&
                     bias.dtype() == out.dtype() && bias.device() == out.device(),
                 "gemm: expected a bias [", out.size(2), "] of dtype ", out.dtype(), " on ", out.device(),
@@ -323,12 +336,15 @@ void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, dou
   constexpr int64_t kIntMax = INT32_MAX;
   EMBER_CHECK(out.size(1) <= kIntMax && out.size(2) <= kIntMax && a.size(2) <= kIntMax,
               "gemm: matrix sizes must fit in int32, got out ", out.sizes(), " and K = ", a.size(2));
-  if (out.numel() == 0) return;
-  if (a.size(2) == 0) return empty_product(out, beta, epilogue, bias_c);
+  if (out.numel() == 0) {
+    if (epilogue == Epilogue::RowSumsOfA) apply_epilogue(out, a, epilogue, bias_c);
+    return;
+  }
+  if (a.size(2) == 0) return empty_product(out, a, beta, epilogue, bias_c);
   if (try_gemm(out, a, b, alpha, beta, epilogue, bias_c)) return;
   if (epilogue != Epilogue::None) {  // not fused for this dtype: the product, then the epilogue
     gemm(out, a, b, alpha, beta);
-    return apply_epilogue(out, epilogue, bias_c);
+    return apply_epilogue(out, a, epilogue, bias_c);
   }
   // Unusual strides or alignment can leave the heuristic without a kernel: retry dense.
   Tensor tmp = empty(out.sizes(), out.options());
@@ -352,7 +368,12 @@ void addmm_bias_cuda(const Tensor& out, const Tensor& a, const Tensor& b, const 
   gemm(out.unsqueeze(0), a.unsqueeze(0), b.unsqueeze(0), 1, 0, Epilogue::Bias, bias);
 }
 
+void mm_row_sums_cuda(const Tensor& out, const Tensor& sums, const Tensor& a, const Tensor& b) {
+  gemm(out.unsqueeze(0), a.unsqueeze(0), b.unsqueeze(0), 1, 0, Epilogue::RowSumsOfA, sums);
+}
+
 KernelRegistrar<BmmFn> reg_bmm(bmm_stub, kCUDA, &bmm_cuda);
+KernelRegistrar<MmRowSumsFn> reg_mm_row_sums(mm_row_sums_stub, kCUDA, &mm_row_sums_cuda);
 KernelRegistrar<AddmmBiasFn> reg_addmm_bias(addmm_bias_stub, kCUDA, &addmm_bias_cuda);
 
 }  // namespace

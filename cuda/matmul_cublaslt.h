@@ -16,16 +16,18 @@ void set_allow_tf32(bool allow);
 bool allow_tf32();
 }  // namespace matmul
 
-// What cuBLASLt applies to each product before storing it: nothing, + bias, or + bias then
-// GELU (tanh approximation, F.gelu(approximate="tanh")).
-enum class Epilogue : int8_t { None, Bias, GeluBias };
+// What cuBLASLt does with each product besides storing it: nothing, + bias, or + bias then GELU
+// (tanh approximation, F.gelu(approximate="tanh")); or, RowSumsOfA, writing a summed over K into
+// `bias` (cuBLASLt's BGRADB: a linear's bias gradient next to its weight gradient).
+enum class Epilogue : int8_t { None, Bias, GeluBias, RowSumsOfA };
 
 // out[i] = epilogue(alpha * a[i] @ b[i] + beta * out[i]) for out [B, M, N], a [B, M, K] and
 // b [B, K, N], on the current stream. Operands may have any strides (batch stride 0 broadcasts);
 // one whose matrices are neither row- nor column-major is copied first. a and b share a floating
 // dtype; out has it too, or float32 when a and b are f16/bf16 (the float32 accumulator kept).
 // f16/bf16 accumulate in float32 and round once. beta == 0 does not read out. bias is [N] in
-// out's dtype, added to every row, for the Bias and GeluBias epilogues. Integer dtypes throw.
+// out's dtype, added to every row, for the Bias and GeluBias epilogues; for RowSumsOfA it is
+// written, [M] contiguous in out's dtype, with B = 1, alpha = 1 and beta = 0. Integer dtypes throw.
 void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha = 1, double beta = 0,
           Epilogue epilogue = Epilogue::None, const Tensor& bias = {});
 

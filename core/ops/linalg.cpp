@@ -14,6 +14,7 @@ namespace ember {
 
 constinit DispatchStub<BmmFn> bmm_stub("bmm");
 constinit DispatchStub<AddmmBiasFn> addmm_bias_stub("addmm_bias");
+constinit DispatchStub<MmRowSumsFn> mm_row_sums_stub("mm_row_sums");
 
 namespace {
 
@@ -114,8 +115,19 @@ Tensor addmm_bias(const Tensor& bias, const Tensor& a, const Tensor& b) {
     const bool b_cm = column_major(b);
     record("addmm", {bias, a, b}, {out},
            [sa, sb, bias_sizes, b_cm](const GradContext& g) -> std::vector<Tensor> {
-             return {g.needs(0) ? sum_to(g.grad(), bias_sizes) : Tensor(),
-                     g.needs(1) ? mm_unchecked(g.grad(), g(sb).t()) : Tensor(),
+             Tensor ga = g.needs(1) ? mm_unchecked(g.grad(), g(sb).t()) : Tensor();
+             if (g.needs(0) && g.needs(2) && b_cm && !GradMode::is_enabled()) {
+               // A linear's weight.t(): its gradient is (grad^T a)^T, and the bias's the row sums
+               // of grad^T, from the same product.
+               const Tensor grad_t = g.grad().t(), x = g(sa);
+               if (grad_t.numel() > 0 && x.size(1) > 0) {
+                 Tensor gw = empty({grad_t.size(0), x.size(1)}, x.options());
+                 Tensor gbias = empty({grad_t.size(0)}, x.options());
+                 mm_row_sums_stub(x.device())(gw, gbias, grad_t, x);
+                 return {gbias.view(bias_sizes), ga, gw.t()};
+               }
+             }
+             return {g.needs(0) ? sum_to(g.grad(), bias_sizes) : Tensor(), ga,
                      g.needs(2) ? mat2_grad(g(sa).unsqueeze(0), g.grad().unsqueeze(0), b_cm).squeeze(0)
                                 : Tensor()};
            });

@@ -43,4 +43,11 @@ extern DispatchStub<BmmFn> bmm_stub;
 using AddmmBiasFn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias);
 extern DispatchStub<AddmmBiasFn> addmm_bias_stub;
 
+// out [M, N] = a [M, K] @ b [K, N] and sums [M] = a summed over K, all of one floating dtype, out
+// and sums contiguous: a linear's weight gradient (a = the output's gradient transposed) with its
+// bias gradient, which CUDA takes from the product's epilogue (cuBLASLt's BGRADB) instead of
+// reading the gradient again.
+using MmRowSumsFn = void (*)(const Tensor& out, const Tensor& sums, const Tensor& a, const Tensor& b);
+extern DispatchStub<MmRowSumsFn> mm_row_sums_stub;
+
 }  // namespace ember

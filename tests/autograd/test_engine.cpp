@@ -49,6 +49,38 @@ TEST(Autograd, LeafGradientsNeverShareStorage) {
   EXPECT_TRUE(contiguous);
 }
 
+// The parts of a split whose gradients already lie side by side in one buffer, as cuDNN's
+// attention writes those of q, k and v: the whole's gradient is that buffer, with no
+// concatenation; gradients anywhere else are concatenated.
+TEST(Autograd, SplitGradientsAlreadyAdjacentAreNotConcatenated) {
+  Tensor whole_grad = randn({2, 6}, kFloat64);
+  for (bool adjacent : {true, false}) {
+    SCOPED_TRACE(adjacent);
+    Tensor x = randn({2, 6}, kFloat64).requires_grad_();
+    Tensor seen;
+    x.register_hook([&seen](const Tensor& g) {
+      seen = g;
+      return Tensor();
+    });
+    std::vector<Tensor> parts = x.chunk(3, 1);
+    for (int64_t i = 0; i < 3; ++i)
+      parts[static_cast<size_t>(i)].register_hook([&, i](const Tensor&) {
+        Tensor g = whole_grad.narrow(1, 2 * i, 2);
+        return adjacent ? g : g.clone();
+      });
+    (parts[0].sum() + parts[1].sum() + parts[2].sum()).backward();
+    EXPECT_CLOSE(x.grad(), whole_grad);
+    EXPECT_EQ(seen.data_ptr() == whole_grad.data_ptr(), adjacent);
+  }
+  // Under create_graph the concatenation is recorded, so the gradient has a history.
+  Tensor x = randn({2, 6}, kFloat64).requires_grad_();
+  std::vector<Tensor> parts = x.chunk(2, 1);
+  Tensor g = autograd::grad({(parts[0] * parts[0]).sum() + (parts[1] * parts[1]).sum()}, {x}, {},
+                            /*retain_graph=*/true, /*create_graph=*/true)[0];
+  EXPECT_CLOSE(g, x.detach() * 2);
+  EXPECT_TRUE(g.requires_grad());
+}
+
 TEST(Autograd, BroadcastGradientsAreSummedBack) {
   Tensor a = randn({3, 1}, kFloat64).requires_grad_();
   Tensor b = randn({4}, kFloat64).requires_grad_();

@@ -32,6 +32,18 @@ TEST(Linalg, MmByHand) {
                tensor({{-2.}, {10.}}));
 }
 
+// A linear's weight gradient with its bias gradient: the product and a's row sums.
+TEST(Linalg, MmRowSumsStub) {
+  for (ScalarType dt : {kFloat64, kFloat32, kBFloat16}) {
+    SCOPED_TRACE(std::string(to_string(dt)));
+    Tensor g = tensor({{1, 2, 3}, {4, 5, 6}}, dt), x = tensor({{1, 0}, {0, 1}, {2, 2}}, dt);
+    Tensor out = empty({3, 2}, dt), sums = empty({3}, dt);
+    mm_row_sums_stub(kCPU)(out, sums, g.t(), x.narrow(0, 0, 2));
+    EXPECT_CLOSE(out, tensor({{1, 4}, {2, 5}, {3, 6}}, dt));
+    EXPECT_CLOSE(sums, tensor({5, 7, 9}, dt));
+  }
+}
+
 TEST(Linalg, MatmulRankRules) {
   Tensor v = tensor({1., 2., 3.}), w = tensor({4., 5., 6.});
   Tensor d = matmul(v, w);  // 1D . 1D: a 0-dim dot product

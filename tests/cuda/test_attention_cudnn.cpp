@@ -2,6 +2,7 @@
 // forward and backward against the float64 composite on the CPU, for head dims 32, 64 and 128,
 // f16 and bf16, with no mask, causal, a key-padding mask and an additive mask; dropout whose
 // backward regenerates the forward's mask; the output laid out so that merging heads is a view.
+#include <ember/core/profiler.h>
 #include <ember/cuda/attention_cudnn.h>
 
 #include <string>
@@ -87,6 +88,37 @@ TEST_F(AttentionCudnn, ForwardAndBackwardMatchFloat64) {
         EXPECT_TRUE(close_to(heads_view(gk.grad()), rk.grad(), 2 * tol)) << "dk";
         EXPECT_TRUE(close_to(heads_view(gv.grad()), rv.grad(), 2 * tol)) << "dv";
       }
+}
+
+// q, k and v chunked from one projection [B, L, 3 H E] (nn::MultiheadAttention's packed in_proj):
+// cuDNN writes their gradients into one block laid out as the projection, which the chunking's
+// backward takes as the projection's gradient without concatenating (no copy_ in the backward).
+TEST_F(AttentionCudnn, PackedProjectionGradientIsOneBlock) {
+  const int64_t B = 2, L = 64, H = 4, E = 64;
+  manual_seed(33);
+  Tensor qkv = random_tensor({B, L, 3 * H * E}, kFloat64, -1, 1), go = random_tensor({B, H, L, E}, kFloat64);
+  auto split_heads = [&](const Tensor& x) {
+    std::vector<Tensor> parts = x.chunk(3, -1);
+    for (Tensor& p : parts) p = p.view({B, L, H, E}).transpose(1, 2);
+    return parts;
+  };
+  Tensor ref_x = qkv.to(kBFloat16).to(kFloat64).requires_grad_();
+  std::vector<Tensor> r = split_heads(ref_x);
+  scaled_dot_product_attention(r[0], r[1], r[2]).backward(go);
+
+  Tensor x = qkv.to(kBFloat16).cuda().requires_grad_();
+  std::vector<Tensor> p = split_heads(x);
+  Tensor out = scaled_dot_product_attention(p[0], p[1], p[2]);
+  ASSERT_TRUE(out.grad_fn() && out.grad_fn()->name() == kFusedNode)
+      << "cuDNN declined: " << cuda::cudnn_sdp_last_rejection();
+  profiler::Profile prof(profiler::ProfileOptions{std::vector{profiler::ProfilerActivity::CPU}, true});
+  // The output's gradient laid out as the output ([B, L, H, E]), as a merge of heads sends it.
+  out.backward(go.to(kBFloat16).cuda().transpose(1, 2).contiguous().transpose(1, 2));
+  prof.stop();
+  const profiler::KeyAverages calls = prof.key_averages(/*group_by_input_shape=*/true);
+  for (const profiler::FunctionEventAvg& e : calls.events())
+    EXPECT_FALSE(e.key == "copy_" && e.input_shapes.starts_with("[2, 64, 256]")) << calls.table("count");
+  EXPECT_TRUE(close_to(x.grad(), ref_x.grad(), 4e-2));
 }
 
 // Without grad the fused forward runs too (no statistics kept), and a float32 input or a head dim

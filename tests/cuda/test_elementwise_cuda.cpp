@@ -56,6 +56,25 @@ TEST_F(CudaKernels, VectorizedPathWithMisalignedSlicesAndOddSizes) {
   }
 }
 
+// The residual add of mixed precision (float32 + bf16/f16, either order, alpha too) is vectorized
+// with each operand in its own type: aligned with odd tails, and misaligned (the strided path).
+TEST_F(CudaKernels, MixedPrecisionAddMatchesTheCpu) {
+  for (ScalarType half : {kBFloat16, kFloat16})
+    for (int64_t n : {1, 7, 8, 4096 + 5}) {
+      SCOPED_TRACE(std::string(to_string(half)) + " n=" + std::to_string(n));
+      Tensor f = random_tensor({n + 1}, kFloat32), h = random_tensor({n + 1}, half);
+      Tensor gf = f.to(kGpu), gh = h.to(kGpu);
+      for (int64_t s : {0, 1}) {
+        Tensor a = f.slice(0, s, s + n), b = h.slice(0, s, s + n), ga = gf.slice(0, s, s + n),
+               gb = gh.slice(0, s, s + n);
+        ASSERT_EQ((ga + gb).dtype(), kFloat32);
+        expect_identical(ga + gb, a + b);
+        expect_identical(gb + ga, b + a);
+        expect_identical(ga.add(gb, 0.5), a.add(b, 0.5));
+      }
+    }
+}
+
 TEST_F(CudaKernels, HugeTensorsTakeSeveralVectorizedLaunches) {
   // 2^31 + 20 bf16 elements: the vectorized kernel's 32-bit indices reach 2^31, so the last 20
   // come from a second launch with every tensor operand advanced (a scalar operand stays).

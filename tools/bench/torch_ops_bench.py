@@ -50,6 +50,25 @@ def matmul_cases():
             run(f"matmul {names[dt]} {n}^3", 2.0 * n**3, "tflops", lambda: a @ b)
 
 
+def linear_cases():
+    """BERT-base's linears at b32 s128 in bf16: forward with bias; forward plus backward."""
+    tokens = 4096
+    for fan_in, fan_out in ((768, 768), (768, 2304), (768, 3072), (3072, 768), (768, 30522), (768, 30528)):
+        o = dict(device=dev, dtype=torch.bfloat16)
+        x, w = torch.randn(tokens, fan_in, **o), torch.randn(fan_out, fan_in, **o) * 0.02
+        b, g = torch.randn(fan_out, **o), torch.randn(tokens, fan_out, **o)
+        shape = f"[{tokens},{fan_in}]->{fan_out}"
+        flops = 2.0 * tokens * fan_in * fan_out
+        run(f"linear fwd {shape} bf16", flops, "tflops", lambda: F.linear(x, w, b))
+        xr, wr, br = (t.detach().requires_grad_() for t in (x, w, b))
+
+        def fwd_bwd():
+            xr.grad = wr.grad = br.grad = None
+            F.linear(xr, wr, br).backward(g)
+
+        run(f"linear fwd+bwd {shape} bf16", 3 * flops, "tflops", fwd_bwd)
+
+
 def elementwise_cases():
     n = 256 << 20
     for dt in (torch.float32, torch.bfloat16):
@@ -151,6 +170,7 @@ def adamw_cases():
 
 if __name__ == "__main__":
     matmul_cases()
+    linear_cases()
     elementwise_cases()
     dropout_cases()
     rowwise_cases()
