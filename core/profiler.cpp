@@ -30,7 +30,7 @@ struct Range {
   int64_t thread;
   bool user = false;  // a record_function range
   bool closed = false;
-  std::string shapes;  // the kernel's tensor arguments, when the session records shapes
+  std::string shapes;   // the kernel's tensor arguments, when the session records shapes
   double start_ms = 0;  // host, from the session's start (set when the range closes)
   double host_ms = 0, child_host_ms = 0;
 };
@@ -115,8 +115,8 @@ std::vector<ProfilerActivity> default_activities() {
 }
 
 // Per-name totals in order of first call; self times subtract the ranges nested directly inside.
-std::vector<FunctionEventAvg> aggregate(const std::vector<Range>& ranges, const std::vector<double>& device_ms,
-                                        bool group_by_input_shape) {
+std::vector<FunctionEventAvg> aggregate(const std::vector<Range>& ranges,
+                                        const std::vector<double>& device_ms, bool group_by_input_shape) {
   std::vector<double> child_device(ranges.size(), 0);
   auto device_of = [&](const Range& r) {
     return r.slot >= 0 && static_cast<size_t>(r.slot) < device_ms.size() ? device_ms[r.slot] : 0.0;
@@ -148,9 +148,12 @@ std::string format_row(const std::vector<std::string>& cells, const std::vector<
   std::string line;
   for (size_t i = 0; i < cells.size(); ++i) {
     std::string pad(widths[i] > cells[i].size() ? widths[i] - cells[i].size() : 0, ' ');
-    if (i == 0) line += cells[i] + pad;
-    else if (text_last && i + 1 == cells.size()) line += "  " + cells[i];
-    else line += "  " + pad + cells[i];
+    if (i == 0)
+      line += cells[i] + pad;
+    else if (text_last && i + 1 == cells.size())
+      line += "  " + cells[i];
+    else
+      line += "  " + pad + cells[i];
   }
   return line + "\n";
 }
@@ -202,7 +205,8 @@ bool install_hooks(const std::vector<ProfilerActivity>& activities,
   EMBER_CHECK(!device || timer, "profiler::Profile: the CUDA activity needs ember built with CUDA");
   EMBER_CHECK(!device || timer->available(), "profiler::Profile: the CUDA activity needs a CUDA device");
   const ember::detail::KernelRangeHooks* expected = nullptr;
-  if (!ember::detail::g_kernel_range_hooks.compare_exchange_strong(expected, hooks, std::memory_order_acq_rel)) {
+  if (!ember::detail::g_kernel_range_hooks.compare_exchange_strong(expected, hooks,
+                                                                   std::memory_order_acq_rel)) {
     EMBER_CHECK(expected != &kProfilerHooks && expected != &kProfilerShapeHooks,
                 "profiler::Profile: a profiling session is already running (one at a time)");
     throw Error(
@@ -260,9 +264,8 @@ std::string KeyAverages::table(const std::string& sort_by, int row_limit) const 
     for (const char* h : {"Self device %", "Self device ms", "Device total ms", "Device avg ms"})
       header.push_back(h);
   header.push_back("# Calls");
-  const bool shapes = std::any_of(rows.begin(), rows.end(), [](const FunctionEventAvg& e) {
-    return !e.input_shapes.empty();
-  });
+  const bool shapes = std::any_of(rows.begin(), rows.end(),
+                                  [](const FunctionEventAvg& e) { return !e.input_shapes.empty(); });
   if (shapes) header.push_back("Input Shapes");
   std::vector<std::vector<std::string>> cells;
   for (const FunctionEventAvg& e : rows) {
@@ -330,7 +333,8 @@ Profile::Profile(const Schedule& schedule, std::function<void(const Profile&)> o
     : Profile(schedule, std::move(on_trace_ready), ProfileOptions{}) {}
 
 void Profile::start(const ProfileOptions& options) {
-  const ember::detail::KernelRangeHooks* hooks = options.record_shapes ? &kProfilerShapeHooks : &kProfilerHooks;
+  const ember::detail::KernelRangeHooks* hooks =
+      options.record_shapes ? &kProfilerShapeHooks : &kProfilerHooks;
   device_ = install_hooks(options.activities.value_or(default_activities()), hooks);
   hooks_ = hooks;
   running_ = true;

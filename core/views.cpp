@@ -339,7 +339,8 @@ std::vector<Tensor> Tensor::split(IntArrayRef split_sizes, int64_t d) const {
     record("split", {*this}, out, [d, parts, whole](const GradContext& g) -> std::vector<Tensor> {
       std::vector<Tensor> grads;
       for (size_t i = 0; i < parts; ++i) grads.push_back(g.grad(i));
-      if (Tensor view = adjacent_parts(grads, d, whole); view.defined() && !GradMode::is_enabled()) return {view};
+      if (Tensor view = adjacent_parts(grads, d, whole); view.defined() && !GradMode::is_enabled())
+        return {view};
       return {cat(grads, d)};
     });
     for (const Tensor& t : out) t.impl().autograd_meta()->is_view = true;

@@ -14,7 +14,8 @@ namespace {
 bool mixed_add(const ElementwisePlan& plan, const ops::Add<float>& f) {
   return try_vectorized_as<float, float, float, BFloat16>(plan, f) ||
          try_vectorized_as<float, float, BFloat16, float>(plan, f) ||
-         try_vectorized_as<float, float, float, Half>(plan, f) || try_vectorized_as<float, float, Half, float>(plan, f);
+         try_vectorized_as<float, float, float, Half>(plan, f) ||
+         try_vectorized_as<float, float, Half, float>(plan, f);
 }
 
 void binary_kernel(ops::BinaryOp op, ScalarType compute, const Tensor& out, const Tensor& a, const Tensor& b,

@@ -323,8 +323,8 @@ void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, dou
     EMBER_CHECK(bias.defined() && bias.dim() == 1 && bias.size(0) == out.size(1) && bias.is_contiguous() &&
                     bias.dtype() == out.dtype() && bias.device() == out.device() && out.size(0) == 1 &&
                     alpha == 1 && beta == 0,
-                "gemm: expected a contiguous [", out.size(1), "] of dtype ", out.dtype(), " on ", out.device(),
-                " for the row sums of a, one product, alpha 1 and beta 0");
+                "gemm: expected a contiguous [", out.size(1), "] of dtype ", out.dtype(), " on ",
+                out.device(), " for the row sums of a, one product, alpha 1 and beta 0");
     bias_c = bias;
   } else if (epilogue != Epilogue::None) {
     EMBER_CHECK(bias.defined() && bias.dim() == 1 && bias.size(0) == out.size(2) &&

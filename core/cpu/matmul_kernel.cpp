@@ -89,8 +89,8 @@ void bmm_typed(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar
       }
     }
   };
-  if (parallel_over_batch(
-          batch, 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k)))
+  if (parallel_over_batch(batch,
+                          2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k)))
     parallel_for(0, batch, 1, run);
   else
     run(0, batch);
@@ -144,11 +144,10 @@ void gemm(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, T alpha, T
     eigen_gemm<T>(a, b, c, alpha, beta);
 }
 
-template void gemm<float>(MatrixRef<const float>, MatrixRef<const float>, MatrixRef<float>, float,
-                          float);
-template void gemm<double>(MatrixRef<const double>, MatrixRef<const double>, MatrixRef<double>,
-                           double, double);
-template void gemm<int64_t>(MatrixRef<const int64_t>, MatrixRef<const int64_t>, MatrixRef<int64_t>,
-                            int64_t, int64_t);
+template void gemm<float>(MatrixRef<const float>, MatrixRef<const float>, MatrixRef<float>, float, float);
+template void gemm<double>(MatrixRef<const double>, MatrixRef<const double>, MatrixRef<double>, double,
+                           double);
+template void gemm<int64_t>(MatrixRef<const int64_t>, MatrixRef<const int64_t>, MatrixRef<int64_t>, int64_t,
+                            int64_t);
 
 }  // namespace ember::cpu

@@ -21,8 +21,8 @@ Tensor bmm(const Tensor& batch1, const Tensor& batch2);  // [B, M, K] @ [B, K, N
 Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const Scalar& beta = 1,
              const Scalar& alpha = 1);
 // beta * input + alpha * (batch1 @ batch2); input broadcasts to [B, M, N].
-Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2,
-               const Scalar& beta = 1, const Scalar& alpha = 1);
+Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, const Scalar& beta = 1,
+               const Scalar& alpha = 1);
 Tensor outer(const Tensor& a, const Tensor& b);  // [n] x [m] -> [n, m], promoting as `*` does
 Tensor dot(const Tensor& a, const Tensor& b);    // [n] . [n] -> 0-dim
 // Einstein summation over labels a-z, A-Z and "..." (broadcast dims), as torch.einsum: "ij,jk->ik";

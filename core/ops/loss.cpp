@@ -289,8 +289,8 @@ Tensor cross_entropy_as(const Tensor& input, const Tensor& target, const Tensor&
 
 }  // namespace
 
-Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
-                     int64_t ignore_index, std::string_view reduction, double label_smoothing) {
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                     std::string_view reduction, double label_smoothing) {
   if (amp::detail::autocast_pending) {
     // Class targets: the fused kernels read reduced-precision logits and compute in float32, so
     // autocast's float32 copy of the logits (and of their gradient, 3 bytes a logit each way on a
@@ -300,18 +300,20 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
       amp::detail::ExcludeAutocastGuard exclude;
       return cross_entropy_as(input, target, weight, ignore_index, reduction, label_smoothing, kFloat32);
     }
-    return amp::autocast_call("cross_entropy", [&](const auto&... t) { return cross_entropy(t...); },
-                              input, target, weight, ignore_index, reduction, label_smoothing);
+    return amp::autocast_call(
+        "cross_entropy", [&](const auto&... t) { return cross_entropy(t...); }, input, target, weight,
+        ignore_index, reduction, label_smoothing);
   }
   return cross_entropy_as(input, target, weight, ignore_index, reduction, label_smoothing,
                           input.defined() ? input.dtype() : kFloat32);
 }
 
-Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight,
-                int64_t ignore_index, std::string_view reduction) {
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                std::string_view reduction) {
   if (amp::detail::autocast_pending)
-    return amp::autocast_call("nll_loss", [&](const auto&... t) { return nll_loss(t...); },
-                              log_probs, target, weight, ignore_index, reduction);
+    return amp::autocast_call(
+        "nll_loss", [&](const auto&... t) { return nll_loss(t...); }, log_probs, target, weight, ignore_index,
+        reduction);
   const char* op = "nll_loss";
   check_floating(op, log_probs, "input");
   Reduction r = parse_reduction(op, reduction);
@@ -324,8 +326,8 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view reduction) {
   if (amp::detail::autocast_pending)
-    return amp::autocast_call("mse_loss", [&](const auto&... t) { return mse_loss(t...); },
-                              input, target, reduction);
+    return amp::autocast_call(
+        "mse_loss", [&](const auto&... t) { return mse_loss(t...); }, input, target, reduction);
   const char* op = "mse_loss";
   Reduction r = parse_reduction(op, reduction);
   check_same_device(op, input, target, "target");
@@ -352,9 +354,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view redu
   return out;
 }
 
-Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
-                                        const Tensor& weight, std::string_view reduction,
-                                        const Tensor& pos_weight) {
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
+                                        std::string_view reduction, const Tensor& pos_weight) {
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "binary_cross_entropy_with_logits",

@@ -9,7 +9,6 @@
 #include "ember/core/autocast_mode.h"
 #include "ember/core/factories.h"
 #include "ember/core/op_registry.h"
-#include "ember/core/profiler.h"
 #include "ember/core/ops/attention.h"
 #include "ember/core/ops/convolution.h"
 #include "ember/core/ops/elementwise.h"
@@ -21,6 +20,7 @@
 #include "ember/core/ops/scan.h"
 #include "ember/core/ops/shape_ops.h"
 #include "ember/core/ops/softmax.h"
+#include "ember/core/profiler.h"
 #include "test_util.h"
 
 namespace ember::testing {
@@ -259,9 +259,11 @@ TEST(Autocast, CrossEntropyReadsReducedLogitsWithoutACopy) {
     EXPECT_EQ(prof.key_averages().find("copy_"), nullptr) << prof.key_averages().table("count");
     EXPECT_EQ(loss.dtype(), kFloat32);
     cross_entropy(reference, target, weight, -100, "mean", smoothing).backward();
-    EXPECT_CLOSE(loss, cross_entropy(reference, target, weight, -100, "mean", smoothing), Tolerance{1e-6, 1e-6});
+    EXPECT_CLOSE(loss, cross_entropy(reference, target, weight, -100, "mean", smoothing),
+                 Tolerance{1e-6, 1e-6});
     ASSERT_EQ(logits.grad().dtype(), kBFloat16);
-    EXPECT_CLOSE(logits.grad().to(kFloat32), reference.grad().to(kBFloat16).to(kFloat32), Tolerance{1e-2, 1e-3});
+    EXPECT_CLOSE(logits.grad().to(kFloat32), reference.grad().to(kBFloat16).to(kFloat32),
+                 Tolerance{1e-2, 1e-3});
   }
 }
 
@@ -383,8 +385,7 @@ TEST(Autocast, BatchNormRunsInItsInputDtype) {
   Tensor xd = x.detach().to(kFloat64);
   // The running mean moved halfway to the batch mean over (N, L).
   EXPECT_CLOSE(running_mean.to(kFloat64), mean(xd, {0, 2}) * 0.5, Tolerance{1e-5, 1e-5});
-  EXPECT_CLOSE(y.to(kFloat64),
-               batch_norm(xd, {}, {}, w.detach().to(kFloat64), b.detach().to(kFloat64), true),
+  EXPECT_CLOSE(y.to(kFloat64), batch_norm(xd, {}, {}, w.detach().to(kFloat64), b.detach().to(kFloat64), true),
                Tolerance{1e-2, 1e-2});
   sum(y.to(kFloat32) * y.to(kFloat32)).backward();
   EXPECT_EQ(x.grad().dtype(), kBFloat16);

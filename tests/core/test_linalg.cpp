@@ -28,8 +28,7 @@ TEST(Linalg, MmByHand) {
   EXPECT_CLOSE(a.mm(b), tensor({{19., 22.}, {43., 50.}}));
   EXPECT_CLOSE(a.matmul(b.t()), tensor({{17., 23.}, {39., 53.}}));
   // [2, 3] @ [3, 1]
-  EXPECT_CLOSE(mm(tensor({{1., 0., -1.}, {2., 1., 0.}}), tensor({{3.}, {4.}, {5.}})),
-               tensor({{-2.}, {10.}}));
+  EXPECT_CLOSE(mm(tensor({{1., 0., -1.}, {2., 1., 0.}}), tensor({{3.}, {4.}, {5.}})), tensor({{-2.}, {10.}}));
 }
 
 // A linear's weight gradient with its bias gradient: the product and a's row sums.
@@ -54,8 +53,7 @@ TEST(Linalg, MatmulRankRules) {
   EXPECT_CLOSE(matmul(v, m.t()), tensor({1., 6.}));  // [3] @ [3, 2] -> [2]
   EXPECT_EQ(matmul(rand({2, 4, 3}), v).sizes().vec(), (std::vector<int64_t>{2, 4}));
   EXPECT_EQ(matmul(v, rand({2, 3, 5})).sizes().vec(), (std::vector<int64_t>{2, 5}));
-  EXPECT_EQ(matmul(rand({2, 1, 4, 3}), rand({3, 3, 5})).sizes().vec(),
-            (std::vector<int64_t>{2, 3, 4, 5}));
+  EXPECT_EQ(matmul(rand({2, 1, 4, 3}), rand({3, 3, 5})).sizes().vec(), (std::vector<int64_t>{2, 3, 4, 5}));
   EXPECT_EQ(matmul(rand({4, 3}), rand({7, 3, 5})).sizes().vec(), (std::vector<int64_t>{7, 4, 5}));
   EXPECT_EQ(matmul(rand({0, 4, 3}), rand({3, 5})).sizes().vec(), (std::vector<int64_t>{0, 4, 5}));
 }
@@ -137,26 +135,24 @@ TEST(Linalg, AddmmAndBaddbmm) {
   // K = 0: an empty sum, so only beta * input remains.
   EXPECT_CLOSE(addmm(in, zeros({2, 0}, kFloat32), zeros({0, 2}, kFloat32), 3), in * 3);
   EXPECT_CLOSE(mm(zeros({2, 0}, kFloat32), zeros({0, 3}, kFloat32)), zeros({2, 3}, kFloat32));
-  Tensor x = randn({3, 4, 5}, kFloat64), y = randn({3, 5, 2}, kFloat64),
-         c = randn({4, 2}, kFloat64);
+  Tensor x = randn({3, 4, 5}, kFloat64), y = randn({3, 5, 2}, kFloat64), c = randn({4, 2}, kFloat64);
   Tensor r = baddbmm(c, x, y, 0.5, -2);
   for (int64_t i = 0; i < 3; ++i) EXPECT_CLOSE(r[i], c * 0.5 + naive_mm(x[i], y[i]) * -2);
   EXPECT_CLOSE(x.bmm(y)[1], naive_mm(x[1], y[1]));
 }
 
 TEST(Linalg, OuterAndDot) {
-  EXPECT_CLOSE(outer(tensor({1., 2.}), tensor({3., 4., 5.})),
-               tensor({{3., 4., 5.}, {6., 8., 10.}}));
+  EXPECT_CLOSE(outer(tensor({1., 2.}), tensor({3., 4., 5.})), tensor({{3., 4., 5.}, {6., 8., 10.}}));
   Tensor o = outer(tensor({1, 2}), tensor({0.5}));  // promotes like `*`
   EXPECT_EQ(o.dtype(), kFloat32);
   EXPECT_CLOSE(o, tensor({{0.5}, {1.}}));
   EXPECT_EQ(dot(tensor({1., 2., 3.}), tensor({4., -5., 6.})).item<double>(), 12.);
   EXPECT_EQ(dot(zeros({0}, kFloat32), zeros({0}, kFloat32)).item<double>(), 0.);
   Tensor s = randn({10}, kFloat64);
-  EXPECT_CLOSE(dot(s.slice(0, 0, std::nullopt, 2), s.slice(0, 1, std::nullopt, 2)),
-               naive_mm(s.slice(0, 0, std::nullopt, 2).unsqueeze(0),
-                        s.slice(0, 1, std::nullopt, 2).unsqueeze(1))
-                   .view({}));
+  EXPECT_CLOSE(
+      dot(s.slice(0, 0, std::nullopt, 2), s.slice(0, 1, std::nullopt, 2)),
+      naive_mm(s.slice(0, 0, std::nullopt, 2).unsqueeze(0), s.slice(0, 1, std::nullopt, 2).unsqueeze(1))
+          .view({}));
 }
 
 TEST(Linalg, EinsumByHand) {
@@ -194,40 +190,33 @@ TEST(Linalg, Errors) {
   EXPECT_EMBER_ERROR(matmul(rand({2, 4, 3}), rand({3, 3, 5})), "matmul", "[2]", "[3]");
   EXPECT_EMBER_ERROR(matmul(rand({}), rand({3})), "matmul: both arguments need to be at least 1D",
                      "0D and 1D");
-  EXPECT_EMBER_ERROR(
-      matmul(rand({2, 3}), rand({3, 2}, kFloat64)),
-      "matmul: expected m1 and m2 to have the same dtype, but got: float32 != float64");
+  EXPECT_EMBER_ERROR(matmul(rand({2, 3}), rand({3, 2}, kFloat64)),
+                     "matmul: expected m1 and m2 to have the same dtype, but got: float32 != float64");
   EXPECT_EMBER_ERROR(matmul(ones({2, 2}, kBool), ones({2, 2}, kBool)), "matmul", "bool");
   EXPECT_EMBER_ERROR(mm(rand({2, 2, 3}), rand({3, 2})), "mm: expected 2D tensors", "3D and 2D");
-  EXPECT_EMBER_ERROR(mm(rand({4, 3}), rand({5, 2})),
-                     "mm: size mismatch, mat1 is [4, 3], mat2 is [5, 2]");
+  EXPECT_EMBER_ERROR(mm(rand({4, 3}), rand({5, 2})), "mm: size mismatch, mat1 is [4, 3], mat2 is [5, 2]");
   EXPECT_EMBER_ERROR(bmm(rand({2, 3}), rand({3, 2})), "bmm: expected 3D tensors");
   EXPECT_EMBER_ERROR(bmm(rand({2, 4, 3}), rand({3, 3, 2})), "bmm: batch sizes differ", "[2, 4, 3]",
                      "[3, 3, 2]");
   EXPECT_EMBER_ERROR(bmm(rand({2, 4, 3}), rand({2, 4, 2})), "bmm: size mismatch");
-  EXPECT_EMBER_ERROR(addmm(rand({3, 3}), rand({2, 3}), rand({3, 4})),
-                     "addmm: input of shape [3, 3]", "[2, 4]");
+  EXPECT_EMBER_ERROR(addmm(rand({3, 3}), rand({2, 3}), rand({3, 4})), "addmm: input of shape [3, 3]",
+                     "[2, 4]");
   EXPECT_EMBER_ERROR(addmm(rand({2, 4}, kFloat64), rand({2, 3}), rand({3, 4})),
                      "addmm: expected input and mat1 to have the same dtype");
   EXPECT_EMBER_ERROR(addmm(ones({2, 2}, kInt64), ones({2, 2}, kInt64), ones({2, 2}, kInt64), 0.5),
                      "addmm: for integral input tensors");
   EXPECT_EMBER_ERROR(addmm(rand({2, 4}), rand({2, 3}), rand({4, 4})), "addmm: size mismatch");
-  EXPECT_EMBER_ERROR(baddbmm(rand({2, 4}), rand({2, 2, 3}), rand({3, 3, 4})),
-                     "baddbmm: batch sizes differ");
+  EXPECT_EMBER_ERROR(baddbmm(rand({2, 4}), rand({2, 2, 3}), rand({3, 3, 4})), "baddbmm: batch sizes differ");
   EXPECT_EMBER_ERROR(baddbmm(rand({3, 2, 4}), rand({2, 2, 3}), rand({2, 3, 4})),
                      "baddbmm: input of shape [3, 2, 4]");
   EXPECT_EMBER_ERROR(dot(rand({2, 2}), rand({2})), "dot: expected 1D tensors, but got 2D and 1D");
   EXPECT_EMBER_ERROR(dot(rand({3}), rand({4})), "dot: inconsistent tensor size", "[3]", "[4]");
-  EXPECT_EMBER_ERROR(dot(rand({3}), rand({3}, kFloat64)),
-                     "dot: expected m1 and m2 to have the same dtype");
-  EXPECT_EMBER_ERROR(outer(rand({3, 1}), rand({3})),
-                     "outer: expected 1D tensors, but got 2D and 1D");
+  EXPECT_EMBER_ERROR(dot(rand({3}), rand({3}, kFloat64)), "dot: expected m1 and m2 to have the same dtype");
+  EXPECT_EMBER_ERROR(outer(rand({3, 1}), rand({3})), "outer: expected 1D tensors, but got 2D and 1D");
   Tensor m = rand({2, 3});
   EXPECT_EMBER_ERROR(einsum("ij", {}), "einsum: must provide at least one operand");
-  EXPECT_EMBER_ERROR(einsum("ij,jk", {m}),
-                     "einsum: the equation has 2 input terms, but 1 operands");
-  EXPECT_EMBER_ERROR(einsum("ijk", {m}), "einsum: operand 0 has 2 dims",
-                     "3 subscripts and no ellipsis");
+  EXPECT_EMBER_ERROR(einsum("ij,jk", {m}), "einsum: the equation has 2 input terms, but 1 operands");
+  EXPECT_EMBER_ERROR(einsum("ijk", {m}), "einsum: operand 0 has 2 dims", "3 subscripts and no ellipsis");
   EXPECT_EMBER_ERROR(einsum("...ijk", {m}), "einsum: operand 0 has 2 dims", "and an ellipsis");
   EXPECT_EMBER_ERROR(einsum("i1", {m}), "einsum: invalid subscript '1' at index 1");
   EXPECT_EMBER_ERROR(einsum("i.j", {m}), "einsum: found '.' at index 1");
@@ -235,8 +224,8 @@ TEST(Linalg, Errors) {
   EXPECT_EMBER_ERROR(einsum("ij->k", {m}), "einsum: output subscript k does not appear");
   EXPECT_EMBER_ERROR(einsum("ij->ii", {m}), "einsum: output subscript i appears more than once");
   EXPECT_EMBER_ERROR(einsum("ii", {m}), "einsum: subscript i is repeated for operand 0", "2 != 3");
-  EXPECT_EMBER_ERROR(einsum("ij,jk", {m, rand({2, 2})}),
-                     "einsum: subscript j has size 2 for operand 1", "previously seen size 3");
+  EXPECT_EMBER_ERROR(einsum("ij,jk", {m, rand({2, 2})}), "einsum: subscript j has size 2 for operand 1",
+                     "previously seen size 3");
   EXPECT_EMBER_ERROR(einsum("ij,jk", {m, rand({3, 2}, kFloat64)}),
                      "einsum: expected all operands to have one dtype");
   EXPECT_EMBER_ERROR(einsum("ij", {ones({2, 2}, kBool)}), "einsum: not supported for bool");

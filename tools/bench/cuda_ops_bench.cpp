@@ -93,15 +93,18 @@ void matmul_cases() {
 // what an unaligned leading dimension costs.
 void linear_cases() {
   const int64_t tokens = 4096;
-  const std::pair<int64_t, int64_t> shapes[] = {{768, 768}, {768, 2304}, {768, 3072}, {3072, 768}, {768, 30522},
-                                                {768, 30528}};
+  const std::pair<int64_t, int64_t> shapes[] = {{768, 768},  {768, 2304},  {768, 3072},
+                                                {3072, 768}, {768, 30522}, {768, 30528}};
   const TensorOptions o = TensorOptions(kBFloat16).device(kCUDA);
   for (auto [in, out] : shapes) {
-    Tensor x = randn({tokens, in}, o), w = randn({out, in}, o) * 0.02, b = randn({out}, o), g = randn({tokens, out}, o);
-    const std::string shape = "[" + std::to_string(tokens) + "," + std::to_string(in) + "]->" + std::to_string(out);
+    Tensor x = randn({tokens, in}, o), w = randn({out, in}, o) * 0.02, b = randn({out}, o),
+           g = randn({tokens, out}, o);
+    const std::string shape =
+        "[" + std::to_string(tokens) + "," + std::to_string(in) + "]->" + std::to_string(out);
     const double flops = 2.0 * static_cast<double>(tokens * in * out);
     run("linear fwd " + shape + " bf16", flops, "tflops", [&] { nn::functional::linear(x, w, b); });
-    Tensor xr = x.detach().requires_grad_(), wr = w.detach().requires_grad_(), br = b.detach().requires_grad_();
+    Tensor xr = x.detach().requires_grad_(), wr = w.detach().requires_grad_(),
+           br = b.detach().requires_grad_();
     run("linear fwd+bwd " + shape + " bf16", 3 * flops, "tflops", [&] {
       xr.set_grad(Tensor()), wr.set_grad(Tensor()), br.set_grad(Tensor());
       nn::functional::linear(xr, wr, br).backward(g);

@@ -24,9 +24,9 @@
 #include <vector>
 
 #include <ember/core/profiler.h>
-#include <ember/examples/models/bert.h>
 #include <ember/cuda/caching_allocator.h>
 #include <ember/ember.h>
+#include <ember/examples/models/bert.h>
 #include <ember/tools/common/arg_parser.h>
 
 using namespace ember;
