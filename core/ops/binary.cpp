@@ -107,11 +107,11 @@ std::vector<Tensor> binary_backward(BinaryOp op, const GradContext& ctx, const T
   const Tensor& g = ctx.grad();
   Tensor ga, gb;
   switch (op) {
-    case BinaryOp::Add:
-      ga = g, gb = g * alpha;
+    case BinaryOp::Add:  // alpha 1 (a residual add): the gradient itself, no pass over it
+      ga = g, gb = !ctx.needs(1) ? Tensor() : alpha == 1 ? g : g * alpha;
       break;
     case BinaryOp::Sub:
-      ga = g, gb = g * -alpha;
+      ga = g, gb = ctx.needs(1) ? g * -alpha : Tensor();
       break;
     case BinaryOp::Mul:
       ga = ctx.needs(0) ? g * b : Tensor(), gb = ctx.needs(1) ? g * a : Tensor();

@@ -1,3 +1,4 @@
+#include "ember/core/profiler.h"
 #include "test_util.h"
 
 namespace ember::testing {
@@ -79,6 +80,24 @@ TEST(Autograd, SplitGradientsAlreadyAdjacentAreNotConcatenated) {
                             /*retain_graph=*/true, /*create_graph=*/true)[0];
   EXPECT_CLOSE(g, x.detach() * 2);
   EXPECT_TRUE(g.requires_grad());
+}
+
+// A residual add hands its gradient on as it is (alpha 1: no pass over it); alpha scales b's.
+TEST(Autograd, AddPassesItsGradientOn) {
+  Tensor a = randn({3}, kFloat64).requires_grad_(), b = randn({3}, kFloat64).requires_grad_();
+  Tensor g = tensor({1.0, 2.0, 3.0}, kFloat64);
+  Tensor y = a + b;
+  profiler::Profile prof(std::vector{profiler::ProfilerActivity::CPU});
+  y.backward(g);
+  prof.stop();
+  EXPECT_EQ(prof.key_averages().find("binary"), nullptr) << prof.key_averages().table("count");
+  EXPECT_CLOSE(a.grad(), g);
+  EXPECT_CLOSE(b.grad(), g);
+  Tensor c = randn({3}, kFloat64).requires_grad_();
+  a.add(c, 2.0).backward(g);
+  EXPECT_CLOSE(c.grad(), g * 2);
+  a.sub(c, 0.5).backward(g);
+  EXPECT_CLOSE(c.grad(), g * 1.5);
 }
 
 TEST(Autograd, BroadcastGradientsAreSummedBack) {
