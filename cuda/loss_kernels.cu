@@ -271,12 +271,11 @@ void cross_entropy_forward_cuda(const Tensor& loss, const Tensor& total_weight, 
       EMBER_CUDA_LAUNCH_CHECK();
       return;
     }
-    with_vector_width<T>(nc, {px}, [&](auto vec) {
-      constexpr int VEC = decltype(vec)::value;
-      launch_rows<VEC>(N, nc, [&](auto warp_per_row, unsigned grid, int threads) {
-        cross_entropy_rows_kernel<T, VEC, decltype(warp_per_row)::value>
-            <<<grid, threads, 0, stream>>>(pl, pt, ps, plse, px, ptg, pw, N, nc, ignore_index, check);
-      });
+    // Vectors whatever the rows' alignment (for_each_in_row reads up to the first boundary alone).
+    constexpr int VEC = 16 / sizeof(T);
+    launch_rows<VEC>(N, nc, [&](auto warp_per_row, unsigned grid, int threads) {
+      cross_entropy_rows_kernel<T, VEC, decltype(warp_per_row)::value>
+          <<<grid, threads, 0, stream>>>(pl, pt, ps, plse, px, ptg, pw, N, nc, ignore_index, check);
     });
   });
 }

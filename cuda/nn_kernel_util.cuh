@@ -150,7 +150,7 @@ __device__ __forceinline__ Vec<Acc<T>, N> to_acc(const Vec<T, N>& x) {
 template <class T, int N>
 __device__ __forceinline__ Vec<T, N> from_acc(const Vec<Acc<T>, N>& x) {
   Vec<T, N> r;
-  if constexpr ((std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>) && N % 2 == 0) {
+  if constexpr ((std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>)&&N % 2 == 0) {
     auto* w = reinterpret_cast<uint32_t*>(r.v);
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) {
@@ -190,16 +190,23 @@ void with_vector_width(int64_t len, std::initializer_list<const void*> ptrs, F&&
 }
 
 // f(i, x) for the elements x (as Acc<T>) of row[0, len) that thread t of a group of g threads
-// owns; with VEC > 1, len is a multiple of VEC and row 16-byte aligned.
+// owns. With VEC > 1 the row is read in 16-byte vectors from its first 16-byte boundary on, the
+// elements before it and after the last whole vector one by one: rows of any length and start
+// (a 30522-word vocabulary's logits) read at full width.
 template <class T, int VEC, class F>
 __device__ __forceinline__ void for_each_in_row(const T* row, int64_t len, int t, int g, F&& f) {
   if constexpr (VEC > 1) {
-    const auto* vrow = reinterpret_cast<const Vec<T, VEC>*>(row);
-    for (int64_t v = t; v < len / VEC; v += g) {
+    const int64_t head =
+        min(len, static_cast<int64_t>((16 - reinterpret_cast<uintptr_t>(row) % 16) % 16 / sizeof(T)));
+    for (int64_t i = t; i < head; i += g) f(i, to_acc(row[i]));
+    const int64_t nvec = (len - head) / VEC;
+    const auto* vrow = reinterpret_cast<const Vec<T, VEC>*>(row + head);
+    for (int64_t v = t; v < nvec; v += g) {
       Vec<T, VEC> x = vrow[v];
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) f(v * VEC + j, to_acc(x.v[j]));
+      for (int j = 0; j < VEC; ++j) f(head + v * VEC + j, to_acc(x.v[j]));
     }
+    for (int64_t i = head + nvec * VEC + t; i < len; i += g) f(i, to_acc(row[i]));
   } else {
     for (int64_t i = t; i < len; i += g) f(i, to_acc(row[i]));
   }

@@ -84,7 +84,7 @@ TEST_F(CrossEntropyCuda, EveryOptionMatchesTheCpu) {
     int64_t ignore;
   };
   const Shape shapes[] = {{{37, 7}, 3},    {{20, 1000}, 5},  {{9, 1024}, -100}, {{6, 3001}, 0},
-                          {{5, 8192}, 17}, {{3, 11, 10}, 2}, {{29}, -100}};
+                          {{5, 8192}, 17}, {{3, 11, 10}, 2}, {{29}, -100},      {{4, 30522}, -100}};
   for (ScalarType dt : {kFloat32, kBFloat16, kFloat16, kFloat64})
     for (const Shape& s : shapes)
       for (bool weighted : {false, true})
@@ -107,7 +107,7 @@ TEST_F(CrossEntropyCuda, EveryOptionMatchesTheCpu) {
             Tensor gy = random_tensor(ref.sizes(), dt, -1, 1);
             auto [ref_loss, ref_gx] = loss_and_grad(x, target, w, s.ignore, reduction, ls, gy, kCPU);
             auto [loss, gx] = loss_and_grad(x, target, w, s.ignore, reduction, ls, gy, kCUDA);
-            // Sums over up to 8192 classes and 60 positions, in a different order than the CPU's.
+            // Sums over up to 30522 classes and 60 positions, in a different order than the CPU's.
             Tolerance tol = cuda_tolerance(dt);
             tol = {tol.rtol * 4, tol.atol * 4};
             EXPECT_CLOSE(loss, ref_loss, tol);
