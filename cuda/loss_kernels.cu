@@ -367,14 +367,19 @@ void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& grad, const Ten
       EMBER_CUDA_LAUNCH_CHECK();
       return;
     }
-    with_vector_width<T>(nc, {pgx, px}, [&](auto vec) {
+    // Vectors whatever the rows' alignment, when gx's rows are as far off it as the input's.
+    auto launch = [&](auto vec) {
       constexpr int VEC = decltype(vec)::value;
       launch_rows<VEC>(N, nc, [&](auto warp_per_row, unsigned grid, int threads) {
         cross_entropy_backward_rows_kernel<T, VEC, decltype(warp_per_row)::value>
             <<<grid, threads, 0, stream>>>(pgx, pge, ge_scalar, px, plse, ptg, pw, pws, N, nc, ignore_index,
                                            keep, u);
       });
-    });
+    };
+    if (reinterpret_cast<uintptr_t>(pgx) % 16 == reinterpret_cast<uintptr_t>(px) % 16)
+      launch(std::integral_constant<int, 16 / sizeof(T)>{});
+    else
+      launch(std::integral_constant<int, 1>{});
   });
 }
 

@@ -189,6 +189,12 @@ void with_vector_width(int64_t len, std::initializer_list<const void*> ptrs, F&&
     f(std::integral_constant<int, 1>{});
 }
 
+// The elements of a row before its first 16-byte boundary: read one by one by the vector paths.
+template <class T>
+__device__ __forceinline__ int64_t unaligned_head(const T* row, int64_t len) {
+  return min(len, static_cast<int64_t>((16 - reinterpret_cast<uintptr_t>(row) % 16) % 16 / sizeof(T)));
+}
+
 // f(i, x) for the elements x (as Acc<T>) of row[0, len) that thread t of a group of g threads
 // owns. With VEC > 1 the row is read in 16-byte vectors from its first 16-byte boundary on, the
 // elements before it and after the last whole vector one by one: rows of any length and start
@@ -196,8 +202,7 @@ void with_vector_width(int64_t len, std::initializer_list<const void*> ptrs, F&&
 template <class T, int VEC, class F>
 __device__ __forceinline__ void for_each_in_row(const T* row, int64_t len, int t, int g, F&& f) {
   if constexpr (VEC > 1) {
-    const int64_t head =
-        min(len, static_cast<int64_t>((16 - reinterpret_cast<uintptr_t>(row) % 16) % 16 / sizeof(T)));
+    const int64_t head = unaligned_head(row, len);
     for (int64_t i = t; i < head; i += g) f(i, to_acc(row[i]));
     const int64_t nvec = (len - head) / VEC;
     const auto* vrow = reinterpret_cast<const Vec<T, VEC>*>(row + head);
@@ -212,18 +217,23 @@ __device__ __forceinline__ void for_each_in_row(const T* row, int64_t len, int t
   }
 }
 
-// out[i] = f(i, in[i]) over the same elements as for_each_in_row.
+// out[i] = f(i, in[i]) over the same elements as for_each_in_row; with VEC > 1, in and out are as
+// far from a 16-byte boundary as each other.
 template <class T, int VEC, class F>
 __device__ __forceinline__ void map_row(const T* in, T* out, int64_t len, int t, int g, F&& f) {
   if constexpr (VEC > 1) {
-    const auto* vin = reinterpret_cast<const Vec<T, VEC>*>(in);
-    auto* vout = reinterpret_cast<Vec<T, VEC>*>(out);
-    for (int64_t v = t; v < len / VEC; v += g) {
+    const int64_t head = unaligned_head(in, len);
+    for (int64_t i = t; i < head; i += g) out[i] = from_acc<T>(f(i, to_acc(in[i])));
+    const int64_t nvec = (len - head) / VEC;
+    const auto* vin = reinterpret_cast<const Vec<T, VEC>*>(in + head);
+    auto* vout = reinterpret_cast<Vec<T, VEC>*>(out + head);
+    for (int64_t v = t; v < nvec; v += g) {
       Vec<T, VEC> x = vin[v], y;
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) y.v[j] = from_acc<T>(f(v * VEC + j, to_acc(x.v[j])));
+      for (int j = 0; j < VEC; ++j) y.v[j] = from_acc<T>(f(head + v * VEC + j, to_acc(x.v[j])));
       vout[v] = y;
     }
+    for (int64_t i = head + nvec * VEC + t; i < len; i += g) out[i] = from_acc<T>(f(i, to_acc(in[i])));
   } else {
     for (int64_t i = t; i < len; i += g) out[i] = from_acc<T>(f(i, to_acc(in[i])));
   }
