@@ -1,5 +1,6 @@
 #include "ember/data/idx.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <vector>
@@ -71,14 +72,16 @@ Tensor read_idx(const std::string& path) {
   EMBER_CHECK(file->read(header.data(), header.size()) == header.size(), "read_idx: ", path,
               " is truncated: it ends inside the header's ", ndim, " sizes");
   std::vector<int64_t> sizes;
-  int64_t n = 1;
+  // Zeros count as 1: an empty tensor's strides are still products of its other sizes.
+  int64_t span = 1;
   bool overflow = false;
   for (int d = 0; d < ndim; ++d) {
     sizes.push_back(big_endian32(&header[4 * static_cast<size_t>(d)]));
-    overflow = overflow || __builtin_mul_overflow(n, sizes.back(), &n);
+    overflow = overflow || __builtin_mul_overflow(span, std::max<int64_t>(sizes.back(), 1), &span);
   }
   EMBER_CHECK(!overflow, "read_idx: ", path, " declares sizes ", IntArrayRef(sizes),
-              " of more than 2^63 bytes");
+              " of more than 2^63 bytes (zero sizes counted as 1)");
+  const int64_t n = std::count(sizes.begin(), sizes.end(), 0) ? 0 : span;
   // Read whole, then checked: the buffer never outgrows the data actually there, whatever the
   // header declares.
   std::vector<uint8_t> data = read_to_end(*file);

@@ -60,6 +60,11 @@ TEST(ReadIdx, RejectsBadFiles) {
   write_bytes(path, idx_bytes({~0u, ~0u, ~0u}, {}));
   EXPECT_EMBER_ERROR(data::read_idx(path), path.c_str(),
                      "[4294967295, 4294967295, 4294967295] of more than 2^63");
+  // Found by tools/fuzz (idx): empty, but its strides would overflow.
+  write_bytes(path, idx_bytes({0, ~0u, ~0u, ~0u}, {}));
+  EXPECT_EMBER_ERROR(
+      data::read_idx(path), path.c_str(),
+      "[0, 4294967295, 4294967295, 4294967295] of more than 2^63 bytes (zero sizes counted as 1)");
 }
 
 TEST(Mnist, ReadsBothSplits) {
@@ -92,7 +97,8 @@ TEST(Mnist, ReadsBothSplits) {
 TEST(Mnist, RejectsBadFiles) {
   TempDir dir;
   std::string root = dir.path();
-  std::string images = dir.new_file("train-images-idx3-ubyte"), labels = dir.new_file("train-labels-idx1-ubyte");
+  std::string images = dir.new_file("train-images-idx3-ubyte"),
+              labels = dir.new_file("train-labels-idx1-ubyte");
   EXPECT_EMBER_ERROR(data::MNIST{root}, "MNIST: missing file: found neither ", images.c_str());
   write_mnist(dir, "train", {1, 2, 3});
   std::filesystem::remove(labels);

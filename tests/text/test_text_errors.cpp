@@ -102,6 +102,10 @@ TEST_F(TextErrors, TokenizerConfigProblemsNameFileAndKey) {
   const std::string msg = error_of([&] { text::read_tokenizer_config(broken); });
   EXPECT_NE(msg.find(broken + " is not valid JSON"), std::string::npos) << msg;
   EXPECT_NE(msg.find("line 3"), std::string::npos) << msg;
+  // Found by tools/fuzz (tokenizer_config): nlohmann-json throws out_of_range, not parse_error.
+  const std::string huge = write("huge.json", R"({"model_max_length": 1e999})");
+  EXPECT_NE(error_of([&] { text::read_tokenizer_config(huge); }).find(huge + " is not valid JSON: "),
+            std::string::npos);
   const std::string typed = write("typed.json", R"({"do_lower_case": "yes"})");
   EXPECT_EQ(error_of([&] { text::read_tokenizer_config(typed); }),
             "read_tokenizer_config: " + typed + ": key \"do_lower_case\" must be a boolean, got \"yes\"");

@@ -89,8 +89,8 @@ TokenizerConfig read_tokenizer_config(const std::string& path) {
   json j;
   try {
     j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    // e.what() says the line and column.
+  } catch (const json::exception& e) {
+    // A parse_error says the line and column; a number too large for a double is an out_of_range.
     throw Error(detail::str_cat("read_tokenizer_config: ", path, " is not valid JSON: ", e.what()));
   }
   EMBER_CHECK(j.is_object(), "read_tokenizer_config: ", path, " must hold a JSON object, got ",
