@@ -123,35 +123,47 @@ TEST_F(MatmulCuda, FusedAddmmBiasAndItsGradients) {
 }
 
 // A linear's backward (weight.t() in the product): the weight and bias gradients from one
-// product whose epilogue sums the bias gradient (cuBLASLt's BGRADB), with no reduction kernel;
-// against the CPU in every dtype. The stub itself, with a transposed a and an empty product.
+// product; with 16-byte aligned rows its epilogue sums the bias gradient (cuBLASLt's BGRADB, no
+// reduction kernel), else a reduction does. Against the CPU in every dtype; the stub itself with a
+// transposed a and an empty product.
 TEST_F(MatmulCuda, LinearWeightAndBiasGradientsFromOneProduct) {
+  struct Shape {
+    int64_t tokens, in, out;
+    bool aligned;
+  };
+  for (const Shape& sh : {Shape{37, 24, 19, false}, Shape{64, 32, 16, true}})
+    for (ScalarType dt : kFloatTypes) {
+      SCOPED_TRACE(std::string(to_string(dt)) + (sh.aligned ? " aligned" : " unaligned"));
+      manual_seed(7);
+      Tensor x = random_tensor({sh.tokens, sh.in}, dt, -1, 1), w = random_tensor({sh.out, sh.in}, dt, -1, 1),
+             bias = random_tensor({sh.out}, dt, -1, 1), g = random_tensor({sh.tokens, sh.out}, dt, -1, 1);
+      auto run = [&](Device d) {
+        Tensor xr = x.to(d).detach().requires_grad_(), wr = w.to(d).detach().requires_grad_(),
+               br = bias.to(d).detach().requires_grad_();
+        Tensor out = addmm(br, xr, wr.t());
+        Tensor loss = (out * g.to(d)).sum();
+        profiler::Profile prof(std::vector{profiler::ProfilerActivity::CPU});
+        loss.backward();
+        prof.stop();
+        if (d.is_cuda()) {
+          const profiler::KeyAverages calls = prof.key_averages();
+          EXPECT_NE(calls.find("mm_row_sums"), nullptr) << calls.table("count");
+          if (sh.aligned && is_reduced_float(dt))
+            EXPECT_EQ(calls.find("reduce"), nullptr) << calls.table("count");
+        }
+        EXPECT_TRUE(wr.grad().is_contiguous());
+        return std::vector<Tensor>{out.cpu(), br.grad().cpu(), xr.grad().cpu(), wr.grad().cpu()};
+      };
+      std::vector<Tensor> ref = run(Device(kCPU)), got = run(Device(kCUDA));
+      for (size_t i = 0; i < ref.size(); ++i) {
+        SCOPED_TRACE("output, bias, input, weight gradient #" + std::to_string(i));
+        EXPECT_TRUE(assert_close(got[i], ref[i], scaled_tolerance(dt, 4)));
+      }
+    }
   for (ScalarType dt : kFloatTypes) {
     SCOPED_TRACE(std::string(to_string(dt)));
-    manual_seed(7);
-    Tensor x = random_tensor({37, 24}, dt, -1, 1), w = random_tensor({19, 24}, dt, -1, 1),
-           bias = random_tensor({19}, dt, -1, 1), g = random_tensor({37, 19}, dt, -1, 1);
-    auto run = [&](Device d) {
-      Tensor xr = x.to(d).requires_grad_(), wr = w.to(d).requires_grad_(), br = bias.to(d).requires_grad_();
-      Tensor out = addmm(br, xr, wr.t());
-      Tensor loss = (out * g.to(d)).sum();
-      profiler::Profile prof(std::vector{profiler::ProfilerActivity::CPU});
-      loss.backward();
-      prof.stop();
-      if (d.is_cuda()) {
-        EXPECT_EQ(prof.key_averages().find("reduce"), nullptr) << prof.key_averages().table("count");
-        EXPECT_NE(prof.key_averages().find("mm_row_sums"), nullptr) << prof.key_averages().table("count");
-      }
-      EXPECT_TRUE(wr.grad().is_contiguous());
-      return std::vector<Tensor>{out.cpu(), br.grad().cpu(), xr.grad().cpu(), wr.grad().cpu()};
-    };
-    std::vector<Tensor> ref = run(Device(kCPU)), got = run(Device(kCUDA));
-    for (size_t i = 0; i < ref.size(); ++i) {
-      SCOPED_TRACE("output, bias, input, weight gradient #" + std::to_string(i));
-      EXPECT_TRUE(assert_close(got[i], ref[i], scaled_tolerance(dt, 4)));
-    }
     Tensor a = random_tensor({30, 45}, dt, -1, 1), b = random_tensor({45, 6}, dt, -1, 1);
-    Tensor out = empty({45, 6}, TensorOptions(dt).device(kCUDA)), sums = empty({45}, out.options());
+    Tensor out = empty({45, 45}, TensorOptions(dt).device(kCUDA)), sums = empty({45}, out.options());
     mm_row_sums_stub(kCUDA)(out, sums, a.cuda().t(), a.cuda());
     EXPECT_TRUE(assert_close(out.cpu(), mm(a.t(), a), scaled_tolerance(dt, 4)));
     EXPECT_TRUE(assert_close(sums.cpu(), a.sum({0}), scaled_tolerance(dt, 4)));
