@@ -293,12 +293,13 @@ __device__ __forceinline__ GradRow<A> grad_row(A ge, const A* w, const A* wsum, 
   return {ge * (keep * wt + u * (wsum ? *wsum : static_cast<A>(nc))), ge * u, ge * keep * wt};
 }
 
-// D == 1: a group of threads per row (no reduction: the group only shapes the 16-byte accesses).
+// D == 1: a group of threads per row (no reduction: the group only shapes the 16-byte accesses);
+// gx's rows ldg apart.
 template <class T, int VEC, bool kWarpPerRow>
-__global__ void cross_entropy_backward_rows_kernel(T* gx, const Acc<T>* ge, bool ge_scalar, const T* in,
-                                                   const Acc<T>* lse, const int64_t* target, const Acc<T>* w,
-                                                   const Acc<T>* wsum, int64_t rows, int64_t nc,
-                                                   int64_t ignore_index, Acc<T> keep, Acc<T> u) {
+__global__ void cross_entropy_backward_rows_kernel(T* gx, int64_t ldg, const Acc<T>* ge, bool ge_scalar,
+                                                   const T* in, const Acc<T>* lse, const int64_t* target,
+                                                   const Acc<T>* w, const Acc<T>* wsum, int64_t rows,
+                                                   int64_t nc, int64_t ignore_index, Acc<T> keep, Acc<T> u) {
   using A = Acc<T>;
   const int g = kWarpPerRow ? kWarpSize : blockDim.x;
   const int t = kWarpPerRow ? threadIdx.x % kWarpSize : threadIdx.x;
@@ -309,7 +310,7 @@ __global__ void cross_entropy_backward_rows_kernel(T* gx, const Acc<T>* ge, bool
     const bool ignored = tg == ignore_index || !is_class(tg, nc);
     const GradRow<A> f = ignored ? GradRow<A>{} : grad_row(ge[ge_scalar ? 0 : row], w, wsum, nc, tg, keep, u);
     const A l = lse[row];
-    map_row<T, VEC>(in + row * nc, gx + row * nc, nc, t, g, [&](int64_t c, A v) {
+    map_row<T, VEC>(in + row * nc, gx + row * ldg, nc, t, g, [&](int64_t c, A v) {
       if (ignored) return A(0);
       A r = exp_(v - l) * f.scale - f.uniform * (w ? w[c] : A(1));
       return c == tg ? r - f.at_target : r;
@@ -367,19 +368,12 @@ void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& grad, const Ten
       EMBER_CUDA_LAUNCH_CHECK();
       return;
     }
-    // Vectors whatever the rows' alignment, when gx's rows are as far off it as the input's.
-    auto launch = [&](auto vec) {
-      constexpr int VEC = decltype(vec)::value;
-      launch_rows<VEC>(N, nc, [&](auto warp_per_row, unsigned grid, int threads) {
-        cross_entropy_backward_rows_kernel<T, VEC, decltype(warp_per_row)::value>
-            <<<grid, threads, 0, stream>>>(pgx, pge, ge_scalar, px, plse, ptg, pw, pws, N, nc, ignore_index,
-                                           keep, u);
-      });
-    };
-    if (reinterpret_cast<uintptr_t>(pgx) % 16 == reinterpret_cast<uintptr_t>(px) % 16)
-      launch(std::integral_constant<int, 16 / sizeof(T)>{});
-    else
-      launch(std::integral_constant<int, 1>{});
+    // Vectors whatever the rows' alignment (map_row splices the input's to gx's).
+    constexpr int VEC = 16 / sizeof(T);
+    launch_rows<VEC>(N, nc, [&](auto warp_per_row, unsigned grid, int threads) {
+      cross_entropy_backward_rows_kernel<T, VEC, decltype(warp_per_row)::value><<<grid, threads, 0, stream>>>(
+          pgx, gx.stride(0), pge, ge_scalar, px, plse, ptg, pw, pws, N, nc, ignore_index, keep, u);
+    });
   });
 }
 

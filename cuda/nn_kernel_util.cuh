@@ -217,18 +217,46 @@ __device__ __forceinline__ void for_each_in_row(const T* row, int64_t len, int t
   }
 }
 
-// out[i] = f(i, in[i]) over the same elements as for_each_in_row; with VEC > 1, in and out are as
-// far from a 16-byte boundary as each other.
+// The VEC elements that start `shift` elements into the aligned vector a and go on into the next
+// one, b: 32-bit funnel shifts over the pair's words, picked by selects (no indexing by a runtime
+// value, which would put the words in local memory).
+template <class T, int VEC>
+__device__ __forceinline__ Vec<T, VEC> splice(const Vec<T, VEC>& a, const Vec<T, VEC>& b, int shift) {
+  static_assert(sizeof(Vec<T, VEC>) == 16, "splice works on 16-byte vectors");
+  uint32_t w[8], r[4];
+  memcpy(w, &a, 16);
+  memcpy(w + 4, &b, 16);
+  const int bytes = shift * static_cast<int>(sizeof(T)), word = bytes / 4, bits = bytes % 4 * 8;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    uint32_t lo = 0, hi = 0;
+#pragma unroll
+    for (int m = 0; m < 8; ++m) {
+      if (m == k + word) lo = w[m];
+      if (m == k + word + 1) hi = w[m];
+    }
+    r[k] = __funnelshift_r(lo, hi, bits);
+  }
+  Vec<T, VEC> out;
+  memcpy(&out, r, 16);
+  return out;
+}
+
+// out[i] = f(i, in[i]) over the elements of a row that thread t of g owns. With VEC > 1 the row is
+// split at out's 16-byte boundaries (as for_each_in_row splits it at its own); where in lies at
+// another offset from them (contiguous logits and their gradient in padded rows), each of its
+// vectors is spliced from the two aligned ones it straddles, both holding an element of the row.
 template <class T, int VEC, class F>
 __device__ __forceinline__ void map_row(const T* in, T* out, int64_t len, int t, int g, F&& f) {
   if constexpr (VEC > 1) {
-    const int64_t head = unaligned_head(in, len);
+    const int64_t head = unaligned_head(out, len);
     for (int64_t i = t; i < head; i += g) out[i] = from_acc<T>(f(i, to_acc(in[i])));
     const int64_t nvec = (len - head) / VEC;
-    const auto* vin = reinterpret_cast<const Vec<T, VEC>*>(in + head);
+    const int shift = static_cast<int>(reinterpret_cast<uintptr_t>(in + head) % 16 / sizeof(T));
+    const auto* vin = reinterpret_cast<const Vec<T, VEC>*>(in + head - shift);
     auto* vout = reinterpret_cast<Vec<T, VEC>*>(out + head);
     for (int64_t v = t; v < nvec; v += g) {
-      Vec<T, VEC> x = vin[v], y;
+      Vec<T, VEC> x = shift == 0 ? vin[v] : splice(vin[v], vin[v + 1], shift), y;
 #pragma unroll
       for (int j = 0; j < VEC; ++j) y.v[j] = from_acc<T>(f(head + v * VEC + j, to_acc(x.v[j])));
       vout[v] = y;

@@ -193,7 +193,7 @@ void cross_entropy_backward_kernel(const Tensor& gx, const Tensor& grad, const T
           gs[d] = g[d] * (keep * wt + u * wsum);
           at[d] = g[d] * keep * wt;
         }
-        C* o = out_compute<C>(byte_ptr(gx, n * block), dt, obuf.data());
+        C* o = out_compute<C>(byte_ptr(gx, n * gx.stride(0)), dt, obuf.data());
         const C* x = load_compute<C>(byte_ptr(input, n * block), dt, block, ibuf.data());
         ConstArrayMap<C> l(ls + n * D, D);
         if (D == 1) {
@@ -210,7 +210,7 @@ void cross_entropy_backward_kernel(const Tensor& gx, const Tensor& grad, const T
         }
         for (int64_t d = 0; d < D; ++d)
           if (t[n * D + d] != ignore_index) o[t[n * D + d] * D + d] -= at[d];
-        store_compute<C>(o, byte_ptr(gx, n * block), dt, block);
+        store_compute<C>(o, byte_ptr(gx, n * gx.stride(0)), dt, block);
       }
     });
   });

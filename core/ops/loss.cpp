@@ -2,6 +2,7 @@
 // Losses are computed in float32 (float64 for float64 inputs) and cast to the input's dtype.
 #include "ember/core/ops/loss.h"
 
+#include "ember/core/aligned_rows.h"
 #include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
@@ -205,7 +206,10 @@ Tensor class_cross_entropy(const Tensor& input, const Tensor& target, const Tens
                return {_log_softmax_backward_data(d.reshape(x.sizes()), log_softmax(x, class_dim, cd),
                                                   class_dim, x.dtype())};
              }
-             Tensor gx = empty(x.sizes(), x.options());
+             // [N, C] logits' gradient rows padded to 16 bytes where C is a wide odd width: the
+             // head's backward products read them aligned.
+             Tensor gx = x.dim() == 2 ? detail::empty_aligned_rows(cs.N, cs.C, x.options())
+                                      : empty(x.sizes(), x.options());
              if (gx.numel() > 0)
                cross_entropy_backward_stub(x.device())(gx.view({cs.N, cs.C, cs.D}), ge.to(cd).contiguous(),
                                                        x.contiguous().view({cs.N, cs.C, cs.D}), lse,

@@ -257,6 +257,24 @@ TEST(FusedBackward, CrossEntropyGradientsMatchTheComposite) {
   }
 }
 
+// A wide odd number of classes: the gradient's rows start 16 bytes apart (1030 float32 or bf16
+// elements padded to 1032; float64 rows of 8240 bytes already do), with the composite's values.
+TEST(FusedBackward, CrossEntropyGradientOfWideRowsHasAlignedRows) {
+  for (ScalarType dt : {kFloat32, kBFloat16, kFloat64}) {
+    SCOPED_TRACE(std::string(to_string(dt)));
+    manual_seed(3);
+    Tensor x = random_tensor({3, 1030}, dt, -3, 3).requires_grad_();
+    Tensor target = tensor({5, 1029, 0}, kInt64);
+    Tensor gx = autograd::grad({cross_entropy(x, target, {}, -100, "mean", 0.1)}, {x})[0];
+    EXPECT_TRUE(gx.sizes().equals({3, 1030}));
+    EXPECT_EQ(gx.stride(0), dt == kFloat64 ? 1030 : 1032);
+    Tensor xr = x.detach().to(kFloat64).view({3, 1030, 1}).requires_grad_();
+    Tensor ref =
+        autograd::grad({cross_entropy_composite(xr, target.view({3, 1}), {}, -100, "mean", 0.1)}, {xr})[0];
+    EXPECT_CLOSE(gx.to(kFloat64), ref.view({3, 1030}), grad_tolerance(dt));
+  }
+}
+
 TEST(FusedBackward, CrossEntropyOfAOneDimInputAndUnderCreateGraph) {
   Tensor x = random_tensor({5}, kFloat64).requires_grad_();
   Tensor target = full({}, 3, kInt64);

@@ -237,6 +237,21 @@ TEST_F(CudaKernels, CopyCastsEveryDtypePair) {
       expect_identical(f.to(a).to(kGpu).to(b), f.to(a).to(b));
 }
 
+// Rows at two pitches (a slice of columns, either side) are one 2D copy: the other columns stay.
+TEST_F(CudaKernels, CopyOfRowsAtTwoPitches) {
+  for (ScalarType dt : {kFloat32, kBFloat16, kInt64}) {
+    SCOPED_TRACE(std::string(to_string(dt)));
+    Tensor x = random_tensor({5, 40}, kFloat32, -100, 100).to(dt);
+    Tensor wide = x.to(kGpu);
+    expect_identical(wide.narrow(1, 3, 33).contiguous(), x.narrow(1, 3, 33).contiguous());
+    Tensor dst = zeros({5, 40}, TensorOptions(dt).device(kGpu));
+    dst.narrow(1, 2, 33).copy_(wide.narrow(1, 7, 33));
+    Tensor ref = zeros({5, 40}, TensorOptions(dt));
+    ref.narrow(1, 2, 33).copy_(x.narrow(1, 7, 33));
+    expect_identical(dst, ref);
+  }
+}
+
 TEST_F(CudaKernels, HostDeviceCopiesOfNonContiguousTensors) {
   Tensor x = random_tensor({6, 8}, kFloat32);
   expect_identical(x.t().to(kGpu), x.t());  // strided host source: staged on the host

@@ -9,7 +9,7 @@
 #include <limits>
 #include <string>
 
-#include "cuda_test_util.h"
+#include "cuda_layouts.h"
 
 namespace ember::testing {
 namespace {
@@ -113,6 +113,38 @@ TEST_F(CrossEntropyCuda, EveryOptionMatchesTheCpu) {
             EXPECT_CLOSE(loss, ref_loss, tol);
             EXPECT_CLOSE(gx, ref_gx, tol);
           }
+}
+
+// A linear head over a wide odd vocabulary (1030 words, rows of 2060 bf16 bytes) and its loss: the
+// logits come out contiguous (the product runs into padded rows and is copied out), their gradient
+// has rows 16 bytes apart (1032 elements), and every gradient matches the CPU's.
+TEST_F(CrossEntropyCuda, WideHeadMatchesTheCpu) {
+  for (ScalarType dt : {kFloat32, kBFloat16, kFloat16}) {
+    SCOPED_TRACE(std::string(to_string(dt)));
+    manual_seed(5);
+    Tensor x = random_tensor({64, 32}, dt, -1, 1), w = random_tensor({1030, 32}, dt, -1, 1),
+           bias = random_tensor({1030}, dt, -1, 1), target = randint(0, 1030, {64});
+    auto run = [&](Device d) {
+      Tensor xr = x.to(d).detach().requires_grad_(), wr = w.to(d).detach().requires_grad_(),
+             br = bias.to(d).detach().requires_grad_();
+      Tensor logits = nn::functional::linear(xr, wr, br);
+      EXPECT_TRUE(logits.is_contiguous());
+      int64_t grad_stride = 0;
+      logits.register_hook([&](const Tensor& g) {
+        grad_stride = g.stride(0);
+        return Tensor();
+      });
+      Tensor loss = cross_entropy(logits, target.to(d));
+      loss.backward();
+      EXPECT_EQ(grad_stride, 1032);
+      return std::vector<Tensor>{logits.cpu(), loss.cpu(), xr.grad().cpu(), wr.grad().cpu(), br.grad().cpu()};
+    };
+    std::vector<Tensor> ref = run(Device(kCPU)), got = run(Device(kCUDA));
+    for (size_t i = 0; i < ref.size(); ++i) {
+      SCOPED_TRACE("logits, loss, input, weight, bias gradient #" + std::to_string(i));
+      EXPECT_TRUE(assert_close(got[i], ref[i], scaled_tolerance(dt, 8)));
+    }
+  }
 }
 
 // A mean over targets that are all ignored is 0 / 0 = NaN, and its gradient 0 (as PyTorch).
