@@ -1,8 +1,8 @@
-// CUDA kernels of native_dropout and its backward. The forward draws the mask (the Philox
-// numbers bernoulli_ draws, core/ops/dropout_functors.h) and writes it with the output in one
-// pass: each thread step takes one 16-byte load of x and the Philox blocks of its elements (four
-// elements a block: two blocks for 2-byte floats, one for float, half of one for double).
-// The backward is the generic elementwise launcher over (mask, grad).
+// CUDA kernels of native_dropout (and gelu_dropout, GELU before the mask) and their backwards. The forward
+// draws the mask (the Philox numbers bernoulli_ draws, core/ops/dropout_functors.h) and writes it with the
+// output in one pass: each thread step takes one 16-byte load of x and the Philox blocks of its elements
+// (four elements a block: two blocks for 2-byte floats, one for float, half of one for double). The backwards
+// are the generic elementwise launcher over (mask, grad[, x]).
 #include "ember/core/ops/dropout.h"
 #include "ember/core/ops/dropout_functors.h"
 #include "ember/cuda/elementwise.cuh"
@@ -13,15 +13,15 @@ namespace {
 
 constexpr int kDropoutBlock = 256;
 
-// `vectorized`: x, out and mask are aligned for kVec-wide accesses (else one element at a time).
-template <class T>
+// out = f(keep, x); `vectorized`: x, out and mask are aligned for kVec-wide accesses (else one
+// element at a time).
+template <class T, class F>
 __global__ void __launch_bounds__(kDropoutBlock)
-    native_dropout_kernel(const T* x, T* out, bool* mask, int64_t n, double p, PhiloxState rng, Acc<T> scale,
+    native_dropout_kernel(const T* x, T* out, bool* mask, int64_t n, double p, PhiloxState rng, F f,
                           bool vectorized) {
   constexpr int kVec = 16 / sizeof(T);  // 8 (f16, bf16), 4 (f32), 2 (f64)
   constexpr int kBlock = ops::kDropoutMaskBlock;
   static_assert(kVec % kBlock == 0 || kBlock % kVec == 0);
-  const ops::MaskedScale<Acc<T>> f{scale};
   const int64_t groups = (n + kVec - 1) / kVec, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += step) {
     const int64_t first = g * kVec;
@@ -53,19 +53,27 @@ __global__ void __launch_bounds__(kDropoutBlock)
   }
 }
 
-void native_dropout_cuda(const Tensor& out, const Tensor& mask, const Tensor& x, double p, PhiloxState rng) {
-  visit_float_dtype("native_dropout", x.dtype(), [&](auto tag) {
+void native_dropout_cuda(const Tensor& out, const Tensor& mask, const Tensor& x, double p, PhiloxState rng,
+                         bool gelu) {
+  visit_float_dtype(gelu ? "gelu_dropout" : "native_dropout", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     constexpr int kVec = 16 / sizeof(T);
     auto aligned = [](const void* ptr, int bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; };
     const bool vectorized =
         aligned(x.data_ptr(), 16) && aligned(out.data_ptr(), 16) && aligned(mask.data_ptr(), kVec);
     const int64_t n = x.numel();
-    native_dropout_kernel<T>
-        <<<grid_for(ceil_div<int64_t>(n, kVec), kDropoutBlock), kDropoutBlock, 0, current_stream()>>>(
-            static_cast<const T*>(x.data_ptr()), static_cast<T*>(out.data_ptr()), mask.data_ptr<bool>(), n, p,
-            rng, static_cast<Acc<T>>(ops::dropout_scale(p)), vectorized);
-    EMBER_CUDA_LAUNCH_CHECK();
+    auto launch = [&](auto f) {
+      native_dropout_kernel<T>
+          <<<grid_for(ceil_div<int64_t>(n, kVec), kDropoutBlock), kDropoutBlock, 0, current_stream()>>>(
+              static_cast<const T*>(x.data_ptr()), static_cast<T*>(out.data_ptr()), mask.data_ptr<bool>(), n,
+              p, rng, f, vectorized);
+      EMBER_CUDA_LAUNCH_CHECK();
+    };
+    const auto scale = static_cast<Acc<T>>(ops::dropout_scale(p));
+    if (gelu)
+      launch(ops::GeluMaskedScale<Acc<T>>{scale});
+    else
+      launch(ops::MaskedScale<Acc<T>>{scale});
   });
 }
 
@@ -83,9 +91,25 @@ void native_dropout_backward_cuda(const Tensor& grad_input, const Tensor& grad_o
   }
 }
 
+void gelu_dropout_backward_cuda(const Tensor& grad_input, const Tensor& grad_output, const Tensor& mask,
+                                const Tensor& x, double scale) {
+  ElementwisePlan plan({grad_input, mask, grad_output, x});
+  auto launch = [&](auto tag) {
+    using C = decltype(tag);
+    gpu_kernel<C, 3, BoolThenStorage>(plan, ops::GeluMaskedScaleBackward<C>{static_cast<C>(scale)});
+  };
+  if (grad_input.dtype() == kFloat64) {
+    launch(double{});
+  } else {
+    launch(float{});
+  }
+}
+
 KernelRegistrar<NativeDropoutFn> reg_forward(native_dropout_stub, kCUDA, &native_dropout_cuda);
 KernelRegistrar<NativeDropoutBackwardFn> reg_backward(native_dropout_backward_stub, kCUDA,
                                                       &native_dropout_backward_cuda);
+KernelRegistrar<GeluDropoutBackwardFn> reg_gelu_backward(gelu_dropout_backward_stub, kCUDA,
+                                                         &gelu_dropout_backward_cuda);
 
 }  // namespace
 }  // namespace ember::cuda

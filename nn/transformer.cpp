@@ -3,11 +3,12 @@
 #include <cmath>
 
 #include "ember/core/factories.h"
+#include "ember/core/ops/dropout.h"
 #include "ember/core/ops/elementwise.h"
 
 namespace ember::nn {
 
-TransformerActivation::TransformerActivation(std::string_view name) {
+TransformerActivation::TransformerActivation(std::string_view name) : name_(name) {
   if (name == "relu")
     fn_ = [](const Tensor& x) { return relu(x); };
   else if (name == "gelu")
@@ -42,7 +43,11 @@ Tensor TransformerEncoderLayerImpl::forward(const Tensor& src, const Tensor& src
                                           /*average_attn_weights=*/true, is_causal)));
   };
   auto feed_forward = [&](const Tensor& x) {
-    return dropout2(linear2(dropout(options.activation()(linear1(x)))));
+    const Tensor h = linear1(x);
+    // GELU and dropout in one pass each way: the same mask and values, rounded once.
+    return dropout2(linear2(options.activation().name() == "gelu"
+                                ? gelu_dropout(h, dropout->options.p(), dropout->is_training())
+                                : dropout(options.activation()(h))));
   };
   Tensor x = src;
   if (options.norm_first()) {

@@ -27,9 +27,12 @@ class TransformerActivation {
       : fn_(std::move(fn)) {}
 
   Tensor operator()(const Tensor& x) const { return fn_(x); }
+  // "relu" or "gelu" when named, else empty (a function).
+  const std::string& name() const { return name_; }
 
  private:
   std::function<Tensor(const Tensor&)> fn_;
+  std::string name_;
 };
 
 struct TransformerEncoderLayerOptions {

@@ -5,13 +5,16 @@
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/memory_format.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/dropout_functors.h"
+#include "ember/core/ops/elementwise.h"
 
 namespace ember {
 
 constinit DispatchStub<NativeDropoutFn> native_dropout_stub("native_dropout");
 constinit DispatchStub<NativeDropoutBackwardFn> native_dropout_backward_stub("native_dropout_backward");
+constinit DispatchStub<GeluDropoutBackwardFn> gelu_dropout_backward_stub("gelu_dropout_backward");
 
 namespace {
 
@@ -19,6 +22,7 @@ const OpRegistrar registrar({
     {"dropout", AutocastPolicy::None, true},
     {"native_dropout", AutocastPolicy::None, true},
     {"native_dropout_backward", AutocastPolicy::None, true},
+    {"gelu_dropout", AutocastPolicy::None, true},
 });
 
 void check_args(const char* op, const Tensor& x, double p) {
@@ -37,11 +41,8 @@ void record_masked_scale(const char* op, const Tensor& input, const Tensor& out,
          });
 }
 
-}  // namespace
-
-std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, bool training, Generator* gen) {
-  check_args("native_dropout", x, p);
-  if (!training || p == 0) return {x.clone(), ones(x.sizes(), TensorOptions(kBool).device(x.device()))};
+// The mask and out = mask ? (gelu ? gelu(x) : x) * scale : 0, unrecorded.
+std::tuple<Tensor, Tensor> masked_forward(const Tensor& x, double p, Generator* gen, bool gelu) {
   // One generator offset per call, even for an empty x: as bernoulli_, so RNG replay agrees.
   const PhiloxState rng = (gen ? *gen : default_generator(x.device().type)).next();
   // The kernels walk memory in order: out and mask take x's strides (x made dense if it is not),
@@ -50,11 +51,40 @@ std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, bool traini
   Tensor out = empty_like(dense);
   Tensor mask = empty_like(dense, TensorOptions(kBool).device(x.device()));
   if (x.numel() > 0) {
-    NoGradGuard no_grad;  // recorded below, on x itself
-    native_dropout_stub(x.device())(out, mask, dense, p, rng);
+    NoGradGuard no_grad;  // recorded by the caller, on x itself
+    native_dropout_stub(x.device())(out, mask, dense, p, rng, gelu);
   }
+  return {out, mask};
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, bool training, Generator* gen) {
+  check_args("native_dropout", x, p);
+  if (!training || p == 0) return {x.clone(), ones(x.sizes(), TensorOptions(kBool).device(x.device()))};
+  auto [out, mask] = masked_forward(x, p, gen, false);
   if (needs_grad({x})) record_masked_scale("native_dropout", x, out, mask, ops::dropout_scale(p));
   return {out, mask};
+}
+
+Tensor gelu_dropout(const Tensor& x, double p, bool training, Generator* gen) {
+  check_args("gelu_dropout", x, p);
+  if (!training || p == 0) return gelu(x);
+  auto [out, mask] = masked_forward(x, p, gen, true);
+  if (needs_grad({x}))
+    record("gelu_dropout", {x}, {out},
+           [scale = ops::dropout_scale(p), sm = SavedTensor(mask, false),
+            sx = SavedTensor(x, false)](const GradContext& g) -> std::vector<Tensor> {
+             const Tensor grad = g.grad(), m = g(sm), input = g(sx);
+             // create_graph: the two ops' differentiable backwards.
+             if (GradMode::is_enabled())
+               return {gelu_backward(native_dropout_backward(grad, m, scale), input)};
+             Tensor grad_input = empty_like_layout(grad.sizes(), grad.options(), {grad, input});
+             if (grad.numel() > 0)
+               gelu_dropout_backward_stub(grad.device())(grad_input, grad, m, input, scale);
+             return {grad_input};
+           });
+  return out;
 }
 
 Tensor native_dropout_backward(const Tensor& grad_output, const Tensor& mask, double scale) {

@@ -25,13 +25,22 @@ std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, bool traini
 // bool tensor of grad_output's shape, scale is 1 / (1 - p). Its own backward is itself.
 Tensor native_dropout_backward(const Tensor& grad_output, const Tensor& mask, double scale);
 
+// dropout(gelu(x), p, training, gen) (GELU's exact form, as TransformerEncoderLayer's "gelu")
+// in one pass each way: the same mask from the same generator offset, GELU computed in float
+// (double for float64) and rounded once. The backward reads x and the mask.
+Tensor gelu_dropout(const Tensor& x, double p, bool training = true, Generator* gen = nullptr);
+
 // The kernels see a dense floating x, and fresh out (x's dtype) and mask (bool) with x's strides:
-// all three are walked as flat memory.
+// all three are walked as flat memory. With `gelu` the kept values are gelu(x) * scale.
 using NativeDropoutFn = void (*)(const Tensor& out, const Tensor& mask, const Tensor& x, double p,
-                                 PhiloxState rng);
+                                 PhiloxState rng, bool gelu);
 using NativeDropoutBackwardFn = void (*)(const Tensor& grad_input, const Tensor& grad_output,
                                          const Tensor& mask, double scale);
+// grad_input = mask ? gelu'(x) * grad_output * scale : 0, all of one shape.
+using GeluDropoutBackwardFn = void (*)(const Tensor& grad_input, const Tensor& grad_output,
+                                       const Tensor& mask, const Tensor& x, double scale);
 extern DispatchStub<NativeDropoutFn> native_dropout_stub;
 extern DispatchStub<NativeDropoutBackwardFn> native_dropout_backward_stub;
+extern DispatchStub<GeluDropoutBackwardFn> gelu_dropout_backward_stub;
 
 }  // namespace ember

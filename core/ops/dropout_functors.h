@@ -3,6 +3,7 @@
 // The per-element math of dropout (core/ops/dropout.h), written once for the CPU kernels and the
 // CUDA ones, so both devices keep the same elements and round the same way.
 
+#include "ember/core/ops/elementwise_functors.h"
 #include "ember/core/random_draw.h"
 
 namespace ember::ops {
@@ -28,6 +29,21 @@ template <class C>
 struct MaskedScale {
   C scale;
   EMBER_HOST_DEVICE C operator()(C keep, C x) const { return keep != C(0) ? x * scale : C(0); }
+};
+
+// gelu_dropout's forward, keep ? gelu(x) * scale : 0, and its backward,
+// keep ? gelu'(x) * g * scale : 0: GELU in the compute type, rounded once.
+template <class C>
+struct GeluMaskedScale {
+  C scale;
+  EMBER_HOST_DEVICE C operator()(C keep, C x) const { return keep != C(0) ? Gelu<C>{}(x)*scale : C(0); }
+};
+template <class C>
+struct GeluMaskedScaleBackward {
+  C scale;
+  EMBER_HOST_DEVICE C operator()(C keep, C g, C x) const {
+    return keep != C(0) ? GeluBackward<C>{}(g * scale, x) : C(0);
+  }
 };
 
 }  // namespace ember::ops

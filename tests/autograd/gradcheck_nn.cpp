@@ -117,11 +117,26 @@ const GradcheckRegistrar registrar({
     {"dropout", [](const auto& x) { return std::get<0>(native_dropout(x[0], 0, true)); }, {{2, 2}}},
     {"native_dropout", [](const auto& x) { return fixed_native_dropout(x[0], 0.3); }, {{4, 3}}, -2, 2, true},
     {"native_dropout", [](const auto& x) { return fixed_native_dropout(x[0], 1) + x[0]; }, {{3}}},
+    {"gelu_dropout",
+     [](const auto& x) {
+       Generator gen(5);
+       return gelu_dropout(x[0], 0.3, true, &gen);
+     },
+     {{4, 3}},
+     -2,
+     2,
+     true},
+    {"gelu_dropout",
+     [](const auto& x) { return gelu_dropout(x[0], 0.3, false) + gelu_dropout(x[0], 1); },
+     {{3}}},
     {"native_dropout_backward",
      [](const auto& x) {
        return native_dropout_backward(x[0], i64({{1, 0, 1}, {0, 1, 1}}, x[0]).ne(0), 1.5);
      },
-     {{2, 3}}, -2, 2, true},
+     {{2, 3}},
+     -2,
+     2,
+     true},
     {"embedding",
      [](const auto& x) {
        return embedding(x[0], i64({{0, 2, 4}, {2, 1, 0}}, x[0]));

@@ -95,6 +95,29 @@ TEST(NnBackward, DropoutGradientIsTheScaledMask) {
   EXPECT_EQ(out.grad_fn()->name(), "native_dropout");
 }
 
+// gelu_dropout is dropout(gelu(x)) as one op: the same generator offset and mask, the same values
+// and gradient, bit for bit in float64 and float32 (GELU in the compute type either way).
+TEST(NnBackward, GeluDropoutIsDropoutOfGelu) {
+  for (ScalarType dt : {kFloat64, kFloat32}) {
+    SCOPED_TRACE(std::string(to_string(dt)));
+    Tensor x = random_tensor({6, 33}, dt, -3, 3), gy = random_tensor({6, 33}, dt);
+    Tensor a = x.detach().requires_grad_(), b = x.detach().requires_grad_();
+    Generator ga(9), gb(9);
+    Tensor fused = gelu_dropout(a, 0.3, true, &ga), ref = dropout(gelu(b), 0.3, true, &gb);
+    EXPECT_EQ(fused.grad_fn()->name(), "gelu_dropout");
+    EXPECT_EQ(ga.get_state().offset, gb.get_state().offset);
+    EXPECT_CLOSE(fused, ref, Tolerance{0, 0});
+    EXPECT_GT((fused == 0).sum().item<int64_t>(), 20);  // about 30% of 198 dropped
+    (fused * gy).sum().backward();
+    (ref * gy).sum().backward();
+    EXPECT_CLOSE(a.grad(), b.grad(), Tolerance{0, 0});
+    // Not training, or p = 0: GELU alone.
+    EXPECT_CLOSE(gelu_dropout(x, 0.3, false), gelu(x), Tolerance{0, 0});
+    EXPECT_CLOSE(gelu_dropout(x, 0), gelu(x), Tolerance{0, 0});
+  }
+  EXPECT_EMBER_ERROR(gelu_dropout(ones({2}), 1.5), "gelu_dropout", "between 0 and 1");
+}
+
 TEST(NnBackward, NormsAreInvariantToShiftingTheirGroups) {
   // Normalized outputs do not change when a whole group shifts, so every gradient of x sums to
   // zero over a group; the bias gradient is the sum of the output gradient.

@@ -71,8 +71,7 @@ std::vector<Sample> softmax_backward_samples(ScalarType dt, bool log) {
 std::vector<Sample> layer_norm_samples(ScalarType dt) {
   std::vector<Sample> s = {
       sample({rnd(dt, {4, 6}), rnd(dt, {6}), rnd(dt, {6}), config(0)}, "[4, 6] affine"),
-      sample({rnd(dt, {2, 3, 4}), rnd(dt, {3, 4}), rnd(dt, {3, 4}), config(0)},
-             "[2, 3, 4] over [3, 4]"),
+      sample({rnd(dt, {2, 3, 4}), rnd(dt, {3, 4}), rnd(dt, {3, 4}), config(0)}, "[2, 3, 4] over [3, 4]"),
       sample({rnd(dt, {3, 5}, 90, 110), rnd(dt, {5}), rnd(dt, {5}), config(1)},
              "[3, 5] mean >> std, no affine"),
       sample({rnd(dt, {0, 5}), rnd(dt, {5}), rnd(dt, {5}), config(0)}, "[0, 5]"),
@@ -89,12 +88,11 @@ std::vector<Sample> batch_norm_samples(ScalarType dt) {
     int64_t C = shape[1];
     ScalarType st = cfg == 0 && is_reduced_float(dt) ? kFloat32 : dt;
     return sample(
-        {rnd(dt, shape), rnd(dt, {C}), rnd(dt, {C}), rnd(st, {C}), rnd(st, {C}, 0.5, 2),
-         config(cfg)},
+        {rnd(dt, shape), rnd(dt, {C}), rnd(dt, {C}), rnd(st, {C}), rnd(st, {C}, 0.5, 2), config(cfg)},
         std::string(cfg ? "eval " : "training ") + ::testing::PrintToString(shape.size()) + "-d");
   };
-  std::vector<Sample> s = {make({8, 3}, 0), make({4, 3, 5}, 0), make({2, 3, 4, 5}, 0),
-                           make({4, 3, 5}, 1), make({0, 3, 2}, 1)};
+  std::vector<Sample> s = {make({8, 3}, 0), make({4, 3, 5}, 0), make({2, 3, 4, 5}, 0), make({4, 3, 5}, 1),
+                           make({0, 3, 2}, 1)};
   s.push_back(non_contiguous_of(s[1]));
   // Channels-last (NHWC memory), which batch_norm reads and writes without a copy.
   for (int64_t cfg : {0, 1}) {
@@ -113,8 +111,8 @@ std::vector<Sample> group_norm_samples(ScalarType dt) {
     return sample({rnd(dt, shape), rnd(dt, {C}), rnd(dt, {C}), config(groups)},
                   ::testing::PrintToString(shape.size()) + "-d, groups " + std::to_string(groups));
   };
-  std::vector<Sample> s = {make({2, 6, 5}, 3), make({3, 4}, 2), make({2, 4, 3, 3}, 4),
-                           make({2, 4, 3, 3}, 1), make({0, 4, 3}, 2)};
+  std::vector<Sample> s = {make({2, 6, 5}, 3), make({3, 4}, 2), make({2, 4, 3, 3}, 4), make({2, 4, 3, 3}, 1),
+                           make({0, 4, 3}, 2)};
   s.push_back(non_contiguous_of(s[0]));
   return s;
 }
@@ -198,9 +196,8 @@ std::vector<Sample> mse_samples(ScalarType dt) {
   std::vector<Sample> s;
   std::vector<std::vector<DimVector>> shapes = binary_shapes();
   for (size_t i = 0; i < shapes.size(); ++i)
-    s.push_back(
-        sample({rnd(dt, shapes[i][0]), rnd(dt, shapes[i][1]), config(static_cast<int64_t>(i))},
-               "shapes #" + std::to_string(i) + " " + reduction_of(static_cast<int64_t>(i))));
+    s.push_back(sample({rnd(dt, shapes[i][0]), rnd(dt, shapes[i][1]), config(static_cast<int64_t>(i))},
+                       "shapes #" + std::to_string(i) + " " + reduction_of(static_cast<int64_t>(i))));
   s.push_back(non_contiguous_of(s[1]));
   return s;
 }
@@ -208,8 +205,7 @@ std::vector<Sample> mse_samples(ScalarType dt) {
 // Config: reduction (cfg % 3), weight (cfg / 3 % 2), pos_weight (cfg / 6 % 2).
 constexpr int64_t kPosWeight = 6;
 std::vector<Sample> bce_samples(ScalarType dt) {
-  auto make = [&](DimVector shape, DimVector w_shape, DimVector pw_shape, int64_t cfg,
-                  double range) {
+  auto make = [&](DimVector shape, DimVector w_shape, DimVector pw_shape, int64_t cfg, double range) {
     return sample({rnd(dt, shape, -range, range), rnd(dt, shape, 0, 1), rnd(dt, w_shape, 0.5, 2),
                    rnd(dt, pw_shape, 0.5, 3), config(cfg)},
                   "cfg " + std::to_string(cfg));
@@ -230,8 +226,7 @@ std::vector<Sample> bce_samples(ScalarType dt) {
 std::vector<Sample> sdpa_samples(ScalarType dt) {
   auto make = [&](DimVector q, DimVector k, DimVector v, DimVector m, int64_t cfg) {
     Tensor mask = cfg == 1 ? random_tensor(m, kBool) : rnd(dt, m);
-    return sample({rnd(dt, q), rnd(dt, k), rnd(dt, v), mask, config(cfg)},
-                  "cfg " + std::to_string(cfg));
+    return sample({rnd(dt, q), rnd(dt, k), rnd(dt, v), mask, config(cfg)}, "cfg " + std::to_string(cfg));
   };
   std::vector<Sample> s = {
       make({2, 3, 4, 5}, {2, 3, 6, 5}, {2, 3, 6, 7}, {}, 0),
@@ -259,21 +254,15 @@ Tensor sdpa(const Inputs& in) {
 
 const OpTableRegistrar registrar({
     {"softmax", softmax_samples, [](const Inputs& in) { return softmax(in[0], config_of(in)); }},
-    {"log_softmax", softmax_samples,
-     [](const Inputs& in) { return log_softmax(in[0], config_of(in)); }},
+    {"log_softmax", softmax_samples, [](const Inputs& in) { return log_softmax(in[0], config_of(in)); }},
     {"_softmax_backward_data", [](ScalarType dt) { return softmax_backward_samples(dt, false); },
-     [](const Inputs& in) {
-       return _softmax_backward_data(in[0], in[1], config_of(in), in[1].dtype());
-     }},
+     [](const Inputs& in) { return _softmax_backward_data(in[0], in[1], config_of(in), in[1].dtype()); }},
     {"_log_softmax_backward_data", [](ScalarType dt) { return softmax_backward_samples(dt, true); },
-     [](const Inputs& in) {
-       return _log_softmax_backward_data(in[0], in[1], config_of(in), in[1].dtype());
-     }},
+     [](const Inputs& in) { return _log_softmax_backward_data(in[0], in[1], config_of(in), in[1].dtype()); }},
     {"layer_norm", layer_norm_samples,
      [](const Inputs& in) {
        bool affine = config_of(in) == 0;
-       return layer_norm(in[0], in[1].sizes(), affine ? in[1] : Tensor(),
-                         affine ? in[2] : Tensor());
+       return layer_norm(in[0], in[1].sizes(), affine ? in[1] : Tensor(), affine ? in[2] : Tensor());
      }},
     {"batch_norm", batch_norm_samples,
      [](const Inputs& in) {
@@ -301,6 +290,11 @@ const OpTableRegistrar registrar({
        auto [out, mask] = native_dropout(in[0], 0.3, true, &gen);
        return stack({out, mask.to(out.dtype())});
      }},
+    {"gelu_dropout", [](ScalarType dt) { return samples_from_shapes(dt, unary_shapes()); },
+     [](const Inputs& in) {
+       Generator gen(7);
+       return gelu_dropout(in[0], 0.3, true, &gen);
+     }},
     {"native_dropout_backward", dropout_backward_samples,
      [](const Inputs& in) { return native_dropout_backward(in[0], in[1], 1 / 0.7); }},
     {"embedding", embedding_samples, [](const Inputs& in) { return embedding(in[0], in[1]); }},
@@ -314,8 +308,7 @@ const OpTableRegistrar registrar({
      [](const Inputs& in) {
        int64_t cfg = config_of(in);
        return binary_cross_entropy_with_logits(in[0], in[1], cfg / kWeight % 2 ? in[2] : Tensor(),
-                                               reduction_of(cfg),
-                                               cfg / kPosWeight % 2 ? in[3] : Tensor());
+                                               reduction_of(cfg), cfg / kPosWeight % 2 ? in[3] : Tensor());
      }},
     {"scaled_dot_product_attention", sdpa_samples, sdpa},
 });

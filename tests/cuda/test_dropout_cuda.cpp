@@ -1,7 +1,7 @@
 // native_dropout on the GPU: for the same generator state the CUDA mask is the CPU one (and
 // bernoulli_'s on either device) in every float dtype, through the vectorized path (aligned
 // input), the element-wise one (an offset view) and a non-contiguous input; the values and the
-// backward (and its own backward) agree with the CPU; p = 1 gives zeros; device errors.
+// backward (and its own backward) agree with the CPU; p = 1 gives zeros; device errors; gelu_dropout.
 #include <cmath>
 
 #include "cuda_test_util.h"
@@ -114,6 +114,22 @@ TEST_F(DropoutCuda, AutogradAndDoubleBackwardMatchTheCpu) {
   auto [gx_g, ggy_g] = grads_on(kCUDA);
   EXPECT_CLOSE(gx_g, gx_c, cuda_tolerance(kFloat32));
   EXPECT_CLOSE(ggy_g, ggy_c, cuda_tolerance(kFloat32));
+}
+
+// gelu_dropout: the CPU's mask, values and input gradient in every float dtype, aligned and not.
+TEST_F(DropoutCuda, GeluDropoutMatchesTheCpu) {
+  for (ScalarType dt : kFloatDtypes)
+    for (auto view : {same, offset_by_one}) {
+      SCOPED_TRACE(std::string(to_string(dt)));
+      Tensor x = random_tensor({4099}, dt, -4, 4), gy = random_tensor({4099}, dt);
+      Generator gc(11), gg(11);
+      Tensor xc = view(x).detach().requires_grad_(), xg = view(x.cuda()).detach().requires_grad_();
+      Tensor oc = gelu_dropout(xc, 0.3, true, &gc), og = gelu_dropout(xg, 0.3, true, &gg);
+      EXPECT_CLOSE(og.cpu() == 0, oc == 0);
+      EXPECT_CLOSE(og.cpu(), oc, cuda_tolerance(dt));
+      Tensor gc_x = autograd::grad({oc}, {xc}, {gy})[0], gg_x = autograd::grad({og}, {xg}, {gy.cuda()})[0];
+      EXPECT_CLOSE(gg_x.cpu(), gc_x, cuda_tolerance(dt));
+    }
 }
 
 TEST_F(DropoutCuda, DeviceMismatchIsAnError) {

@@ -75,6 +75,27 @@ TEST(NnTransformerEncoderLayer, NormFirstGeluBatchFirstMatchesPyTorch) {
   EXPECT_CLOSE(custom(source().transpose(0, 1), Tensor(), kpm), expected);
 }
 
+// Training with "gelu": GELU and dropout run as one op (gelu_dropout), with the values and
+// gradients of the same layer whose GELU is a function, for the same seed.
+TEST(NnTransformerEncoderLayer, NamedGeluTrainsAsTheFunction) {
+  auto make = [](nn::TransformerActivation activation) {
+    nn::TransformerEncoderLayer layer(
+        nn::TransformerEncoderLayerOptions(4, 2).dim_feedforward(16).dropout(0.3).activation(activation));
+    fill(*layer);
+    return layer;
+  };
+  nn::TransformerEncoderLayer named = make("gelu"), function = make([](const Tensor&x) { return gelu(x); });
+  manual_seed(4);
+  Tensor a = named(source());
+  manual_seed(4);
+  Tensor b = function(source());
+  EXPECT_CLOSE(a, b, Tolerance{0, 0});
+  a.sum().backward();
+  b.sum().backward();
+  EXPECT_CLOSE(named->linear1->weight.grad(), function->linear1->weight.grad(), Tolerance{0, 0});
+  EXPECT_FALSE(named->linear1->weight.grad().equal(zeros_like(named->linear1->weight)));
+}
+
 TEST(NnTransformerEncoder, CopiesTheLayerAndMatchesPyTorch) {
   // enc = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(4)).eval()
   // enc(src, mask=nn.Transformer.generate_square_subsequent_mask(3), is_causal=True)
