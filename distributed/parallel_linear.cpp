@@ -1,0 +1,90 @@
+#include "ember/distributed/parallel_linear.h"
+
+#include "ember/core/factories.h"
+#include "ember/core/grad_mode.h"
+#include "ember/distributed/parallel_regions.h"
+#include "ember/nn/functional.h"
+#include "ember/nn/layer_util.h"
+
+namespace ember::distributed {
+
+namespace {
+
+// out / W, checked.
+int64_t share(const char* layer, const char* what, int64_t n, const ProcessGroup& group) {
+  EMBER_CHECK(n > 0 && n % group.size() == 0, layer, ": ", what, " (", n,
+              ") must be positive and divisible by ", "the group's size (", group.size(), ")");
+  return n / group.size();
+}
+
+// nn::Linear's initialization of the whole [out, in] layer (weight, then bias, from the current
+// RNG state), of which the caller keeps a slice.
+std::pair<Tensor, Tensor> whole_linear(int64_t in, int64_t out, bool with_bias) {
+  Tensor w = empty({out, in}), b = with_bias ? empty({out}) : Tensor();
+  nn::detail::reset_fan_in_uniform(w, b);
+  return {w, b};
+}
+
+const char* kColumn = "ColumnParallelLinear";
+const char* kRow = "RowParallelLinear";
+
+}  // namespace
+
+ColumnParallelLinearImpl::ColumnParallelLinearImpl(const ColumnParallelLinearOptions& options_)
+    : Module(kColumn), options(options_), group_(group_or_default(kColumn, options_.group())) {
+  const int64_t rows = share(kColumn, "out_features", options.out_features(), *group_);
+  EMBER_CHECK(options.in_features() > 0, kColumn, ": in_features must be positive, got ",
+              options.in_features());
+  auto [w, b] = whole_linear(options.in_features(), options.out_features(), options.bias());
+  const int64_t first = group_->rank() * rows;
+  weight = register_parameter("weight", w.narrow(0, first, rows).clone());
+  if (options.bias()) bias = register_parameter("bias", b.narrow(0, first, rows).clone());
+}
+
+Tensor ColumnParallelLinearImpl::forward(const Tensor& x) {
+  nn::detail::check_input_size(kColumn, x, -1, options.in_features(), "features");
+  nn::detail::check_like_param(kColumn, x, weight);
+  Tensor y = nn::functional::linear(copy_to_tensor_parallel_region(x, group_), weight, bias);
+  return options.gather_output() ? gather_from_tensor_parallel_region(y, group_) : y;
+}
+
+std::optional<int64_t> ColumnParallelLinearImpl::shard_dim(const std::string&) const { return 0; }
+
+std::string ColumnParallelLinearImpl::extra_repr() const {
+  return ember::detail::str_cat(
+      "in_features=", options.in_features(), ", out_features=", options.out_features(),
+      ", bias=", nn::detail::bool_str(options.bias()),
+      ", gather_output=", nn::detail::bool_str(options.gather_output()), ", world=", group_->size());
+}
+
+RowParallelLinearImpl::RowParallelLinearImpl(const RowParallelLinearOptions& options_)
+    : Module(kRow), options(options_), group_(group_or_default(kRow, options_.group())) {
+  const int64_t cols = share(kRow, "in_features", options.in_features(), *group_);
+  EMBER_CHECK(options.out_features() > 0, kRow, ": out_features must be positive, got ",
+              options.out_features());
+  auto [w, b] = whole_linear(options.in_features(), options.out_features(), options.bias());
+  weight = register_parameter("weight", w.narrow(1, group_->rank() * cols, cols).clone());
+  if (options.bias()) bias = register_parameter("bias", b);
+}
+
+Tensor RowParallelLinearImpl::forward(const Tensor& x) {
+  const int64_t in = options.input_is_parallel() ? weight.size(1) : options.in_features();
+  nn::detail::check_input_size(kRow, x, -1, in, "features");
+  nn::detail::check_like_param(kRow, x, weight);
+  Tensor part = options.input_is_parallel() ? x : scatter_to_tensor_parallel_region(x, group_);
+  Tensor y = reduce_from_tensor_parallel_region(nn::functional::linear(part, weight, Tensor()), group_);
+  return bias.defined() ? y + bias : y;
+}
+
+std::optional<int64_t> RowParallelLinearImpl::shard_dim(const std::string& name) const {
+  return name == "weight" ? std::optional<int64_t>(1) : std::nullopt;
+}
+
+std::string RowParallelLinearImpl::extra_repr() const {
+  return ember::detail::str_cat(
+      "in_features=", options.in_features(), ", out_features=", options.out_features(),
+      ", bias=", nn::detail::bool_str(options.bias()),
+      ", input_is_parallel=", nn::detail::bool_str(options.input_is_parallel()), ", world=", group_->size());
+}
+
+}  // namespace ember::distributed

@@ -1,0 +1,98 @@
+#include "ember/distributed/parallel_regions.h"
+
+#include "ember/core/autograd_meta.h"
+#include "ember/core/factories.h"
+#include "ember/core/grad_mode.h"
+#include "ember/core/ops/shape_ops.h"
+#include "ember/distributed/distributed.h"
+
+namespace ember::distributed {
+
+namespace {
+
+using Group = std::shared_ptr<ProcessGroup>;
+
+// The sum of x over the group, in a new tensor.
+Tensor summed(const Tensor& x, const Group& group) {
+  Tensor out = x.contiguous().clone();
+  if (group->size() > 1) group->all_reduce(out)->wait();
+  return out;
+}
+
+// This rank's slice of x's last dim.
+Tensor sliced(const char* op, const Tensor& x, const Group& group) {
+  const int64_t world = group->size();
+  EMBER_CHECK(x.dim() >= 1 && x.size(-1) % world == 0, op, ": the last dim of ", x.sizes(),
+              " does not split evenly over ", world, " ranks");
+  const int64_t k = x.size(-1) / world;
+  return x.narrow(-1, group->rank() * k, k).contiguous();
+}
+
+// out = forward(x), recorded with `backward` of the output's gradient.
+template <class F, class B>
+Tensor region(const char* op, const Tensor& x, F forward, B backward) {
+  Tensor out;
+  {
+    NoGradGuard no_grad;  // the collective itself is not recorded, the region is
+    out = forward(x);
+  }
+  if (needs_grad({x}))
+    record(op, {x}, {out}, [backward](const GradContext& g) -> std::vector<Tensor> {
+      NoGradGuard no_grad;
+      return {backward(g.grad())};
+    });
+  return out;
+}
+
+}  // namespace
+
+Tensor all_gather_along(const Tensor& x, int64_t dim, const std::shared_ptr<ProcessGroup>& group) {
+  if (group->size() == 1) return x.contiguous().clone();
+  DimVector stacked{group->size()};
+  for (int64_t s : x.sizes()) stacked.push_back(s);
+  Tensor all = empty(stacked, x.options());
+  group->all_gather_into_tensor(all, x.contiguous())->wait();
+  std::vector<Tensor> parts;
+  for (int64_t r = 0; r < group->size(); ++r) parts.push_back(all.select(0, r));
+  return cat(parts, dim);
+}
+
+std::shared_ptr<ProcessGroup> group_or_default(const char* op, const std::shared_ptr<ProcessGroup>& group) {
+  if (group) return group;
+  EMBER_CHECK(is_initialized(), op,
+              ": no process group: call distributed::init_process_group first, or pass a group");
+  return default_group();
+}
+
+Tensor copy_to_tensor_parallel_region(const Tensor& x, const Group& group) {
+  const char* op = "copy_to_tensor_parallel_region";
+  Group g = group_or_default(op, group);
+  return region(
+      op, x, [](const Tensor& t) { return t.detach(); }, [g](const Tensor& grad) { return summed(grad, g); });
+}
+
+Tensor reduce_from_tensor_parallel_region(const Tensor& x, const Group& group) {
+  const char* op = "reduce_from_tensor_parallel_region";
+  Group g = group_or_default(op, group);
+  return region(
+      op, x, [g](const Tensor& t) { return summed(t, g); }, [](const Tensor& grad) { return grad; });
+}
+
+Tensor gather_from_tensor_parallel_region(const Tensor& x, const Group& group) {
+  const char* op = "gather_from_tensor_parallel_region";
+  Group g = group_or_default(op, group);
+  EMBER_CHECK(x.dim() >= 1, op, ": expected at least 1 dim, got a 0-dim tensor");
+  return region(
+      op, x, [g](const Tensor& t) { return all_gather_along(t, -1, g); },
+      [g, op](const Tensor& grad) { return sliced(op, grad, g); });
+}
+
+Tensor scatter_to_tensor_parallel_region(const Tensor& x, const Group& group) {
+  const char* op = "scatter_to_tensor_parallel_region";
+  Group g = group_or_default(op, group);
+  return region(
+      op, x, [g, op](const Tensor& t) { return sliced(op, t, g); },
+      [g](const Tensor& grad) { return all_gather_along(grad, -1, g); });
+}
+
+}  // namespace ember::distributed

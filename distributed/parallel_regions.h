@@ -1,0 +1,36 @@
+#pragma once
+
+// The collectives of Megatron-LM's tensor parallelism as autograd ops (its "f" and "g" and their
+// gather/scatter pair), so a model whose layers are split over the ranks of a group
+// differentiates as the whole model does:
+//   copy_to_tensor_parallel_region       f: forward the identity, backward all-reduces (sums)
+//   reduce_from_tensor_parallel_region   g: forward all-reduces (sums), backward the identity
+//   gather_from_tensor_parallel_region   forward all-gathers along the last dim, backward keeps
+//                                        this rank's slice of the gradient
+//   scatter_to_tensor_parallel_region    forward keeps this rank's slice of the last dim,
+//                                        backward all-gathers the gradient
+// `group` null means the default group. Every rank of the group calls them, and runs their
+// backwards, together and in the same order.
+
+#include <memory>
+
+#include "ember/distributed/process_group.h"
+
+namespace ember::distributed {
+
+Tensor copy_to_tensor_parallel_region(const Tensor& x, const std::shared_ptr<ProcessGroup>& group = nullptr);
+Tensor reduce_from_tensor_parallel_region(const Tensor& x,
+                                          const std::shared_ptr<ProcessGroup>& group = nullptr);
+Tensor gather_from_tensor_parallel_region(const Tensor& x,
+                                          const std::shared_ptr<ProcessGroup>& group = nullptr);
+// The last dim must divide evenly by the group's size.
+Tensor scatter_to_tensor_parallel_region(const Tensor& x,
+                                         const std::shared_ptr<ProcessGroup>& group = nullptr);
+
+// Every rank's x (all of one shape) concatenated along `dim` in rank order; not differentiable.
+Tensor all_gather_along(const Tensor& x, int64_t dim, const std::shared_ptr<ProcessGroup>& group);
+
+// The group itself, or the default group for null (an error when none is initialized).
+std::shared_ptr<ProcessGroup> group_or_default(const char* op, const std::shared_ptr<ProcessGroup>& group);
+
+}  // namespace ember::distributed

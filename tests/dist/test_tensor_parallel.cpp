@@ -1,0 +1,194 @@
+// Tensor parallelism (Megatron-LM style) over Gloo with 2 and 4 processes: an MLP of a
+// ColumnParallelLinear and a RowParallelLinear starts as the single-process MLP drawn from the
+// same seed, gives its outputs, loss and input gradient, each rank's gradients are the slices of
+// the whole model's, and after AdamW steps the parameters still are; the full state dict round-trips. The
+// regions' forward and backward by hand; in one process a group of one and the errors.
+#include <ember/distributed/parallel_linear.h>
+#include <ember/distributed/parallel_regions.h>
+#include <ember/distributed/tensor_parallel_state.h>
+#include <ember/nn/linear.h>
+#include <ember/optim/adam.h>
+
+#include "dist_test_util.h"
+
+namespace ember::testing::dist {
+namespace {
+
+namespace d = ember::distributed;
+
+constexpr int64_t kIn = 8, kHidden = 16, kOut = 6;
+const Tolerance kF32{1e-5, 1e-6};
+
+// The whole MLP, the reference.
+struct MlpImpl : nn::Module {
+  MlpImpl() : Module("Mlp") {
+    fc1 = register_module("fc1", nn::Linear(kIn, kHidden));
+    fc2 = register_module("fc2", nn::Linear(kHidden, kOut));
+  }
+  Tensor forward(const Tensor& x) { return fc2(gelu(fc1(x))); }
+  nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+EMBER_MODULE(Mlp);
+
+// The same MLP split over the default group: fc1 by output features, fc2 by input features.
+// `gather`: fc1 gathers its output and fc2 scatters it again (the other pair of regions).
+struct ParallelMlpImpl : nn::Module {
+  explicit ParallelMlpImpl(bool gather) : Module("ParallelMlp") {
+    fc1 = register_module(
+        "fc1", d::ColumnParallelLinear(d::ColumnParallelLinearOptions(kIn, kHidden).gather_output(gather)));
+    fc2 = register_module(
+        "fc2", d::RowParallelLinear(d::RowParallelLinearOptions(kHidden, kOut).input_is_parallel(!gather)));
+  }
+  Tensor forward(const Tensor& x) { return fc2(gelu(fc1(x))); }
+  d::ColumnParallelLinear fc1{nullptr};
+  d::RowParallelLinear fc2{nullptr};
+};
+EMBER_MODULE(ParallelMlp);
+
+// The slice of `whole` that rank holds of a parameter split along dim (-1: all of it).
+Tensor shard(const Tensor& whole, int64_t dim, int rank, int world) {
+  if (dim < 0) return whole;
+  const int64_t n = whole.size(dim) / world;
+  return whole.narrow(dim, rank * n, n);
+}
+
+// fc1.weight, fc1.bias, fc2.weight, fc2.bias: split along these dims.
+constexpr int64_t kShardDims[] = {0, 0, 1, -1};
+
+void check_shards(const std::vector<Tensor>& parallel, const std::vector<Tensor>& whole,
+                  const std::string& what) {
+  const int rank = d::get_rank(), world = d::get_world_size();
+  for (size_t i = 0; i < whole.size(); ++i)
+    check_close(parallel[i], shard(whole[i], kShardDims[i], rank, world), what + " " + std::to_string(i),
+                kF32);
+}
+
+std::vector<Tensor> grads(const std::vector<Tensor>& params) {
+  std::vector<Tensor> g;
+  for (const Tensor& p : params) g.push_back(p.grad());
+  return g;
+}
+
+DIST_WORKER(tp_mlp_matches_one_process) {
+  d::init_process_group("gloo");
+  for (bool gather : {false, true}) {
+    manual_seed(5);
+    Mlp ref;
+    manual_seed(5);
+    ParallelMlp net(gather);
+    check_shards(net->parameters(), ref->parameters(), "initial parameter");
+    optim::AdamW ref_opt(ref->parameters(), optim::AdamWOptions(1e-2));
+    optim::AdamW opt(net->parameters(), optim::AdamWOptions(1e-2));
+    for (int step = 0; step < 3; ++step) {
+      manual_seed(100 + step);  // every rank the same batch
+      Tensor x = randn({5, kIn}), y = randn({5, kOut});
+      Tensor ref_x = x.clone().requires_grad_(), net_x = x.clone().requires_grad_();
+      ref_opt.zero_grad();
+      opt.zero_grad();
+      Tensor ref_out = ref(ref_x), out = net(net_x);
+      check_close(out, ref_out, "output", kF32);
+      Tensor ref_loss = mse_loss(ref_out, y), loss = mse_loss(out, y);
+      check_close(loss, ref_loss, "loss", kF32);
+      ref_loss.backward();
+      loss.backward();
+      check_shards(grads(net->parameters()), grads(ref->parameters()), "gradient");
+      check_close(net_x.grad(), ref_x.grad(), "input gradient", kF32);
+      ref_opt.step();
+      opt.step();
+      check_shards(net->parameters(), ref->parameters(), "parameter after a step");
+    }
+    // The whole state dict is the reference's; loaded into a fresh split model it gives its outputs.
+    OrderedDict<Tensor> full = d::full_state_dict(*net), expected = ref->state_dict();
+    if (full.keys() != expected.keys()) throw Error("full_state_dict: keys differ from the whole model's");
+    for (const auto& [key, value] : expected) check_close(full.at(key), value, "full " + key, kF32);
+    manual_seed(77);
+    ParallelMlp fresh(gather);
+    d::load_full_state_dict(*fresh, expected);
+    Tensor x = randn({3, kIn});
+    check_close(fresh(x), ref(x), "output after load_full_state_dict", kF32);
+  }
+}
+
+// The regions by hand: rank r holds x = (r + 1) * [1, 2, 3, 4]-shaped values.
+DIST_WORKER(tp_regions_by_hand) {
+  d::init_process_group("gloo");
+  const int rank = d::get_rank(), world = d::get_world_size();
+  const double w = world, sum_ranks = world * (world + 1) / 2.0;    // sum of (r + 1)
+  Tensor base = arange(1.0, 1.0 + 2 * world).view({1, 2 * world});  // [1, 2W]
+  Tensor x = (base * (rank + 1)).requires_grad_();
+  // f: the identity forward, the gradient summed.
+  Tensor f = d::copy_to_tensor_parallel_region(x);
+  check_close(f, x, "copy_to forward");
+  check_close(autograd::grad({f}, {x}, {ones_like(f)})[0], full({1, 2 * world}, w), "copy_to backward");
+  // g: the sum forward, the identity backward.
+  Tensor g = d::reduce_from_tensor_parallel_region(x);
+  check_close(g, base * sum_ranks, "reduce_from forward");
+  check_close(autograd::grad({g}, {x}, {ones_like(g)})[0], ones_like(x), "reduce_from backward");
+  // scatter: this rank's two columns; its gradient all-gathered (zero-free: every slot filled).
+  Tensor s = d::scatter_to_tensor_parallel_region(x);
+  check_close(s, x.detach().narrow(1, 2 * rank, 2), "scatter forward");
+  Tensor gs = autograd::grad({s}, {x}, {full({1, 2}, rank + 1.0)})[0];
+  Tensor expected_gs = empty({1, 2 * world});
+  for (int r = 0; r < world; ++r) expected_gs.narrow(1, 2 * r, 2).fill_(r + 1.0);
+  check_close(gs, expected_gs, "scatter backward");
+  // gather: every rank's x side by side; the gradient's own slice.
+  Tensor ga = d::gather_from_tensor_parallel_region(x);
+  Tensor expected_ga = empty({1, 2 * world * world});
+  for (int r = 0; r < world; ++r) expected_ga.narrow(1, 2 * world * r, 2 * world).copy_(base * (r + 1));
+  check_close(ga, expected_ga, "gather forward");
+  Tensor gg = autograd::grad({ga}, {x}, {arange(0.0, 2.0 * world * world).view({1, -1})})[0];
+  check_close(gg, arange(2.0 * world * rank, 2.0 * world * (rank + 1)).view({1, -1}), "gather backward");
+}
+
+class TensorParallel : public ::testing::TestWithParam<int> {};
+
+TEST_P(TensorParallel, MlpMatchesOneProcess) { run_workers("tp_mlp_matches_one_process", GetParam()); }
+TEST_P(TensorParallel, RegionsByHand) { run_workers("tp_regions_by_hand", GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Gloo, TensorParallel, ::testing::Values(2, 4),
+                         [](const auto& info) { return "world" + std::to_string(info.param); });
+
+std::shared_ptr<d::ProcessGroup> group_of_one() {
+  auto store = std::make_shared<d::TCPStore>("127.0.0.1", 0, std::nullopt, true, milliseconds(5000));
+  return d::make_process_group_gloo(std::make_shared<d::PrefixStore>("g", store), 0, 1);
+}
+
+// A group of one: the layers are nn::Linear, drawn alike from the same seed.
+TEST(TensorParallel, GroupOfOneIsLinear) {
+  auto pg = group_of_one();
+  manual_seed(3);
+  nn::Linear ref(kIn, kHidden);
+  manual_seed(3);
+  d::ColumnParallelLinear col(d::ColumnParallelLinearOptions(kIn, kHidden).group(pg));
+  manual_seed(3);
+  d::RowParallelLinear row(d::RowParallelLinearOptions(kIn, kHidden).group(pg));
+  Tensor x = randn({4, kIn});
+  EXPECT_CLOSE(col(x), ref(x));
+  EXPECT_CLOSE(row(x), ref(x));
+  EXPECT_EQ(col->shard_dim("weight"), 0);
+  EXPECT_EQ(row->shard_dim("weight"), 1);
+  EXPECT_EQ(row->shard_dim("bias"), std::nullopt);
+}
+
+TEST(TensorParallelErrors, Arguments) {
+  auto pg = group_of_one();
+  EXPECT_EMBER_ERROR(d::ColumnParallelLinear(d::ColumnParallelLinearOptions(4, 0).group(pg)),
+                     "ColumnParallelLinear", "out_features (0) must be positive");
+  EXPECT_EMBER_ERROR(d::RowParallelLinear(d::RowParallelLinearOptions(-2, 4).group(pg)), "RowParallelLinear",
+                     "in_features (-2)");
+  d::ColumnParallelLinear col(d::ColumnParallelLinearOptions(4, 6).group(pg));
+  EXPECT_EMBER_ERROR(col(randn({2, 5})), "ColumnParallelLinear", "features");
+  nn::Linear other(4, 7);
+  EXPECT_EMBER_ERROR(d::load_full_state_dict(*col, other->state_dict()), "load_full_state_dict", "weight");
+  OrderedDict<Tensor> extra = col->state_dict();
+  extra.insert("scale", ones({1}));
+  EXPECT_EMBER_ERROR(d::load_full_state_dict(*col, extra), "load_full_state_dict",
+                     "unexpected key \"scale\"");
+  OrderedDict<Tensor> missing;
+  missing.insert("weight", ones({6, 4}));
+  EXPECT_EMBER_ERROR(d::load_full_state_dict(*col, missing), "load_full_state_dict", "missing key \"bias\"");
+  EXPECT_EMBER_ERROR(d::scatter_to_tensor_parallel_region(ones({}), pg), "scatter_to_tensor_parallel_region",
+                     "does not split");
+}
+
+}  // namespace
+}  // namespace ember::testing::dist
