@@ -10,13 +10,6 @@ namespace ember::distributed {
 
 namespace {
 
-// out / W, checked.
-int64_t share(const char* layer, const char* what, int64_t n, const ProcessGroup& group) {
-  EMBER_CHECK(n > 0 && n % group.size() == 0, layer, ": ", what, " (", n,
-              ") must be positive and divisible by ", "the group's size (", group.size(), ")");
-  return n / group.size();
-}
-
 // nn::Linear's initialization of the whole [out, in] layer (weight, then bias, from the current
 // RNG state), of which the caller keeps a slice.
 std::pair<Tensor, Tensor> whole_linear(int64_t in, int64_t out, bool with_bias) {
@@ -32,7 +25,7 @@ const char* kRow = "RowParallelLinear";
 
 ColumnParallelLinearImpl::ColumnParallelLinearImpl(const ColumnParallelLinearOptions& options_)
     : Module(kColumn), options(options_), group_(group_or_default(kColumn, options_.group())) {
-  const int64_t rows = share(kColumn, "out_features", options.out_features(), *group_);
+  const int64_t rows = shard_size(kColumn, "out_features", options.out_features(), *group_);
   EMBER_CHECK(options.in_features() > 0, kColumn, ": in_features must be positive, got ",
               options.in_features());
   auto [w, b] = whole_linear(options.in_features(), options.out_features(), options.bias());
@@ -59,7 +52,7 @@ std::string ColumnParallelLinearImpl::extra_repr() const {
 
 RowParallelLinearImpl::RowParallelLinearImpl(const RowParallelLinearOptions& options_)
     : Module(kRow), options(options_), group_(group_or_default(kRow, options_.group())) {
-  const int64_t cols = share(kRow, "in_features", options.in_features(), *group_);
+  const int64_t cols = shard_size(kRow, "in_features", options.in_features(), *group_);
   EMBER_CHECK(options.out_features() > 0, kRow, ": out_features must be positive, got ",
               options.out_features());
   auto [w, b] = whole_linear(options.in_features(), options.out_features(), options.bias());

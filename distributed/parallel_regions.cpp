@@ -57,6 +57,12 @@ Tensor all_gather_along(const Tensor& x, int64_t dim, const std::shared_ptr<Proc
   return cat(parts, dim);
 }
 
+int64_t shard_size(const char* layer, const char* what, int64_t n, const ProcessGroup& group) {
+  EMBER_CHECK(n > 0 && n % group.size() == 0, layer, ": ", what, " (", n,
+              ") must be positive and divisible by ", "the group's size (", group.size(), ")");
+  return n / group.size();
+}
+
 std::shared_ptr<ProcessGroup> group_or_default(const char* op, const std::shared_ptr<ProcessGroup>& group) {
   if (group) return group;
   EMBER_CHECK(is_initialized(), op,

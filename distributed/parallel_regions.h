@@ -30,6 +30,10 @@ Tensor scatter_to_tensor_parallel_region(const Tensor& x,
 // Every rank's x (all of one shape) concatenated along `dim` in rank order; not differentiable.
 Tensor all_gather_along(const Tensor& x, int64_t dim, const std::shared_ptr<ProcessGroup>& group);
 
+// n / group's size, the size of one rank's shard of n; an error naming `layer` and `what` unless
+// n is positive and divides evenly.
+int64_t shard_size(const char* layer, const char* what, int64_t n, const ProcessGroup& group);
+
 // The group itself, or the default group for null (an error when none is initialized).
 std::shared_ptr<ProcessGroup> group_or_default(const char* op, const std::shared_ptr<ProcessGroup>& group);
 

@@ -1,11 +1,14 @@
 // Tensor parallelism (Megatron-LM style) over Gloo with 2 and 4 processes: an MLP of a
 // ColumnParallelLinear and a RowParallelLinear starts as the single-process MLP drawn from the
 // same seed, gives its outputs, loss and input gradient, each rank's gradients are the slices of
-// the whole model's, and after AdamW steps the parameters still are; the full state dict round-trips. The
-// regions' forward and backward by hand; in one process a group of one and the errors.
+// the whole model's, and after AdamW steps the parameters still are; the full state dict round-trips.
+// The vocabulary-parallel embedding and loss against nn::Embedding and cross_entropy. The regions'
+// forward and backward by hand; in one process a group of one and the errors.
 #include <ember/distributed/parallel_linear.h>
 #include <ember/distributed/parallel_regions.h>
 #include <ember/distributed/tensor_parallel_state.h>
+#include <ember/distributed/vocab_parallel.h>
+#include <ember/nn/embedding.h>
 #include <ember/nn/linear.h>
 #include <ember/optim/adam.h>
 
@@ -140,10 +143,56 @@ DIST_WORKER(tp_regions_by_hand) {
   check_close(gg, arange(2.0 * world * rank, 2.0 * world * (rank + 1)).view({1, -1}), "gather backward");
 }
 
+// A vocabulary of 12 words split over the group: the embedding, and a head's logits split by
+// class with their loss, against nn::Embedding, nn::Linear and cross_entropy on the whole.
+DIST_WORKER(tp_vocab_parallel_matches_one_process) {
+  d::init_process_group("gloo");
+  const int rank = d::get_rank(), world = d::get_world_size();
+  constexpr int64_t kVocab = 12, kDim = 5;
+  manual_seed(9);
+  nn::Embedding ref_emb(kVocab, kDim);
+  manual_seed(9);
+  d::VocabParallelEmbedding emb(d::VocabParallelEmbeddingOptions(kVocab, kDim));
+  check_close(emb->weight, shard(ref_emb->weight, 0, rank, world), "embedding weight");
+  check_close(d::full_state_dict(*emb).at("weight"), ref_emb->weight, "full embedding weight");
+  manual_seed(10);
+  Tensor ids = randint(0, kVocab, {4, 3}), gy = randn({4, 3, kDim});
+  Tensor out = emb(ids), ref_out = ref_emb(ids);
+  check_close(out, ref_out, "embedding output");
+  (out * gy).sum().backward();
+  (ref_out * gy).sum().backward();
+  check_close(emb->weight.grad(), shard(ref_emb->weight.grad(), 0, rank, world), "embedding gradient");
+
+  manual_seed(11);
+  nn::Linear ref_head(kDim, kVocab);
+  manual_seed(11);
+  d::ColumnParallelLinear head(d::ColumnParallelLinearOptions(kDim, kVocab).gather_output(false));
+  manual_seed(12);
+  Tensor h = randn({6, kDim}), target = randint(0, kVocab, {6});
+  target[1].fill_(-100);
+  for (const char* reduction : {"mean", "sum", "none"}) {
+    head->zero_grad();
+    ref_head->zero_grad();
+    Tensor hp = h.clone().requires_grad_(), hr = h.clone().requires_grad_();
+    Tensor loss = d::vocab_parallel_cross_entropy(head(hp), target, -100, reduction);
+    Tensor ref_loss = cross_entropy(ref_head(hr), target, {}, -100, reduction);
+    check_close(loss, ref_loss, std::string("loss, ") + reduction, kF32);
+    Tensor g = randn(loss.sizes());
+    (loss * g).sum().backward();
+    (ref_loss * g).sum().backward();
+    check_close(hp.grad(), hr.grad(), std::string("hidden gradient, ") + reduction, kF32);
+    check_close(head->weight.grad(), shard(ref_head->weight.grad(), 0, rank, world),
+                std::string("head gradient, ") + reduction, kF32);
+  }
+}
+
 class TensorParallel : public ::testing::TestWithParam<int> {};
 
 TEST_P(TensorParallel, MlpMatchesOneProcess) { run_workers("tp_mlp_matches_one_process", GetParam()); }
 TEST_P(TensorParallel, RegionsByHand) { run_workers("tp_regions_by_hand", GetParam()); }
+TEST_P(TensorParallel, VocabParallelEmbeddingAndLossMatchOneProcess) {
+  run_workers("tp_vocab_parallel_matches_one_process", GetParam());
+}
 INSTANTIATE_TEST_SUITE_P(Gloo, TensorParallel, ::testing::Values(2, 4),
                          [](const auto& info) { return "world" + std::to_string(info.param); });
 
@@ -188,6 +237,22 @@ TEST(TensorParallelErrors, Arguments) {
   EXPECT_EMBER_ERROR(d::load_full_state_dict(*col, missing), "load_full_state_dict", "missing key \"bias\"");
   EXPECT_EMBER_ERROR(d::scatter_to_tensor_parallel_region(ones({}), pg), "scatter_to_tensor_parallel_region",
                      "does not split");
+  EXPECT_EMBER_ERROR(d::VocabParallelEmbedding(d::VocabParallelEmbeddingOptions(0, 4).group(pg)),
+                     "VocabParallelEmbedding", "num_embeddings (0)");
+  d::VocabParallelEmbedding emb(d::VocabParallelEmbeddingOptions(6, 4).group(pg));
+  EXPECT_EMBER_ERROR(emb(ones({2})), "VocabParallelEmbedding", "int64 ids");
+  EXPECT_THROW(emb(tensor({1, 6}, kInt64)), Error);  // outside the vocabulary: embedding's own check
+  Tensor logits = randn({3, 6});
+  EXPECT_EMBER_ERROR(d::vocab_parallel_cross_entropy(logits, tensor({0, 6, 1}, kInt64), -100, "mean", pg),
+                     "vocab_parallel_cross_entropy", "outside [0, 6)");
+  EXPECT_EMBER_ERROR(d::vocab_parallel_cross_entropy(logits, tensor({0, 1}, kInt64), -100, "mean", pg),
+                     "vocab_parallel_cross_entropy", "target [N]");
+  EXPECT_EMBER_ERROR(d::vocab_parallel_cross_entropy(logits, tensor({0, 1, 2}, kInt64), -100, "avg", pg),
+                     "vocab_parallel_cross_entropy", "reduction");
+  // A group of one is cross_entropy, an ignored target included.
+  Tensor target = tensor({5, -100, 0}, kInt64);
+  EXPECT_CLOSE(d::vocab_parallel_cross_entropy(logits, target, -100, "mean", pg),
+               cross_entropy(logits, target));
 }
 
 }  // namespace
