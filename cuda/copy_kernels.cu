@@ -1,6 +1,5 @@
 // CUDA copy_ and fill_. copy_ comes here whenever either side is on a GPU:
-//  - on one device: a memcpy when both sides are dense in the same order, a 2D memcpy for rows at
-//    two pitches, else the elementwise
+//  - on one device: a memcpy when both sides are dense in the same order, else the elementwise
 //    launcher (raw element moves for one dtype, 16-byte vectorized casts between the floats of
 //    mixed precision, converting strided loads for the rest);
 //  - host <-> device: cudaMemcpyAsync on the current stream when both sides are dense with one
@@ -94,24 +93,9 @@ bool try_vectorized_cast_to(const ElementwisePlan& plan, TypeList<D...> floats) 
   return (try_vectorized_cast_from<D>(plan, floats) || ...);
 }
 
-// dst = src as one 2D copy where both are rows of contiguous elements of one dtype at their own
-// pitches (a product computed into padded rows and copied out). False where they are not.
-bool pitched_copy(const Tensor& dst, const Tensor& src) {
-  if (dst.dtype() != src.dtype() || dst.dim() != 2 || !dst.sizes().equals(src.sizes()) || dst.size(1) < 2 ||
-      dst.stride(1) != 1 || src.stride(1) != 1 || dst.stride(0) < dst.size(1) ||
-      src.stride(0) < src.size(1) || partially_overlaps(dst, src))
-    return false;
-  const size_t es = dst.element_size();
-  EMBER_CUDA_CHECK(cudaMemcpy2DAsync(dst.data_ptr(), dst.stride(0) * es, src.data_ptr(), src.stride(0) * es,
-                                     dst.size(1) * es, dst.size(0), cudaMemcpyDeviceToDevice,
-                                     current_stream()));
-  return true;
-}
-
 // dst = src on the current device (src broadcast to dst's shape).
 void device_copy(const Tensor& dst, const Tensor& src) {
   if (dst.data_ptr() == src.data_ptr() && is_direct(dst, src)) return;
-  if (pitched_copy(dst, src)) return;
   ElementwisePlan plan({dst, src});
   if (dst.dtype() == src.dtype()) {
     if (plan.contiguous() && plan.scalar(1) == ScalarKind::None) {

@@ -12,7 +12,6 @@
 #include <climits>
 #include <optional>
 
-#include "ember/core/aligned_rows.h"
 #include "ember/core/factories.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/ops/linalg.h"
@@ -342,16 +341,24 @@ void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, dou
     return;
   }
   if (a.size(2) == 0) return empty_product(out, a, beta, epilogue, bias_c);
-  // A wide output whose rows are off 16-byte boundaries (a 30522-word head's logits) took 2.8x as
-  // long on the H200 as the product into aligned rows: it runs into those, then a 2D copy.
-  if (out.size(0) == 1 && out.size(1) > 1 && out.stride(2) == 1 &&
-      (out.stride(1) * static_cast<int64_t>(out.element_size())) % 16 != 0 &&
-      ember::detail::pads_rows(out.size(2), out.dtype())) {
-    const Tensor dense = out.select(0, 0),
-                 tmp = ember::detail::empty_aligned_rows(out.size(1), out.size(2), out.options());
-    if (beta != 0) tmp.copy_(dense);
-    gemm(tmp.unsqueeze(0), a, b, alpha, beta, epilogue, bias_c);
-    dense.copy_(tmp);
+  // A K or an M that is not a multiple of 16 bytes' worth of elements (a 30522-word head's
+  // gradients) slows cuBLASLt's kernels about 3x (H200), whatever the rows' alignment: the bulk
+  // runs as an aligned product, the last few terms (or rows) as a second one.
+  const int64_t per_vector = 16 / static_cast<int64_t>(a.element_size()), k = a.size(2), m = out.size(1);
+  constexpr int64_t kMinSplit = 1024;  // the remainder's second launch is then a small share
+  if (k >= kMinSplit && k % per_vector != 0 && (epilogue == Epilogue::None || epilogue == Epilogue::Bias)) {
+    const int64_t k1 = k / per_vector * per_vector;
+    gemm(out, a.narrow(2, 0, k1), b.narrow(1, 0, k1), alpha, beta, epilogue, bias_c);
+    gemm(out, a.narrow(2, k1, k - k1), b.narrow(1, k1, k - k1), alpha, 1);
+    return;
+  }
+  if (m >= kMinSplit && m % per_vector != 0) {
+    const int64_t m1 = m / per_vector * per_vector;
+    const bool sums = epilogue == Epilogue::RowSumsOfA;  // the bias runs along N, the sums along M
+    gemm(out.narrow(1, 0, m1), a.narrow(1, 0, m1), b, alpha, beta, epilogue,
+         sums ? bias_c.narrow(0, 0, m1) : bias_c);
+    gemm(out.narrow(1, m1, m - m1), a.narrow(1, m1, m - m1), b, alpha, beta, epilogue,
+         sums ? bias_c.narrow(0, m1, m - m1) : bias_c);
     return;
   }
   // BGRADB on rows that are not 16-byte aligned (a 30522-word head's gradient) ran 6x slower on

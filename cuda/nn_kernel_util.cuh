@@ -217,29 +217,23 @@ __device__ __forceinline__ void for_each_in_row(const T* row, int64_t len, int t
   }
 }
 
-// The VEC elements that start `shift` elements into the aligned vector a and go on into the next
-// one, b: 32-bit funnel shifts over the pair's words, picked by selects (no indexing by a runtime
-// value, which would put the words in local memory).
-template <class T, int VEC>
+// The VEC elements that start S elements into the aligned vector a and go on into the next one, b.
+template <int S, class T, int VEC>
+__device__ __forceinline__ Vec<T, VEC> splice_at(const Vec<T, VEC>& a, const Vec<T, VEC>& b) {
+  Vec<T, VEC> r;
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) r.v[j] = j + S < VEC ? a.v[j + S] : b.v[j + S - VEC];
+  return r;
+}
+
+// splice_at for a shift known at run time (the same across a row, so the branch is uniform):
+// each case moves registers only.
+template <class T, int VEC, int S = 1>
 __device__ __forceinline__ Vec<T, VEC> splice(const Vec<T, VEC>& a, const Vec<T, VEC>& b, int shift) {
-  static_assert(sizeof(Vec<T, VEC>) == 16, "splice works on 16-byte vectors");
-  uint32_t w[8], r[4];
-  memcpy(w, &a, 16);
-  memcpy(w + 4, &b, 16);
-  const int bytes = shift * static_cast<int>(sizeof(T)), word = bytes / 4, bits = bytes % 4 * 8;
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    uint32_t lo = 0, hi = 0;
-#pragma unroll
-    for (int m = 0; m < 8; ++m) {
-      if (m == k + word) lo = w[m];
-      if (m == k + word + 1) hi = w[m];
-    }
-    r[k] = __funnelshift_r(lo, hi, bits);
-  }
-  Vec<T, VEC> out;
-  memcpy(&out, r, 16);
-  return out;
+  if constexpr (S >= VEC)
+    return a;
+  else
+    return shift == S ? splice_at<S>(a, b) : splice<T, VEC, S + 1>(a, b, shift);
 }
 
 // out[i] = f(i, in[i]) over the elements of a row that thread t of g owns. With VEC > 1 the row is

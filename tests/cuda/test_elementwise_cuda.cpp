@@ -237,7 +237,7 @@ TEST_F(CudaKernels, CopyCastsEveryDtypePair) {
       expect_identical(f.to(a).to(kGpu).to(b), f.to(a).to(b));
 }
 
-// Rows at two pitches (a slice of columns, either side) are one 2D copy: the other columns stay.
+// Rows at two pitches (a slice of columns, either side): the other columns stay.
 TEST_F(CudaKernels, CopyOfRowsAtTwoPitches) {
   for (ScalarType dt : {kFloat32, kBFloat16, kInt64}) {
     SCOPED_TRACE(std::string(to_string(dt)));

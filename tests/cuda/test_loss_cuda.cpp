@@ -116,8 +116,8 @@ TEST_F(CrossEntropyCuda, EveryOptionMatchesTheCpu) {
 }
 
 // A linear head over a wide odd vocabulary (1030 words, rows of 2060 bf16 bytes) and its loss: the
-// logits come out contiguous (the product runs into padded rows and is copied out), their gradient
-// has rows 16 bytes apart (1032 elements), and every gradient matches the CPU's.
+// logits are contiguous, their gradient has rows 16 bytes apart (1032 elements), the backward's
+// products split their 1030-long K and M, and every gradient matches the CPU's.
 TEST_F(CrossEntropyCuda, WideHeadMatchesTheCpu) {
   for (ScalarType dt : {kFloat32, kBFloat16, kFloat16}) {
     SCOPED_TRACE(std::string(to_string(dt)));

@@ -248,6 +248,28 @@ TEST_F(MatmulCuda, GemmOutputsAndEpilogues) {
   }
 }
 
+// A K and an M of 1030, not a multiple of 16 bytes' worth of elements: each runs as an aligned
+// product and a remainder (K's with beta 1), with alpha and beta, the bias epilogue and the row sums.
+TEST_F(MatmulCuda, GemmSplitsUnalignedKAndM) {
+  manual_seed(8);
+  for (ScalarType dt : {kFloat32, kBFloat16}) {
+    SCOPED_TRACE(std::string(to_string(dt)));
+    Tensor a = random_tensor({1, 1030, 1030}, dt, -1, 1), b = random_tensor({1, 1030, 24}, dt, -1, 1),
+           bias = random_tensor({24}, dt, -1, 1), c = random_tensor({1, 1030, 24}, dt, -1, 1);
+    const Tensor ref = bmm(a.to(kFloat64), b.to(kFloat64));
+    const Tolerance tol = scaled_tolerance(dt, 8);
+    Tensor out = c.cuda();
+    cuda::gemm(out, a.cuda(), b.cuda(), 2.0, 0.5);
+    EXPECT_TRUE(assert_close(out.cpu().to(kFloat64), ref * 2 + c.to(kFloat64) * 0.5, tol));
+    cuda::gemm(out, a.cuda(), b.cuda(), 1, 0, cuda::Epilogue::Bias, bias.cuda());
+    EXPECT_TRUE(assert_close(out.cpu().to(kFloat64), ref + bias.to(kFloat64), tol));
+    Tensor sums = empty({1030}, out.options());
+    cuda::gemm(out, a.cuda(), b.cuda(), 1, 0, cuda::Epilogue::RowSumsOfA, sums);
+    EXPECT_TRUE(assert_close(out.cpu().to(kFloat64), ref, tol));
+    EXPECT_TRUE(assert_close(sums.cpu().to(kFloat64), a.to(kFloat64).sum({2}).squeeze(0), tol));
+  }
+}
+
 TEST_F(MatmulCuda, GemmChecksItsOperands) {
   auto g = [](IntArrayRef s, ScalarType dt = kFloat32) { return zeros(s, TensorOptions(dt).device(kCUDA)); };
   EXPECT_EMBER_ERROR(cuda::gemm(g({2, 3, 4}), g({2, 3, 5}), g({2, 6, 4})), "gemm: expected out [B, M, N]");
