@@ -41,7 +41,9 @@ Tensor ColumnParallelLinearImpl::forward(const Tensor& x) {
   return options.gather_output() ? gather_from_tensor_parallel_region(y, group_) : y;
 }
 
-std::optional<int64_t> ColumnParallelLinearImpl::shard_dim(const std::string&) const { return 0; }
+std::optional<ShardSpec> ColumnParallelLinearImpl::shard_spec(const std::string&) const {
+  return ShardSpec{};
+}
 
 std::string ColumnParallelLinearImpl::extra_repr() const {
   return ember::detail::str_cat(
@@ -69,8 +71,8 @@ Tensor RowParallelLinearImpl::forward(const Tensor& x) {
   return bias.defined() ? y + bias : y;
 }
 
-std::optional<int64_t> RowParallelLinearImpl::shard_dim(const std::string& name) const {
-  return name == "weight" ? std::optional<int64_t>(1) : std::nullopt;
+std::optional<ShardSpec> RowParallelLinearImpl::shard_spec(const std::string& name) const {
+  return name == "weight" ? std::optional<ShardSpec>(ShardSpec{1}) : std::nullopt;
 }
 
 std::string RowParallelLinearImpl::extra_repr() const {

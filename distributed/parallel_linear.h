@@ -43,7 +43,7 @@ class ColumnParallelLinearImpl : public nn::Module, public TensorParallelShards 
   explicit ColumnParallelLinearImpl(const ColumnParallelLinearOptions& options);
   // x [*, in_features] (whole) -> [*, out_features], or [*, out_features / W] without gather_output.
   Tensor forward(const Tensor& x);
-  std::optional<int64_t> shard_dim(const std::string& name) const override;
+  std::optional<ShardSpec> shard_spec(const std::string& name) const override;
   const std::shared_ptr<ProcessGroup>& shard_group() const override { return group_; }
   std::string extra_repr() const override;
 
@@ -71,7 +71,7 @@ class RowParallelLinearImpl : public nn::Module, public TensorParallelShards {
   explicit RowParallelLinearImpl(const RowParallelLinearOptions& options);
   // x [*, in_features] (whole), or [*, in_features / W] with input_is_parallel -> [*, out_features].
   Tensor forward(const Tensor& x);
-  std::optional<int64_t> shard_dim(const std::string& name) const override;
+  std::optional<ShardSpec> shard_spec(const std::string& name) const override;
   const std::shared_ptr<ProcessGroup>& shard_group() const override { return group_; }
   std::string extra_repr() const override;
 

@@ -18,13 +18,20 @@
 
 namespace ember::distributed {
 
-// Implemented by a module whose own parameters are split evenly over the ranks of a group.
+// How a parameter is split: along `dim`, as `blocks` equal blocks (a packed q, k, v projection
+// has 3) each split evenly over the ranks; rank r holds its slice of every block, in block order.
+struct ShardSpec {
+  int64_t dim = 0;
+  int64_t blocks = 1;
+};
+
+// Implemented by a module whose own parameters are split over the ranks of a group.
 class TensorParallelShards {
  public:
   virtual ~TensorParallelShards() = default;
-  // The dim that parameter `name` (one of the module's own) is split along, or nullopt when every
-  // rank holds all of it.
-  virtual std::optional<int64_t> shard_dim(const std::string& name) const = 0;
+  // How parameter `name` (one of the module's own) is split, or nullopt when every rank holds all
+  // of it.
+  virtual std::optional<ShardSpec> shard_spec(const std::string& name) const = 0;
   virtual const std::shared_ptr<ProcessGroup>& shard_group() const = 0;
 };
 

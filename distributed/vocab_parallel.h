@@ -38,7 +38,7 @@ class VocabParallelEmbeddingImpl : public nn::Module, public TensorParallelShard
   explicit VocabParallelEmbeddingImpl(const VocabParallelEmbeddingOptions& options);
   // ids (int64, any shape, in [0, num_embeddings)) -> [*ids.shape, embedding_dim] on every rank.
   Tensor forward(const Tensor& ids);
-  std::optional<int64_t> shard_dim(const std::string&) const override { return 0; }
+  std::optional<ShardSpec> shard_spec(const std::string&) const override { return ShardSpec{}; }
   const std::shared_ptr<ProcessGroup>& shard_group() const override { return group_; }
   std::string extra_repr() const override;
 

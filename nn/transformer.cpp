@@ -18,6 +18,13 @@ TransformerActivation::TransformerActivation(std::string_view name) : name_(name
         "TransformerEncoderLayer: activation should be \"relu\" or \"gelu\", got \"", name, "\""));
 }
 
+Tensor activation_then_dropout(const TransformerActivation& activation, DropoutImpl& dropout,
+                               const Tensor& x) {
+  // GELU and dropout in one pass each way: the same mask and values, rounded once.
+  if (activation.name() == "gelu") return gelu_dropout(x, dropout.options.p(), dropout.is_training());
+  return dropout.forward(activation(x));
+}
+
 TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(const TransformerEncoderLayerOptions& options_)
     : Module("TransformerEncoderLayer"), options(options_) {
   int64_t d = options.d_model(), ff = options.dim_feedforward();
@@ -43,11 +50,7 @@ Tensor TransformerEncoderLayerImpl::forward(const Tensor& src, const Tensor& src
                                           /*average_attn_weights=*/true, is_causal)));
   };
   auto feed_forward = [&](const Tensor& x) {
-    const Tensor h = linear1(x);
-    // GELU and dropout in one pass each way: the same mask and values, rounded once.
-    return dropout2(linear2(options.activation().name() == "gelu"
-                                ? gelu_dropout(h, dropout->options.p(), dropout->is_training())
-                                : dropout(options.activation()(h))));
+    return dropout2(linear2(activation_then_dropout(options.activation(), *dropout, linear1(x))));
   };
   Tensor x = src;
   if (options.norm_first()) {

@@ -35,6 +35,10 @@ class TransformerActivation {
   std::string name_;
 };
 
+// dropout(activation(x)) as the feed-forward block applies it (GELU's with gelu_dropout).
+Tensor activation_then_dropout(const TransformerActivation& activation, DropoutImpl& dropout,
+                               const Tensor& x);
+
 struct TransformerEncoderLayerOptions {
   TransformerEncoderLayerOptions(int64_t d_model, int64_t nhead) : d_model_(d_model), nhead_(nhead) {}
   EMBER_ARG(int64_t, d_model);

@@ -6,11 +6,14 @@
 // forward and backward by hand; in one process a group of one and the errors.
 #include <ember/distributed/parallel_linear.h>
 #include <ember/distributed/parallel_regions.h>
+#include <ember/distributed/parallel_transformer.h>
 #include <ember/distributed/tensor_parallel_state.h>
 #include <ember/distributed/vocab_parallel.h>
 #include <ember/nn/embedding.h>
 #include <ember/nn/linear.h>
+#include <ember/nn/transformer.h>
 #include <ember/optim/adam.h>
+#include <ember/optim/sgd.h>
 
 #include "dist_test_util.h"
 
@@ -186,10 +189,56 @@ DIST_WORKER(tp_vocab_parallel_matches_one_process) {
   }
 }
 
+// A transformer encoder layer (4 heads, feed-forward 16) split over the group, post-norm with ReLU
+// and pre-norm with GELU, sequence-first and batch-first: drawn from the same seed it is the
+// nn::TransformerEncoderLayer (its full state dict), with its outputs (keys padded), input
+// gradient and, after SGD steps, parameters.
+DIST_WORKER(tp_transformer_layer_matches_one_process) {
+  d::init_process_group("gloo");
+  for (bool pre_norm_gelu : {false, true}) {
+    auto options = nn::TransformerEncoderLayerOptions(8, 4).dim_feedforward(16).dropout(0.0);
+    options.norm_first(pre_norm_gelu).batch_first(pre_norm_gelu).activation(pre_norm_gelu ? "gelu" : "relu");
+    manual_seed(31);
+    nn::TransformerEncoderLayer ref(options);
+    manual_seed(31);
+    d::ParallelTransformerEncoderLayer net(options);
+    auto check_same_state = [&](const std::string& what) {
+      OrderedDict<Tensor> full = d::full_state_dict(*net), expected = ref->state_dict();
+      if (full.keys() != expected.keys()) throw Error("full_state_dict: keys differ from the layer's");
+      for (const auto& [key, value] : expected) check_close(full.at(key), value, what + " " + key, kF32);
+    };
+    check_same_state("initial");
+    // SGD: the key bias's gradient is zero up to rounding (softmax ignores a shift shared by all
+    // keys), which Adam would scale up to whole steps of either sign.
+    optim::SGD ref_opt(ref->parameters(), optim::SGDOptions(0.1));
+    optim::SGD opt(net->parameters(), optim::SGDOptions(0.1));
+    Tensor padding = tensor({{false, false, false, true, true}, {false, false, false, false, false}});
+    for (int step = 0; step < 3; ++step) {
+      manual_seed(500 + step);
+      Tensor x = randn({2, 5, 8}), gy = randn({2, 5, 8});
+      if (!pre_norm_gelu) x = x.transpose(0, 1).contiguous(), gy = gy.transpose(0, 1).contiguous();
+      Tensor rx = x.clone().requires_grad_(), nx = x.clone().requires_grad_();
+      ref_opt.zero_grad();
+      opt.zero_grad();
+      Tensor ref_out = ref(rx, Tensor(), padding), out = net(nx, padding);
+      check_close(out, ref_out, "output", kF32);
+      (ref_out * gy).sum().backward();
+      (out * gy).sum().backward();
+      check_close(nx.grad(), rx.grad(), "input gradient", kF32);
+      ref_opt.step();
+      opt.step();
+      check_same_state("after a step");
+    }
+  }
+}
+
 class TensorParallel : public ::testing::TestWithParam<int> {};
 
 TEST_P(TensorParallel, MlpMatchesOneProcess) { run_workers("tp_mlp_matches_one_process", GetParam()); }
 TEST_P(TensorParallel, RegionsByHand) { run_workers("tp_regions_by_hand", GetParam()); }
+TEST_P(TensorParallel, TransformerLayerMatchesOneProcess) {
+  run_workers("tp_transformer_layer_matches_one_process", GetParam());
+}
 TEST_P(TensorParallel, VocabParallelEmbeddingAndLossMatchOneProcess) {
   run_workers("tp_vocab_parallel_matches_one_process", GetParam());
 }
@@ -213,9 +262,9 @@ TEST(TensorParallel, GroupOfOneIsLinear) {
   Tensor x = randn({4, kIn});
   EXPECT_CLOSE(col(x), ref(x));
   EXPECT_CLOSE(row(x), ref(x));
-  EXPECT_EQ(col->shard_dim("weight"), 0);
-  EXPECT_EQ(row->shard_dim("weight"), 1);
-  EXPECT_EQ(row->shard_dim("bias"), std::nullopt);
+  EXPECT_EQ(col->shard_spec("weight")->dim, 0);
+  EXPECT_EQ(row->shard_spec("weight")->dim, 1);
+  EXPECT_FALSE(row->shard_spec("bias").has_value());
 }
 
 TEST(TensorParallelErrors, Arguments) {
@@ -249,6 +298,12 @@ TEST(TensorParallelErrors, Arguments) {
                      "vocab_parallel_cross_entropy", "target [N]");
   EXPECT_EMBER_ERROR(d::vocab_parallel_cross_entropy(logits, tensor({0, 1, 2}, kInt64), -100, "avg", pg),
                      "vocab_parallel_cross_entropy", "reduction");
+  EXPECT_EMBER_ERROR(d::ParallelSelfAttention(8, 3, 0.0, true, pg), "ParallelSelfAttention",
+                     "embed_dim (8) must be a positive multiple of num_heads (3)");
+  d::ParallelSelfAttention attn(8, 2, 0.0, true, pg);
+  EXPECT_EMBER_ERROR(attn(randn({2, 3, 8}), ones({2, 4}, kBool)), "ParallelSelfAttention",
+                     "key_padding_mask");
+  EXPECT_EMBER_ERROR(attn(randn({3, 8})), "ParallelSelfAttention", "expected x [N, L, E]");
   // A group of one is cross_entropy, an ignored target included.
   Tensor target = tensor({5, -100, 0}, kInt64);
   EXPECT_CLOSE(d::vocab_parallel_cross_entropy(logits, target, -100, "mean", pg),
