@@ -9,6 +9,7 @@
 #include <ember/distributed/parallel_transformer.h>
 #include <ember/distributed/tensor_parallel_state.h>
 #include <ember/distributed/vocab_parallel.h>
+#include <ember/examples/models/bert.h>
 #include <ember/nn/embedding.h>
 #include <ember/nn/linear.h>
 #include <ember/nn/transformer.h>
@@ -232,12 +233,53 @@ DIST_WORKER(tp_transformer_layer_matches_one_process) {
   }
 }
 
+// The BERT-style model with tensor_parallel: drawn from the same seed it is the single-process
+// model (its full state dict), with its loss, and after SGD steps its parameters, checkpointing
+// the layers or not.
+DIST_WORKER(tp_bert_like_matches_one_process) {
+  d::init_process_group("gloo");
+  auto options = models::BertLikeOptions()
+                     .vocab_size(16)
+                     .max_positions(6)
+                     .d_model(8)
+                     .heads(4)
+                     .dim_feedforward(16)
+                     .layers(2)
+                     .dropout(0.0);
+  manual_seed(41);
+  models::BertLike ref(options);
+  manual_seed(41);
+  models::BertLike net(options.tensor_parallel(d::default_group()));
+  optim::SGD ref_opt(ref->parameters(), optim::SGDOptions(0.1));
+  optim::SGD opt(net->parameters(), optim::SGDOptions(0.1));
+  Tensor positions = arange(6);
+  for (int step = 0; step < 3; ++step) {
+    OrderedDict<Tensor> full = d::full_state_dict(*net), expected = ref->state_dict();
+    if (full.keys() != expected.keys()) throw Error("full_state_dict: keys differ from the model's");
+    for (const auto& [key, value] : expected) check_close(full.at(key), value, key, kF32);
+    manual_seed(600 + step);
+    Tensor ids = randint(0, 16, {2, 6}), labels = randint(0, 16, {2, 6});
+    ref_opt.zero_grad();
+    opt.zero_grad();
+    Tensor ref_loss = ref(ids, positions, labels),
+           loss = net(ids, positions, labels, /*checkpoint=*/step == 1);
+    check_close(loss, ref_loss, "loss", kF32);
+    ref_loss.backward();
+    loss.backward();
+    ref_opt.step();
+    opt.step();
+  }
+}
+
 class TensorParallel : public ::testing::TestWithParam<int> {};
 
 TEST_P(TensorParallel, MlpMatchesOneProcess) { run_workers("tp_mlp_matches_one_process", GetParam()); }
 TEST_P(TensorParallel, RegionsByHand) { run_workers("tp_regions_by_hand", GetParam()); }
 TEST_P(TensorParallel, TransformerLayerMatchesOneProcess) {
   run_workers("tp_transformer_layer_matches_one_process", GetParam());
+}
+TEST_P(TensorParallel, BertLikeMatchesOneProcess) {
+  run_workers("tp_bert_like_matches_one_process", GetParam());
 }
 TEST_P(TensorParallel, VocabParallelEmbeddingAndLossMatchOneProcess) {
   run_workers("tp_vocab_parallel_matches_one_process", GetParam());
