@@ -151,6 +151,12 @@ void run_workers(const std::string& name, int world_size, const Env& extra, mill
   }
 }
 
+std::shared_ptr<distributed::ProcessGroup> group_of_one() {
+  auto store =
+      std::make_shared<distributed::TCPStore>("127.0.0.1", 0, std::nullopt, true, milliseconds(5000));
+  return distributed::make_process_group_gloo(std::make_shared<distributed::PrefixStore>("g", store), 0, 1);
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream f(path);
   std::stringstream ss;

@@ -63,6 +63,10 @@ class Process {
 void run_workers(const std::string& name, int world_size, const Env& extra = {},
                  milliseconds timeout = milliseconds(30'000));
 
+// A Gloo group of this process alone (over a TCPStore of its own), for one-process tests of the
+// parallel layers and optimizers.
+std::shared_ptr<distributed::ProcessGroup> group_of_one();
+
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& text);
 bool process_alive(pid_t pid);  // running (not a zombie)

@@ -103,11 +103,6 @@ TEST_P(Pipeline, OneForwardOneBackwardMatchesOneProcess) {
 INSTANTIATE_TEST_SUITE_P(Gloo, Pipeline, ::testing::Values(2, 4),
                          [](const auto& info) { return "world" + std::to_string(info.param); });
 
-std::shared_ptr<d::ProcessGroup> group_of_one() {
-  auto store = std::make_shared<d::TCPStore>("127.0.0.1", 0, std::nullopt, true, milliseconds(5000));
-  return d::make_process_group_gloo(std::make_shared<d::PrefixStore>("g", store), 0, 1);
-}
-
 // One stage is the first and the last: the whole model on micro-batches, gradients accumulated.
 TEST(Pipeline, OneStageIsTheWholeModel) {
   auto pg = group_of_one();

@@ -287,11 +287,6 @@ TEST_P(TensorParallel, VocabParallelEmbeddingAndLossMatchOneProcess) {
 INSTANTIATE_TEST_SUITE_P(Gloo, TensorParallel, ::testing::Values(2, 4),
                          [](const auto& info) { return "world" + std::to_string(info.param); });
 
-std::shared_ptr<d::ProcessGroup> group_of_one() {
-  auto store = std::make_shared<d::TCPStore>("127.0.0.1", 0, std::nullopt, true, milliseconds(5000));
-  return d::make_process_group_gloo(std::make_shared<d::PrefixStore>("g", store), 0, 1);
-}
-
 // A group of one: the layers are nn::Linear, drawn alike from the same seed.
 TEST(TensorParallel, GroupOfOneIsLinear) {
   auto pg = group_of_one();

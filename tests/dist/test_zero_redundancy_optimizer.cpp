@@ -196,11 +196,6 @@ struct FakeGroup : d::ProcessGroup {
   std::string backend_;
 };
 
-std::shared_ptr<d::ProcessGroup> group_of_one() {
-  auto store = std::make_shared<d::TCPStore>("127.0.0.1", 0, std::nullopt, true, milliseconds(5000));
-  return d::make_process_group_gloo(std::make_shared<d::PrefixStore>("g", store), 0, 1);
-}
-
 }  // namespace
 
 class Zero : public ::testing::TestWithParam<int> {};
