@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ember/autograd/checkpoint.h"
 #include "ember/core/factories.h"
 #include "ember/core/ops/shape_ops.h"
 #include "ember/distributed/parallel_regions.h"
@@ -19,8 +20,12 @@ constexpr int kHeader = 0, kActivation = 1, kGradient = 2;
 
 }  // namespace
 
-PipelineStage::PipelineStage(Forward forward, const std::shared_ptr<ProcessGroup>& group, Device device)
-    : forward_(std::move(forward)), group_(group_or_default("PipelineStage", group)), device_(device) {
+PipelineStage::PipelineStage(Forward forward, const std::shared_ptr<ProcessGroup>& group, Device device,
+                             bool checkpoint)
+    : forward_(std::move(forward)),
+      group_(group_or_default("PipelineStage", group)),
+      device_(device),
+      checkpoint_(checkpoint) {
   EMBER_CHECK(forward_, "PipelineStage: the stage's forward function is empty");
 }
 
@@ -79,7 +84,8 @@ void PipelineSchedule::forward(int m) {
     g.recv(mb.input, s - 1, tag(m, kActivation))->wait();
     mb.input.requires_grad_(mb.input.is_floating_point());
   }
-  Tensor out = stage_.forward_(mb.input);
+  Tensor out =
+      stage_.checkpoint_ ? autograd::checkpoint(stage_.forward_, mb.input) : stage_.forward_(mb.input);
   if (stage_.is_last()) {
     outputs_.push_back(out.detach());
     mb.loss = loss_fn_(out, targets_[m]) / n_;

@@ -30,8 +30,10 @@ class PipelineStage {
  public:
   using Forward = std::function<Tensor(const Tensor&)>;
   // `forward`: this stage's part of the model. `group` null: the default group. Activations
-  // between stages live on `device` (CUDA for NCCL).
-  PipelineStage(Forward forward, const std::shared_ptr<ProcessGroup>& group = nullptr, Device device = kCPU);
+  // between stages live on `device` (CUDA for NCCL). With `checkpoint`, the stage keeps only each
+  // micro-batch's input and recomputes the rest in its backward (autograd::checkpoint).
+  PipelineStage(Forward forward, const std::shared_ptr<ProcessGroup>& group = nullptr, Device device = kCPU,
+                bool checkpoint = false);
 
   int stage_index() const { return group_->rank(); }
   int num_stages() const { return group_->size(); }
@@ -43,6 +45,7 @@ class PipelineStage {
   Forward forward_;
   std::shared_ptr<ProcessGroup> group_;
   Device device_;
+  bool checkpoint_;
 };
 
 // What the schedules share: running one micro-batch's forward or backward on a stage.

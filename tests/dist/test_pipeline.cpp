@@ -1,6 +1,7 @@
 // Pipeline parallelism over Gloo with 2 and 4 processes: four linear layers cut into one stage
 // per rank, a batch of 8 rows in 4 micro-batches, GPipe and 1F1B. The last stage's output and the
-// micro-batches' losses are the whole model's on the whole batch, 1F1B holds fewer micro-batches; each
+// micro-batches' losses are the whole model's on the whole batch (checkpointed stages too), 1F1B
+// holds fewer micro-batches; each
 // stage's gradients and its parameters after AdamW steps are that model's. In one process: a pipeline of one
 // stage, errors.
 #include <ember/distributed/pipeline.h>
@@ -51,7 +52,14 @@ DIST_WORKER(pipeline_matches_one_process) {
   const bool one_f_one_b = std::string(std::getenv("PIPELINE_SCHEDULE")) == "1f1b";
   const int per = kLayers / world, first = rank * per, last = first + per;
   std::vector<nn::Linear> mine = make_layers(), ref = make_layers();
-  d::PipelineStage stage([&](const Tensor& x) { return run_layers(mine, first, last, x); });
+  const bool checkpoint = std::string(std::getenv("PIPELINE_CHECKPOINT")) == "1";
+  int calls = 0;  // of the stage's forward: checkpointing runs it again in backward
+  d::PipelineStage stage(
+      [&](const Tensor& x) {
+        ++calls;
+        return run_layers(mine, first, last, x);
+      },
+      nullptr, kCPU, checkpoint);
   std::unique_ptr<d::PipelineSchedule> schedule;
   if (one_f_one_b)
     schedule = std::make_unique<d::Schedule1F1B>(stage, kMicrobatches, mse);
@@ -68,7 +76,11 @@ DIST_WORKER(pipeline_matches_one_process) {
     Tensor ref_loss = mse(ref_out, y);
     ref_loss.backward();
     std::vector<Tensor> losses;
+    calls = 0;
     Tensor out = schedule->step(stage.is_first() ? x : Tensor(), stage.is_last() ? y : Tensor(), &losses);
+    if (calls != (checkpoint ? 2 : 1) * kMicrobatches)
+      throw Error(
+          detail::str_cat("the stage's forward ran ", calls, " times for ", kMicrobatches, " micro-batches"));
     if (stage.is_last()) {
       check_close(out, ref_out, "output", kF32);
       if (losses.size() != static_cast<size_t>(kMicrobatches))
@@ -95,10 +107,16 @@ DIST_WORKER(pipeline_matches_one_process) {
 class Pipeline : public ::testing::TestWithParam<int> {};
 
 TEST_P(Pipeline, GPipeMatchesOneProcess) {
-  run_workers("pipeline_matches_one_process", GetParam(), {{"PIPELINE_SCHEDULE", "gpipe"}});
+  run_workers("pipeline_matches_one_process", GetParam(),
+              {{"PIPELINE_SCHEDULE", "gpipe"}, {"PIPELINE_CHECKPOINT", "0"}});
 }
 TEST_P(Pipeline, OneForwardOneBackwardMatchesOneProcess) {
-  run_workers("pipeline_matches_one_process", GetParam(), {{"PIPELINE_SCHEDULE", "1f1b"}});
+  run_workers("pipeline_matches_one_process", GetParam(),
+              {{"PIPELINE_SCHEDULE", "1f1b"}, {"PIPELINE_CHECKPOINT", "0"}});
+}
+TEST_P(Pipeline, CheckpointedStagesMatchOneProcess) {
+  run_workers("pipeline_matches_one_process", GetParam(),
+              {{"PIPELINE_SCHEDULE", "1f1b"}, {"PIPELINE_CHECKPOINT", "1"}});
 }
 INSTANTIATE_TEST_SUITE_P(Gloo, Pipeline, ::testing::Values(2, 4),
                          [](const auto& info) { return "world" + std::to_string(info.param); });
