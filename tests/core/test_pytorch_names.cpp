@@ -20,11 +20,15 @@
 #include "ember/cuda/nvtx.h"
 #include "ember/data/distributed_sampler.h"
 #include "ember/distributed/ddp.h"
+#include "ember/distributed/device_mesh.h"
 #include "ember/distributed/distributed.h"
+#include "ember/distributed/parallel_linear.h"
+#include "ember/distributed/pipeline.h"
 #include "ember/distributed/process_group_gloo.h"
 #include "ember/distributed/process_group_nccl.h"
 #include "ember/distributed/sync_batch_norm.h"
 #include "ember/distributed/tcp_store.h"
+#include "ember/distributed/zero_redundancy_optimizer.h"
 #include "ember/ember.h"
 #include "test_util.h"
 #ifdef EMBER_WITH_CUDA
@@ -38,7 +42,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 211;
+constexpr int64_t kPresentRows = 215;
 
 using Sizes = std::vector<int64_t>;
 Sizes shape(const Tensor& t) { return t.sizes().vec(); }
@@ -572,6 +576,19 @@ TEST(PytorchNames, Distributed) {
   EXPECT_EQ(shape(sync_bn(randn({2, 3, 4}))), (Sizes{2, 3, 4}));
   nn::Sequential with_bn(nn::Linear(2, 3), nn::BatchNorm1d(3));
   EXPECT_EQ(nn::convert_sync_batchnorm(*with_bn), 1);
+  d::ZeroRedundancyOptimizer zero(model->parameters(),
+                                  d::optimizer_factory<optim::AdamW>(optim::AdamWOptions(1e-3)));
+  zero.step();
+  d::DeviceMesh mesh = d::init_device_mesh("cpu", {1}, {"dp"});
+  EXPECT_NE(mesh.get_group("dp"), nullptr);
+  d::ColumnParallelLinear column(d::ColumnParallelLinearOptions(2, 4));
+  d::RowParallelLinear row(d::RowParallelLinearOptions(4, 2));
+  EXPECT_EQ(shape(row(column(ones({3, 2})))), (Sizes{3, 2}));
+  d::PipelineStage stage([&](const Tensor& x) { return row(column(x)); });
+  auto mse = [](const Tensor& out, const Tensor& y) { return mse_loss(out, y); };
+  d::ScheduleGPipe gpipe(stage, 2, mse);
+  d::Schedule1F1B one_f_one_b(stage, 2, mse);
+  EXPECT_EQ(shape(one_f_one_b.step(ones({4, 2}), zeros({4, 2}))), (Sizes{4, 2}));
   d::destroy_process_group();
 }
 
