@@ -69,6 +69,7 @@
 #include "ember/optim/checkpoint.h"
 #include "ember/optim/grad_scaler.h"
 #include "ember/optim/lr_scheduler.h"
+#include "ember/optim/reduce_lr_on_plateau.h"
 #include "ember/optim/optimizer.h"
 #include "ember/optim/sgd.h"
 #include "ember/text/bert_tokenizer.h"

@@ -206,6 +206,110 @@ std::optional<std::vector<double>> CosineAnnealingLR::closed_form_lr() const {
   return lrs;
 }
 
+// --- PolynomialLR ---
+
+PolynomialLR::PolynomialLR(Optimizer& optimizer, int64_t total_iters, double power)
+    : LRScheduler(optimizer), total_iters_(total_iters), power_(power) {
+  EMBER_CHECK(total_iters > 0, "PolynomialLR: total_iters must be positive, got ", total_iters);
+  initial_step();
+}
+
+std::vector<double> PolynomialLR::get_lr() {
+  std::vector<double> lrs = current_lrs();
+  if (is_initial_ || last_epoch_ == 0 || last_epoch_ > total_iters_) return lrs;
+  const double e = static_cast<double>(last_epoch_), T = static_cast<double>(total_iters_);
+  const double decay = std::pow((1.0 - e / T) / (1.0 - (e - 1) / T), power_);
+  for (double& lr : lrs) lr *= decay;
+  return lrs;
+}
+
+std::optional<std::vector<double>> PolynomialLR::closed_form_lr() const {
+  std::vector<double> lrs;
+  const double T = static_cast<double>(total_iters_);
+  for (double base : base_lrs_)
+    lrs.push_back(base *
+                  std::pow(1.0 - static_cast<double>(std::min(total_iters_, last_epoch_)) / T, power_));
+  return lrs;
+}
+
+// --- CosineAnnealingWarmRestarts ---
+
+CosineAnnealingWarmRestarts::CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0, int64_t T_mult,
+                                                         double eta_min)
+    : LRScheduler(optimizer),
+      T_0_(T_0),
+      T_mult_(T_mult),
+      eta_min_(eta_min),
+      T_i_(static_cast<double>(T_0)),
+      T_cur_(-1) {
+  EMBER_CHECK(T_0 > 0, "CosineAnnealingWarmRestarts: T_0 must be positive, got ", T_0);
+  EMBER_CHECK(T_mult >= 1, "CosineAnnealingWarmRestarts: T_mult must be at least 1, got ", T_mult);
+  initial_step();
+}
+
+std::vector<double> CosineAnnealingWarmRestarts::get_lr() {
+  std::vector<double> lrs;
+  for (double base : base_lrs_)
+    lrs.push_back(eta_min_ + (base - eta_min_) * (1 + std::cos(kPi * T_cur_ / T_i_)) / 2);
+  return lrs;
+}
+
+void CosineAnnealingWarmRestarts::set_lrs() {
+  std::vector<OptimizerParamGroup>& groups = optimizer_.param_groups();
+  EMBER_CHECK(groups.size() == base_lrs_.size(), name(), ": the optimizer has ", groups.size(),
+              " parameter groups, the scheduler was made for ", base_lrs_.size());
+  std::vector<double> lrs = get_lr();
+  for (size_t i = 0; i < groups.size(); ++i) groups[i].options().set_lr(lrs[i]);
+  last_lr_ = current_lrs();
+}
+
+void CosineAnnealingWarmRestarts::step() {
+  if (last_epoch_ < 0) return step(0.0);
+  ++step_count_;
+  ++last_epoch_;
+  T_cur_ += 1;
+  if (T_cur_ >= T_i_) {
+    T_cur_ -= T_i_;
+    T_i_ *= static_cast<double>(T_mult_);
+  }
+  set_lrs();
+}
+
+void CosineAnnealingWarmRestarts::step(double epoch) {
+  EMBER_CHECK(epoch >= 0, name(), ": expected a non-negative epoch, got ", epoch);
+  ++step_count_;
+  const double T0 = static_cast<double>(T_0_), mult = static_cast<double>(T_mult_);
+  if (epoch >= T0) {
+    if (T_mult_ == 1) {
+      T_cur_ = std::fmod(epoch, T0);
+    } else {
+      const auto n = static_cast<int64_t>(std::log(epoch / T0 * (mult - 1) + 1) / std::log(mult));
+      T_cur_ = epoch - T0 * (std::pow(mult, static_cast<double>(n)) - 1) / (mult - 1);
+      T_i_ = T0 * std::pow(mult, static_cast<double>(n));
+    }
+  } else {
+    T_i_ = T0;
+    T_cur_ = epoch;
+  }
+  last_epoch_ = static_cast<int64_t>(std::floor(epoch));
+  set_lrs();
+}
+
+void CosineAnnealingWarmRestarts::save(std::map<std::string, std::string>& out,
+                                       const std::string& prefix) const {
+  LRScheduler::save(out, prefix);
+  out[prefix + "T_i"] = format_number(T_i_);
+  out[prefix + "T_cur"] = format_number(T_cur_);
+}
+
+void CosineAnnealingWarmRestarts::load(const std::map<std::string, std::string>& in,
+                                       const std::string& prefix) {
+  LRScheduler::load(in, prefix);
+  const std::string who = std::string(name()) + ".load_state_dict";
+  T_i_ = parse_number(who, prefix + "T_i", metadata_at(in, who, prefix + "T_i"));
+  T_cur_ = parse_number(who, prefix + "T_cur", metadata_at(in, who, prefix + "T_cur"));
+}
+
 // --- LinearLR ---
 
 LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor, int64_t total_iters)

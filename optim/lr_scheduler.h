@@ -131,6 +131,43 @@ class CosineAnnealingLR : public LRScheduler {
   double eta_min_;
 };
 
+// base_lr * (1 - min(epoch, total_iters) / total_iters)^power, computed recursively.
+class PolynomialLR : public LRScheduler {
+ public:
+  PolynomialLR(Optimizer& optimizer, int64_t total_iters = 5, double power = 1.0);
+  const char* name() const override { return "PolynomialLR"; }
+
+ protected:
+  std::vector<double> get_lr() override;
+  std::optional<std::vector<double>> closed_form_lr() const override;
+
+ private:
+  int64_t total_iters_;
+  double power_;
+};
+
+// SGDR: cosine annealing from base_lr to eta_min over T_i epochs, then a restart at base_lr with
+// T_i = T_i * T_mult (the first period T_0).
+class CosineAnnealingWarmRestarts : public LRScheduler {
+ public:
+  CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0, int64_t T_mult = 1, double eta_min = 0);
+  void step() override;
+  // Jumps to `epoch` (fractional within a period, as PyTorch's step(epoch) for batch updates).
+  void step(double epoch);
+  const char* name() const override { return "CosineAnnealingWarmRestarts"; }
+
+ protected:
+  std::vector<double> get_lr() override;
+  void save(std::map<std::string, std::string>& out, const std::string& prefix) const override;
+  void load(const std::map<std::string, std::string>& in, const std::string& prefix) override;
+
+ private:
+  void set_lrs();
+  int64_t T_0_, T_mult_;
+  double eta_min_;
+  double T_i_, T_cur_;
+};
+
 // The factor goes linearly from start_factor to end_factor over total_iters epochs.
 class LinearLR : public LRScheduler {
  public:

@@ -42,7 +42,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 215;
+constexpr int64_t kPresentRows = 217;
 
 using Sizes = std::vector<int64_t>;
 Sizes shape(const Tensor& t) { return t.sizes().vec(); }
@@ -397,6 +397,10 @@ TEST(PytorchNames, OptimAndLrScheduler) {
   optim::LinearLR linear(sgd, 0.5, 1.0, 4);
   optim::LambdaLR lambda(sgd, [](int64_t epoch) { return 1.0 / static_cast<double>(epoch + 1); });
   optim::OneCycleLR one_cycle(sgd, {0.1}, 10);
+  optim::ReduceLROnPlateau plateau(sgd, {.factor = 0.5, .patience = 2});
+  plateau.step(1.0);
+  optim::CosineAnnealingWarmRestarts restarts(sgd, 5, 2);
+  optim::PolynomialLR polynomial(sgd, 10, 2.0);
   auto warmup = std::make_shared<optim::LinearLR>(adam, 0.1, 1.0, 2);
   auto decay = std::make_shared<optim::CosineAnnealingLR>(adam, 8);
   optim::SequentialLR sequential(adam, {warmup, decay}, {2});

@@ -38,6 +38,7 @@
 //       print(name, "{" + ", ".join(repr(v) for v in lrs) + "}")
 //       print(name + "_momentum", "{" + ", ".join(repr(v) for v in moms) + "}")
 #include <cmath>
+#include <numbers>
 
 #include "test_util.h"
 
@@ -735,6 +736,93 @@ TEST(LRScheduler, LoadStateDictRefusesWhatDoesNotMatch) {
   bad = good;
   bad.metadata["base_lrs"] = "0.1,x";
   EXPECT_EMBER_ERROR(step_lr.load_state_dict(bad), "StepLR.load_state_dict: base_lrs is \"x\", not a number");
+}
+
+// PolynomialLR's recursive lrs are its closed form, base * (1 - min(e, T) / T)^power, by hand:
+// lr 0.1, T = 4, power 2 gives 0.1, 0.05625, 0.025, 0.00625, then 0.
+TEST(LRScheduler, PolynomialDecaysToZeroAndStays) {
+  std::vector<Tensor> ps = two_params();
+  optim::SGD opt(two_groups(ps));
+  optim::PolynomialLR sched(opt, 4, 2.0);
+  const std::vector<double> lrs = record(opt, sched, 6).lrs;
+  const double want[] = {0.1, 0.05625, 0.025, 0.00625, 0, 0, 0};
+  for (int e = 0; e <= 6; ++e) {
+    EXPECT_NEAR(lrs[2 * e], want[e], 1e-15) << "epoch " << e;
+    EXPECT_NEAR(lrs[2 * e + 1], want[e] / 2, 1e-15) << "epoch " << e;
+  }
+  EXPECT_EMBER_ERROR(optim::PolynomialLR(opt, 0), "PolynomialLR", "total_iters");
+}
+
+// SGDR with T_0 = 3, T_mult = 2: periods of 3, 6, 12 epochs, each a cosine from the base lr down
+// towards eta_min, by hand; step(5.5) lands 2.5 epochs into the second period.
+TEST(LRScheduler, CosineAnnealingWarmRestartsRestartsWithLongerPeriods) {
+  std::vector<Tensor> ps = two_params();
+  optim::SGD opt(two_groups(ps));
+  optim::CosineAnnealingWarmRestarts sched(opt, 3, 2, 0.01);
+  auto lr = [](double base, double t_cur, double t_i) {
+    return 0.01 + (base - 0.01) * (1 + std::cos(std::numbers::pi * t_cur / t_i)) / 2;
+  };
+  const std::vector<double> lrs = record(opt, sched, 10).lrs;
+  const std::pair<double, double> at[] = {{0, 3}, {1, 3}, {2, 3}, {0, 6},  {1, 6}, {2, 6},
+                                          {3, 6}, {4, 6}, {5, 6}, {0, 12}, {1, 12}};
+  for (int e = 0; e <= 10; ++e) {
+    EXPECT_NEAR(lrs[2 * e], lr(0.1, at[e].first, at[e].second), 1e-15) << "epoch " << e;
+    EXPECT_NEAR(lrs[2 * e + 1], lr(0.05, at[e].first, at[e].second), 1e-15) << "epoch " << e;
+  }
+  sched.step(5.5);
+  EXPECT_NEAR(sched.get_last_lr()[0], lr(0.1, 2.5, 6), 1e-15);
+  EXPECT_EQ(sched.last_epoch(), 5);
+  // The state resumes the schedule.
+  optim::SGD opt2(two_groups(two_params()));
+  optim::CosineAnnealingWarmRestarts resumed(opt2, 3, 2, 0.01);
+  resumed.load_state_dict(sched.state_dict());
+  sched.step();
+  resumed.step();
+  EXPECT_EQ(resumed.get_last_lr(), sched.get_last_lr());
+  EXPECT_NEAR(sched.get_last_lr()[0], lr(0.1, 3.5, 6), 1e-15);
+  EXPECT_EMBER_ERROR(optim::CosineAnnealingWarmRestarts(opt, 0), "CosineAnnealingWarmRestarts", "T_0");
+  EXPECT_EMBER_ERROR(sched.step(-1.0), "CosineAnnealingWarmRestarts", "non-negative epoch");
+}
+
+// ReduceLROnPlateau, PyTorch's rules by hand (factor 0.5, patience 2, cooldown 1): the lr halves
+// on the third bad epoch in a row, the epoch after a cut is not counted, and min_lr is a floor.
+TEST(LRScheduler, ReduceLROnPlateauHalvesAfterPatienceRunsOut) {
+  std::vector<Tensor> ps = two_params();
+  optim::SGD opt(two_groups(ps));
+  optim::ReduceLROnPlateau plateau(opt, {.factor = 0.5, .patience = 2, .cooldown = 1, .min_lr = {0.03, 0.0}});
+  const double metrics[] = {10, 9, 9.5, 9.4, 9.3, 9.2, 9.1, 9.05, 9.02, 9.01};
+  const double want[][2] = {{0.1, 0.05},   {0.1, 0.05},   {0.1, 0.05},   {0.1, 0.05},    {0.05, 0.025},
+                            {0.05, 0.025}, {0.05, 0.025}, {0.05, 0.025}, {0.03, 0.0125}, {0.03, 0.0125}};
+  optim::SGD opt2(two_groups(two_params()));
+  optim::ReduceLROnPlateau resumed(opt2,
+                                   {.factor = 0.5, .patience = 2, .cooldown = 1, .min_lr = {0.03, 0.0}});
+  for (int i = 0; i < 10; ++i) {
+    SCOPED_TRACE("epoch " + std::to_string(i));
+    plateau.step(metrics[i]);
+    EXPECT_NEAR(plateau.get_last_lr()[0], want[i][0], 1e-15);
+    EXPECT_NEAR(plateau.get_last_lr()[1], want[i][1], 1e-15);
+    EXPECT_EQ(opt.param_groups()[0].options().get_lr(), plateau.get_last_lr()[0]);
+    if (i == 5) {  // resume from here: the counters and the best metric travel
+      resumed.load_state_dict(plateau.state_dict());
+      for (size_t g = 0; g < 2; ++g) opt2.param_groups()[g].options().set_lr(plateau.get_last_lr()[g]);
+    }
+    if (i > 5) {
+      resumed.step(metrics[i]);
+      EXPECT_EQ(resumed.get_last_lr(), plateau.get_last_lr());
+    }
+  }
+  EXPECT_EQ(plateau.best(), 9);  // nothing after 9 beat it by the relative threshold
+  // "max" mode with an absolute threshold: a rise of less than 0.5 is no improvement.
+  optim::SGD opt3(two_groups(two_params()));
+  optim::ReduceLROnPlateau accuracy(
+      opt3, {.mode = "max", .patience = 0, .threshold = 0.5, .threshold_mode = "abs"});
+  accuracy.step(80);
+  accuracy.step(80.4);
+  EXPECT_NEAR(accuracy.get_last_lr()[0], 0.01, 1e-15);
+  EXPECT_EQ(accuracy.best(), 80);
+  EXPECT_EMBER_ERROR(optim::ReduceLROnPlateau(opt, {.factor = 1.0}), "ReduceLROnPlateau", "factor");
+  EXPECT_EMBER_ERROR(optim::ReduceLROnPlateau(opt, {.mode = "up"}), "ReduceLROnPlateau", "mode");
+  EXPECT_EMBER_ERROR(optim::ReduceLROnPlateau(opt, {.min_lr = {0, 0, 0}}), "ReduceLROnPlateau", "min_lr");
 }
 
 }  // namespace
