@@ -1,6 +1,6 @@
 #pragma once
 
-// Activation modules: ReLU, GELU, SiLU, Tanh, Sigmoid, Softmax.
+// Activation modules: ReLU, ReLU6, LeakyReLU, Hardswish, GELU, SiLU, Tanh, Sigmoid, Softmax.
 
 #include <string>
 
@@ -23,6 +23,37 @@ class ReLUImpl : public Module {
   ReLUOptions options;
 };
 EMBER_MODULE(ReLU);
+
+// min(max(x, 0), 6).
+class ReLU6Impl : public Module {
+ public:
+  ReLU6Impl() : Module("ReLU6") {}
+  Tensor forward(const Tensor& input);
+};
+EMBER_MODULE(ReLU6);
+
+struct LeakyReLUOptions {
+  EMBER_ARG(double, negative_slope) = 0.01;
+};
+
+// x where x >= 0, else negative_slope * x.
+class LeakyReLUImpl : public Module {
+ public:
+  explicit LeakyReLUImpl(const LeakyReLUOptions& options = {}) : Module("LeakyReLU"), options(options) {}
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+
+  LeakyReLUOptions options;
+};
+EMBER_MODULE(LeakyReLU);
+
+// x * relu6(x + 3) / 6.
+class HardswishImpl : public Module {
+ public:
+  HardswishImpl() : Module("Hardswish") {}
+  Tensor forward(const Tensor& input);
+};
+EMBER_MODULE(Hardswish);
 
 struct GELUOptions {
   // "none" (the exact erf form) or "tanh" (the tanh approximation).

@@ -93,4 +93,22 @@ Tensor rms_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor&
   return weight.defined() ? out * weight : out;
 }
 
+Tensor normalize(const Tensor& input, double p, int64_t dim, double eps) {
+  EMBER_CHECK(input.is_floating_point(), "normalize: expected a floating point input, got ", input.dtype());
+  return input / input.norm(p, {dim}, /*keepdim=*/true).clamp(eps);
+}
+
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double eps) {
+  EMBER_CHECK(x1.is_floating_point() && x2.is_floating_point(),
+              "cosine_similarity: expected floating point inputs, got ", x1.dtype(), " and ", x2.dtype());
+  DimVector shape = broadcast_shapes("cosine_similarity", x1.sizes(), x2.sizes());
+  const Tensor a = x1.expand(shape), b = x2.expand(shape);
+  // PyTorch's order: each side normalized first, which keeps large norms from overflowing.
+  return ((a / a.norm(2, {dim}, true).clamp(eps)) * (b / b.norm(2, {dim}, true).clamp(eps))).sum({dim});
+}
+
+Tensor relu6(const Tensor& input) { return clamp(input, 0, 6); }
+
+Tensor hardswish(const Tensor& input) { return input * clamp(input + 3, 0, 6) / 6; }
+
 }  // namespace ember::nn::functional

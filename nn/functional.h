@@ -62,4 +62,13 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, std::string_vie
 Tensor rms_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight = {},
                 std::optional<double> eps = std::nullopt);
 
+// input / max(||input||_p over dim, eps), as F.normalize.
+Tensor normalize(const Tensor& input, double p = 2.0, int64_t dim = 1, double eps = 1e-12);
+// The cosine of the angle between x1 and x2 (broadcast together) along dim: each divided by its
+// 2-norm (at least eps), then their dot product, as F.cosine_similarity.
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1, double eps = 1e-8);
+// min(max(x, 0), 6) and x * relu6(x + 3) / 6, as F.relu6 and F.hardswish.
+Tensor relu6(const Tensor& input);
+Tensor hardswish(const Tensor& input);
+
 }  // namespace ember::nn::functional

@@ -42,7 +42,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 217;
+constexpr int64_t kPresentRows = 221;
 
 using Sizes = std::vector<int64_t>;
 Sizes shape(const Tensor& t) { return t.sizes().vec(); }
@@ -235,6 +235,9 @@ TEST(PytorchNames, NnFunctional) {
   Tensor w = randn({3, 4}), b = randn({3});
   EXPECT_EQ(shape(F::linear(x, w, b)), (Sizes{2, 3}));
   EXPECT_EQ(shape(F::relu(x)), shape(x));
+  EXPECT_EQ(shape(F::normalize(x, 2.0, 1)), shape(x));
+  EXPECT_EQ(shape(F::cosine_similarity(x, x, 1)), (Sizes{2}));
+  EXPECT_EQ(shape(F::hardswish(x)), shape(F::relu6(x)));
   EXPECT_EQ(shape(F::silu(x)), shape(x));
   EXPECT_EQ(shape(F::gelu(x, "tanh")), shape(x));
   EXPECT_EQ(shape(F::softplus(x)), shape(x));
@@ -269,6 +272,10 @@ TEST(PytorchNames, NnFunctional) {
 }
 
 TEST(PytorchNames, NnModules) {
+  nn::LeakyReLU leaky(nn::LeakyReLUOptions().negative_slope(0.2));
+  nn::Hardswish hardswish;
+  nn::ReLU6 relu6;
+  EXPECT_EQ(shape(relu6(hardswish(leaky(ones({2}))))), (Sizes{2}));
   Net net;
   Tensor x = ones({3, 2});
   EXPECT_EQ(shape(net(x)), (Sizes{3, 2}));

@@ -449,6 +449,47 @@ TEST(NnActivations, ForwardMatchesPyTorchAndGradcheck) {
                      "\"fast\"");
 }
 
+// ReLU6, Hardswish and LeakyReLU by hand, at and around their kinks (-3, 0, 3, 6), and gradcheck
+// away from them.
+TEST(NnActivations, ReLU6HardswishLeakyReLUByHand) {
+  Tensor x = f64({-4, -3, -1, 0, 2, 3, 4, 7});
+  nn::ReLU6 relu6;
+  nn::Hardswish hardswish;
+  nn::LeakyReLU leaky(nn::LeakyReLUOptions().negative_slope(0.2));
+  EXPECT_CLOSE(relu6(x), f64({0, 0, 0, 0, 2, 3, 4, 6}));
+  EXPECT_CLOSE(hardswish(x), f64({0, 0, -1.0 / 3, 0, 5.0 / 3, 3, 4, 7}));
+  EXPECT_CLOSE(leaky(x), f64({-0.8, -0.6, -0.2, 0, 2, 3, 4, 7}));
+  EXPECT_EQ(leaky->extra_repr(), "negative_slope=0.2");
+  Tensor smooth = f64({-4.5, -1.2, 0.7, 2.5, 4.5, 7.3}).requires_grad_();
+  for (std::function<Tensor(const Tensor&)> fn :
+       {std::function<Tensor(const Tensor&)>(relu6), std::function<Tensor(const Tensor&)>(hardswish),
+        std::function<Tensor(const Tensor&)>(leaky)})
+    EXPECT_TRUE(autograd::gradcheck([&](const std::vector<Tensor>& in) { return fn(in[0]); }, {smooth}));
+  // hardswish's slope: 0 below -3, x / 3 + 1/2 between, 1 above 3.
+  hardswish(smooth).sum().backward();
+  EXPECT_CLOSE(smooth.grad(), f64({0, 0.1, 0.7 / 3 + 0.5, 2.5 / 3 + 0.5, 1, 1}));
+}
+
+// F.normalize and F.cosine_similarity by hand (a zero row stays zero: the norm is clamped to eps),
+// broadcasting, and gradcheck.
+TEST(NnFunctional, NormalizeAndCosineSimilarity) {
+  namespace F = nn::functional;
+  Tensor x = f64({{3, 4}, {0, 0}});
+  EXPECT_CLOSE(F::normalize(x), f64({{0.6, 0.8}, {0, 0}}));
+  EXPECT_CLOSE(F::normalize(x, 1.0), f64({{3.0 / 7, 4.0 / 7}, {0, 0}}));
+  EXPECT_CLOSE(F::normalize(f64({{3, 4}, {4, 3}}), 2.0, 0), f64({{0.6, 0.8}, {0.8, 0.6}}));
+  EXPECT_CLOSE(F::cosine_similarity(f64({{1, 0}, {1, 1}, {0, 0}}), f64({{1, 1}})),
+               f64({1 / std::sqrt(2.0), 1, 0}));
+  EXPECT_CLOSE(F::cosine_similarity(f64({{1, 2}, {-2, -4}}), f64({{2, 4}, {1, 2}}), 1), f64({1, -1}));
+  Tensor a = wave({3, 4}).requires_grad_(), b = wave({3, 4}, 0.7, 0.3).requires_grad_();
+  EXPECT_TRUE(
+      autograd::gradcheck([](const std::vector<Tensor>& in) { return F::normalize(in[0], 2.0, 1); }, {a}));
+  EXPECT_TRUE(autograd::gradcheck(
+      [](const std::vector<Tensor>& in) { return F::cosine_similarity(in[0], in[1], 1); }, {a, b}));
+  EXPECT_EMBER_ERROR(F::normalize(ones({2}, kInt64)), "normalize", "floating point");
+  EXPECT_EMBER_ERROR(F::cosine_similarity(ones({2, 3}), ones({2, 4})), "cosine_similarity", "[2, 3]");
+}
+
 TEST(NnDropout, TrainingDropsAndScalesEvalIsIdentity) {
   manual_seed(0);
   nn::Dropout drop(0.25);
