@@ -247,6 +247,9 @@ class Tensor {
   bool equal(const Tensor& other) const;
   Tensor isclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
   bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
 
   // --- Linear algebra (core/ops/linalg.h) ---
   Tensor matmul(const Tensor& other) const;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/ops/reduce.h"
@@ -43,7 +44,29 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool e
   return c.numel() == 0 || c.all().item<bool>();
 }
 
+Tensor isnan(const Tensor& x) {
+  EMBER_CHECK(x.defined(), "isnan: expected a defined tensor");
+  NoGradGuard no_grad;
+  return ne(x, x);
+}
+
+Tensor isinf(const Tensor& x) {
+  EMBER_CHECK(x.defined(), "isinf: expected a defined tensor");
+  NoGradGuard no_grad;
+  return x.is_floating_point() ? eq(abs(x), INFINITY)
+                               : zeros_like(x, TensorOptions(kBool).device(x.device()));
+}
+
+Tensor isfinite(const Tensor& x) {
+  EMBER_CHECK(x.defined(), "isfinite: expected a defined tensor");
+  NoGradGuard no_grad;
+  return x.is_floating_point() ? lt(abs(x), INFINITY) : ones_like(x, TensorOptions(kBool).device(x.device()));
+}
+
 bool Tensor::equal(const Tensor& other) const { return ember::equal(*this, other); }
+Tensor Tensor::isnan() const { return ember::isnan(*this); }
+Tensor Tensor::isinf() const { return ember::isinf(*this); }
+Tensor Tensor::isfinite() const { return ember::isfinite(*this); }
 Tensor Tensor::isclose(const Tensor& other, double rtol, double atol, bool equal_nan) const {
   return ember::isclose(*this, other, rtol, atol, equal_nan);
 }

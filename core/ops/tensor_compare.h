@@ -1,6 +1,7 @@
 #pragma once
 
-// Whole-tensor comparisons, as torch.equal, torch.isclose and torch.allclose.
+// Whole-tensor comparisons, as torch.equal, torch.isclose and torch.allclose, and the elementwise
+// tests torch.isnan, torch.isinf and torch.isfinite.
 #include "ember/core/tensor.h"
 
 namespace ember {
@@ -17,5 +18,10 @@ Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol
 // isclose(...).all(), on the host.
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
               bool equal_nan = false);
+
+// Bool tensors of x's shape: NaN; +-inf; neither. Integer and bool tensors hold neither.
+Tensor isnan(const Tensor& x);
+Tensor isinf(const Tensor& x);
+Tensor isfinite(const Tensor& x);
 
 }  // namespace ember

@@ -1,5 +1,5 @@
-// torch.equal / isclose / allclose, IntArrayRef's ==, and load_state_dict(load(path)): what
-// PyTorch users write first.
+// torch.equal / isclose / allclose / isnan / isinf / isfinite, IntArrayRef's ==, and
+// load_state_dict(load(path)): what PyTorch users write first.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -42,6 +42,26 @@ TEST(TensorCompare, IsCloseAndAllClose) {
   EXPECT_EMBER_ERROR(isclose(a, b, -1), "isclose: rtol and atol must be non-negative");
   EXPECT_EMBER_ERROR(isclose(tensor({1}, kBool), tensor({1}, kBool)),
                      "isclose: not defined for bool tensors");
+}
+
+// isnan / isinf / isfinite: NaN, both infinities, finite values (the largest too) in every float
+// dtype; integers and bools hold neither NaN nor inf.
+TEST(TensorCompare, IsNanIsInfIsFinite) {
+  const double big = std::numeric_limits<double>::max();
+  for (ScalarType dt : {kFloat64, kFloat32, kBFloat16, kFloat16}) {
+    SCOPED_TRACE(std::string(to_string(dt)));
+    Tensor x = tensor({std::nan(""), kInf, -kInf, 0.0, -2.5, dt == kFloat64 ? big : 1.0}, kFloat64).to(dt);
+    EXPECT_CLOSE(x.isnan(), tensor({1, 0, 0, 0, 0, 0}, kBool));
+    EXPECT_CLOSE(isinf(x), tensor({0, 1, 1, 0, 0, 0}, kBool));
+    EXPECT_CLOSE(x.isfinite(), tensor({0, 0, 0, 1, 1, 1}, kBool));
+  }
+  for (ScalarType dt : {kInt64, kInt32, kUInt8, kBool}) {
+    Tensor x = tensor({0, 1, 1}, dt);
+    EXPECT_CLOSE(isnan(x), zeros({3}, kBool));
+    EXPECT_CLOSE(x.isinf(), zeros({3}, kBool));
+    EXPECT_CLOSE(isfinite(x), ones({3}, kBool));
+  }
+  EXPECT_EMBER_ERROR(isnan(Tensor()), "isnan: expected a defined tensor");
 }
 
 TEST(TensorCompare, SizesCompareWithEquals) {
