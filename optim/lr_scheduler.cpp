@@ -59,10 +59,20 @@ std::vector<double> LRScheduler::current_lrs() const {
   return lrs;
 }
 
-void LRScheduler::update_lr(std::optional<int64_t> epoch) {
-  std::vector<OptimizerParamGroup>& groups = optimizer_.param_groups();
-  EMBER_CHECK(groups.size() == base_lrs_.size(), name(), ": the optimizer has ", groups.size(),
+void LRScheduler::check_groups() const {
+  const size_t groups = optimizer_.param_groups().size();
+  EMBER_CHECK(groups == base_lrs_.size(), name(), ": the optimizer has ", groups,
               " parameter groups, the scheduler was made for ", base_lrs_.size());
+}
+
+void LRScheduler::set_lrs(const std::vector<double>& lrs) {
+  std::vector<OptimizerParamGroup>& groups = optimizer_.param_groups();
+  for (size_t i = 0; i < groups.size(); ++i) groups[i].options().set_lr(lrs[i]);
+  last_lr_ = current_lrs();
+}
+
+void LRScheduler::update_lr(std::optional<int64_t> epoch) {
+  check_groups();
   std::vector<double> lrs;
   if (epoch) {
     last_epoch_ = *epoch;
@@ -72,8 +82,7 @@ void LRScheduler::update_lr(std::optional<int64_t> epoch) {
     ++last_epoch_;
     lrs = get_lr();
   }
-  for (size_t i = 0; i < groups.size(); ++i) groups[i].options().set_lr(lrs[i]);
-  last_lr_ = current_lrs();
+  set_lrs(lrs);
 }
 
 StateDict LRScheduler::state_dict() const {
@@ -254,17 +263,9 @@ std::vector<double> CosineAnnealingWarmRestarts::get_lr() {
   return lrs;
 }
 
-void CosineAnnealingWarmRestarts::set_lrs() {
-  std::vector<OptimizerParamGroup>& groups = optimizer_.param_groups();
-  EMBER_CHECK(groups.size() == base_lrs_.size(), name(), ": the optimizer has ", groups.size(),
-              " parameter groups, the scheduler was made for ", base_lrs_.size());
-  std::vector<double> lrs = get_lr();
-  for (size_t i = 0; i < groups.size(); ++i) groups[i].options().set_lr(lrs[i]);
-  last_lr_ = current_lrs();
-}
-
 void CosineAnnealingWarmRestarts::step() {
   if (last_epoch_ < 0) return step(0.0);
+  check_groups();
   ++step_count_;
   ++last_epoch_;
   T_cur_ += 1;
@@ -272,11 +273,12 @@ void CosineAnnealingWarmRestarts::step() {
     T_cur_ -= T_i_;
     T_i_ *= static_cast<double>(T_mult_);
   }
-  set_lrs();
+  set_lrs(get_lr());
 }
 
 void CosineAnnealingWarmRestarts::step(double epoch) {
   EMBER_CHECK(epoch >= 0, name(), ": expected a non-negative epoch, got ", epoch);
+  check_groups();
   ++step_count_;
   const double T0 = static_cast<double>(T_0_), mult = static_cast<double>(T_mult_);
   if (epoch >= T0) {
@@ -292,7 +294,7 @@ void CosineAnnealingWarmRestarts::step(double epoch) {
     T_cur_ = epoch;
   }
   last_epoch_ = static_cast<int64_t>(std::floor(epoch));
-  set_lrs();
+  set_lrs(get_lr());
 }
 
 void CosineAnnealingWarmRestarts::save(std::map<std::string, std::string>& out,

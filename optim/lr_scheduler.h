@@ -60,6 +60,10 @@ class LRScheduler {
   virtual void undo_initial_step() { --last_epoch_; }
 
   std::vector<double> current_lrs() const;
+  // An error unless the optimizer still has the groups the scheduler was made for.
+  void check_groups() const;
+  // Sets each group's lr, and the last lrs.
+  void set_lrs(const std::vector<double>& lrs);
   // PyTorch's _update_lr: last_epoch + 1 (or = epoch, with the closed form if any), lrs applied.
   void update_lr(std::optional<int64_t> epoch = std::nullopt);
 
@@ -162,7 +166,6 @@ class CosineAnnealingWarmRestarts : public LRScheduler {
   void load(const std::map<std::string, std::string>& in, const std::string& prefix) override;
 
  private:
-  void set_lrs();
   int64_t T_0_, T_mult_;
   double eta_min_;
   double T_i_, T_cur_;
