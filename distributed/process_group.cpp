@@ -171,18 +171,23 @@ void check_like(const char* op, const Tensor& t, const Tensor& ref, const char* 
 
 }  // namespace
 
+// The backends get the tensors without their autograd history (detach(): the same memory). A
+// queued collective holds its tensors until its job ends on the backend's thread; a graph kept
+// alive through them can hold the last reference to this group (the tensor-parallel regions'
+// backwards capture it), whose destructor would then join that thread from itself (seen as
+// "Resource deadlock avoided" at a worker's exit).
 std::shared_ptr<Work> ProcessGroup::all_reduce(const Tensor& tensor, ReduceOp op) {
   check_dense(kOpNames[0], tensor);
   check_tensor(kOpNames[0], tensor);
   check_reduce_op(kOpNames[0], tensor, op);
-  return all_reduce_impl(tensor, op);
+  return all_reduce_impl(tensor.detach(), op);
 }
 
 std::shared_ptr<Work> ProcessGroup::broadcast(const Tensor& tensor, int root) {
   check_dense(kOpNames[1], tensor);
   check_tensor(kOpNames[1], tensor);
   check_rank(kOpNames[1], "root", root, size_);
-  return broadcast_impl(tensor, root);
+  return broadcast_impl(tensor.detach(), root);
 }
 
 std::shared_ptr<Work> ProcessGroup::reduce(const Tensor& tensor, int root, ReduceOp op) {
@@ -190,7 +195,7 @@ std::shared_ptr<Work> ProcessGroup::reduce(const Tensor& tensor, int root, Reduc
   check_tensor(kOpNames[2], tensor);
   check_rank(kOpNames[2], "root", root, size_);
   check_reduce_op(kOpNames[2], tensor, op);
-  return reduce_impl(tensor, root, op);
+  return reduce_impl(tensor.detach(), root, op);
 }
 
 std::shared_ptr<Work> ProcessGroup::all_gather(const std::vector<Tensor>& outputs, const Tensor& input) {
@@ -205,7 +210,7 @@ std::shared_ptr<Work> ProcessGroup::all_gather(const std::vector<Tensor>& output
                 outputs[i].sizes(), ", input has ", input.sizes());
   }
   Tensor flat = empty({size_ * input.numel()}, input.options());
-  auto work = all_gather_impl(flat, input);
+  auto work = all_gather_impl(flat, input.detach());
   return std::make_shared<ThenWork>(work, [flat, outputs, n = input.numel()] {
     for (size_t i = 0; i < outputs.size(); ++i)
       outputs[i].view({n}).copy_(flat.narrow(0, static_cast<int64_t>(i) * n, n));
@@ -220,7 +225,7 @@ std::shared_ptr<Work> ProcessGroup::all_gather_into_tensor(const Tensor& output,
   EMBER_CHECK(output.numel() == size_ * input.numel(), op, ": output has ", output.numel(),
               " elements (shape ", output.sizes(), "), expected ", size_, " x ", input.numel(),
               " (group size x input ", input.sizes(), ")");
-  return all_gather_impl(output, input);
+  return all_gather_impl(output.detach(), input.detach());
 }
 
 std::shared_ptr<Work> ProcessGroup::reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
@@ -238,7 +243,7 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter(const Tensor& output, const s
                 inputs[i].sizes(), ", output has ", output.sizes());
     flat.push_back(inputs[i].reshape({-1}));
   }
-  return reduce_scatter_impl(output, cat(flat), op);
+  return reduce_scatter_impl(output.detach(), cat(flat).detach(), op);
 }
 
 std::shared_ptr<Work> ProcessGroup::reduce_scatter_tensor(const Tensor& output, const Tensor& input,
@@ -251,7 +256,7 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter_tensor(const Tensor& output, 
   EMBER_CHECK(input.numel() == size_ * output.numel(), name, ": input has ", input.numel(),
               " elements (shape ", input.sizes(), "), expected ", size_, " x ", output.numel(),
               " (group size x output ", output.sizes(), ")");
-  return reduce_scatter_impl(output, input, op);
+  return reduce_scatter_impl(output.detach(), input.detach(), op);
 }
 
 std::shared_ptr<Work> ProcessGroup::all_to_all(const std::vector<Tensor>& outputs,
@@ -273,7 +278,7 @@ std::shared_ptr<Work> ProcessGroup::all_to_all(const std::vector<Tensor>& output
   }
   int64_t total_out = std::accumulate(out_counts.begin(), out_counts.end(), int64_t{0});
   Tensor flat_out = empty({total_out}, inputs[0].options());
-  auto work = all_to_all_impl(flat_out, cat(flat_in), out_counts, in_counts);
+  auto work = all_to_all_impl(flat_out, cat(flat_in).detach(), out_counts, in_counts);
   return std::make_shared<ThenWork>(work, [flat_out, outputs, out_counts] {
     int64_t off = 0;
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -319,7 +324,8 @@ std::shared_ptr<Work> ProcessGroup::all_to_all_single(const Tensor& output, cons
   check_dense(op, input, "input");
   check_tensor(op, input);
   check_like(op, output, input, "output", 0);
-  return all_to_all_impl(output, input, split_counts(op, "output", output, output_split_sizes, size_),
+  return all_to_all_impl(output.detach(), input.detach(),
+                         split_counts(op, "output", output, output_split_sizes, size_),
                          split_counts(op, "input", input, input_split_sizes, size_));
 }
 
@@ -329,7 +335,7 @@ std::shared_ptr<Work> ProcessGroup::send(const Tensor& tensor, int dst, int tag)
   check_rank(kOpNames[9], "dst", dst, size_);
   EMBER_CHECK(dst != rank_, "send: rank ", rank_, " cannot send to itself");
   EMBER_CHECK(tag >= 0, "send: tag must be non-negative, got ", tag);
-  return send_impl(tensor, dst, tag);
+  return send_impl(tensor.detach(), dst, tag);
 }
 
 std::shared_ptr<Work> ProcessGroup::recv(const Tensor& tensor, int src, int tag) {
@@ -338,7 +344,7 @@ std::shared_ptr<Work> ProcessGroup::recv(const Tensor& tensor, int src, int tag)
   check_rank(kOpNames[10], "src", src, size_);
   EMBER_CHECK(src != rank_, "recv: rank ", rank_, " cannot receive from itself");
   EMBER_CHECK(tag >= 0, "recv: tag must be non-negative, got ", tag);
-  return recv_impl(tensor, src, tag);
+  return recv_impl(tensor.detach(), src, tag);
 }
 
 std::shared_ptr<Work> ProcessGroup::barrier() { return barrier_impl(); }
