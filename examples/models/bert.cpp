@@ -30,17 +30,16 @@ BertLikeImpl::BertLikeImpl(const BertLikeOptions& options) : Module("BertLike"),
                            .activation("gelu")
                            .batch_first(true)
                            .norm_first(false);
+  // Each closure keeps its layer alive (checkpointing runs it again in backward).
+  auto add_layer = [&](auto layer) {
+    layers->push_back(layer);
+    layer_forwards_.push_back([layer](const Tensor& x) { return layer->forward(x); });
+  };
   for (int64_t i = 0; i < options.layers(); ++i) {
-    // Each closure keeps its layer alive (checkpointing runs it again in backward).
-    if (tp) {
-      dist::ParallelTransformerEncoderLayer layer(layer_options, tp);
-      layers->push_back(layer);
-      layer_forwards_.push_back([layer](const Tensor& x) { return layer->forward(x); });
-    } else {
-      nn::TransformerEncoderLayer layer(layer_options);
-      layers->push_back(layer);
-      layer_forwards_.push_back([layer](const Tensor& x) { return layer->forward(x); });
-    }
+    if (tp)
+      add_layer(dist::ParallelTransformerEncoderLayer(layer_options, tp));
+    else
+      add_layer(nn::TransformerEncoderLayer(layer_options));
   }
   if (tp) {
     auto head = register_module(
