@@ -43,6 +43,7 @@ bool cudnn_sdp_available() { return false; }
 #include "ember/core/ops/attention.h"
 #include "ember/cuda/cudnn_handle.h"
 #include "ember/cuda/handle_pool.h"
+#include "ember/cuda/philox_tensor.h"
 
 namespace ember::cuda {
 
@@ -296,15 +297,9 @@ Tensor bias_from(const Tensor& mask, ScalarType dt, int64_t L) {
   return b.expand({b.size(0), b.size(1), L, b.size(3)});
 }
 
-// The draw's seed and offset on the device, where cuDNN reads them and the backward finds them.
 // cuDNN's offset counts Philox numbers per thread: ember's per-op offsets are spread 2^32 apart so
 // that no two draws share numbers.
-Tensor rng_tensor(PhiloxState rng, Device device) {
-  Tensor r = empty({2}, TensorOptions(kInt64).device(device));
-  r.select(0, 0).fill_(std::bit_cast<int64_t>(rng.seed));
-  r.select(0, 1).fill_(std::bit_cast<int64_t>(rng.offset << 32));
-  return r;
-}
+constexpr int kCudnnOffsetShift = 32;
 
 std::optional<SdpaFused> sdpa_fused_cuda(const Tensor& q, const Tensor& k, const Tensor& v,
                                          const Tensor& mask, bool is_causal, double scale, double dropout_p,
@@ -323,7 +318,7 @@ std::optional<SdpaFused> sdpa_fused_cuda(const Tensor& q, const Tensor& k, const
   const Built& fwd = graph_for(t, is_causal, scale, dropout_p, training, false);
   if (!fwd.ok() || (training && !backward_graph(t, is_causal, scale, dropout_p).ok())) return std::nullopt;
 
-  SdpaFused f{t.out, t.stats, t.bias, dropout_p > 0 ? rng_tensor(rng, q.device()) : Tensor()};
+  SdpaFused f{t.out, t.stats, t.bias, dropout_p > 0 ? philox_tensor(rng, q.device(), kCudnnOffsetShift) : Tensor()};
   std::unordered_map<int64_t, void*> pack = {
       {kQ, q.data_ptr()}, {kK, k.data_ptr()}, {kV, v.data_ptr()}, {kO, f.out.data_ptr()}};
   if (training) pack[kStats] = f.stats.data_ptr();

@@ -65,8 +65,9 @@ __device__ C mask_value(const MaskArgs& m, int64_t base, int64_t j, C s) {
 template <class C, class P>
 __global__ void softmax_rows_kernel(C* scores, P* probs, int64_t rows, int64_t L, int64_t S,
                                     int64_t first_batch, MaskArgs mask, bool causal, double dropout_p,
-                                    C keep_scale, uint64_t seed, uint64_t offset) {
+                                    C keep_scale, PhiloxState state) {
   __shared__ C red[kWarpSize];
+  const PhiloxState rng = dropout_p > 0 ? state.resolved() : state;
   constexpr C kNegInf = -std::numeric_limits<C>::infinity();
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int64_t bi = first_batch + row / L, q = row % L;
@@ -98,7 +99,7 @@ __global__ void softmax_rows_kernel(C* scores, P* probs, int64_t rows, int64_t L
       if (dropout_p > 0) {
         // Element (q, j) of batch entry bi: word idx % 4 of Philox block idx / 4, as on the CPU.
         const auto idx = static_cast<uint64_t>(bi * L * S + q * S + j);
-        const float u = uniform_float(philox_block(seed, offset, idx / 4).v[idx % 4]);
+        const float u = uniform_float(philox_block(rng.seed, rng.offset, idx / 4).v[idx % 4]);
         p = u >= dropout_p ? p * keep_scale : C(0);
       }
       pr[j] = static_cast<P>(p);
@@ -113,7 +114,7 @@ void launch_softmax(const Tensor& scores, const Tensor& probs, int64_t rows, int
   const C keep_scale = dropout_p < 1 ? static_cast<C>(1 / (1 - dropout_p)) : C(0);
   softmax_rows_kernel<C, P><<<grid_for(rows, 1), kSoftmaxThreads, 0, current_stream().stream()>>>(
       static_cast<C*>(scores.data_ptr()), static_cast<P*>(probs.data_ptr()), rows, L, S, first_batch, mask,
-      causal, dropout_p, keep_scale, rng.seed, rng.offset);
+      causal, dropout_p, keep_scale, rng);
   EMBER_CUDA_LAUNCH_CHECK();
 }
 

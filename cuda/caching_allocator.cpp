@@ -11,12 +11,20 @@
 // Streams: a block belongs to the stream it was allocated on, so reusing it in stream order is
 // safe. A block also used on other streams (record_stream) gets an event recorded on each of
 // them when freed and returns to the pool once they have completed (checked on each malloc).
+//
+// CUDA graphs (cuda/graph.h): while a stream captures, what it allocates comes from the capture's
+// private pool, never from the shared pools, and goes back there when freed: a replay writes
+// exactly the memory the capture was given, so no other tensor may hold it. A private pool lives
+// until every graph that captured into it is reset; its segments are then freed once their blocks
+// are. During a capture nothing is freed to CUDA and no event is queried (both would break the
+// capture): frees that need events wait until the last capture ends.
 #include "ember/cuda/caching_allocator.h"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <cstdio>
 #include <deque>
 #include <limits>
@@ -48,6 +56,7 @@ constexpr size_t kMaxRequest = std::numeric_limits<size_t>::max() / 2;
 size_t round_up(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
 struct Block;
+struct PrivatePool;
 
 struct BlockLess {
   bool operator()(const Block* a, const Block* b) const;
@@ -56,6 +65,15 @@ struct BlockLess {
 struct BlockPool {
   std::set<Block*, BlockLess> blocks;  // the free blocks
   bool is_small;
+  PrivatePool* owner = nullptr;  // the graph pool it belongs to, if any
+};
+
+// A CUDA graph's memory: its own small and large pools, held by the graphs that captured into it.
+struct PrivatePool {
+  BlockPool small{{}, true, this};
+  BlockPool large{{}, false, this};
+  int use_count = 1;
+  int64_t segments = 0;
 };
 
 // A piece of one segment; the blocks of a segment form a list in address order, and all belong
@@ -150,10 +168,12 @@ class DeviceAllocator {
 
   Block* malloc(size_t nbytes, cudaStream_t stream) {
     std::lock_guard<std::mutex> lock(mutex_);
-    process_events();
+    if (capture_pools_.empty()) process_events();
     size_t size =
         nbytes > kMaxRequest ? kMaxRequest : round_up(std::max(nbytes, kMinBlockSize), kMinBlockSize);
-    BlockPool& pool = size <= kSmallSize ? small_ : large_;
+    PrivatePool* graph_pool = capturing_pool(stream);
+    BlockPool& pool = size <= kSmallSize ? (graph_pool ? graph_pool->small : small_)
+                                         : (graph_pool ? graph_pool->large : large_);
     Block* block = take_free_block(pool, size, stream);
     if (!block) block = new_segment(pool, size, stream);
     return use_block(block, size, nbytes);
@@ -169,16 +189,46 @@ class DeviceAllocator {
     update(stats_.requested_bytes, pool, -static_cast<int64_t>(block->requested));
     if (block->stream_uses.empty()) {
       return_to_pool(block);
-      return;
+    } else if (!capture_pools_.empty()) {
+      ++block->event_count;  // held out of its pool until the captures end
+      deferred_.push_back(block);
+    } else {
+      record_free_events(block);
     }
-    DeviceGuard guard(device_);  // the legacy default stream is the current device's
-    for (cudaStream_t s : block->stream_uses) {
-      cudaEvent_t event = spare_event();
-      EMBER_CUDA_CHECK(cudaEventRecord(event, s));
-      ++block->event_count;
-      pending_[s].emplace_back(event, block);
+  }
+
+  // CUDA graphs: from here until end_allocate_to_pool, what the capture `capture_id` allocates
+  // comes from the private pool `id` (made on first use, else shared with the graphs holding it).
+  void begin_allocate_to_pool(MempoolId id, unsigned long long capture_id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_ptr<PrivatePool>& pool = graph_pools_[id];
+    if (pool)
+      ++pool->use_count;
+    else
+      pool = std::make_unique<PrivatePool>();
+    capture_pools_[capture_id] = pool.get();
+  }
+
+  void end_allocate_to_pool(unsigned long long capture_id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    capture_pools_.erase(capture_id);
+    if (!capture_pools_.empty()) return;
+    for (Block* block : deferred_) {
+      --block->event_count;
+      record_free_events(block);
     }
-    block->stream_uses.clear();
+    deferred_.clear();
+    release_unused_pools();
+  }
+
+  // A graph that held pool `id` is reset: with no holder left, its free segments go back to CUDA,
+  // the others when their blocks are freed.
+  void release_pool(MempoolId id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = graph_pools_.find(id);
+    if (it == graph_pools_.end()) return;
+    --it->second->use_count;
+    if (capture_pools_.empty()) release_unused_pools();
   }
 
   // False when `ptr` is not the start of a live block of this device.
@@ -195,6 +245,8 @@ class DeviceAllocator {
 
   void empty_cache() {
     std::lock_guard<std::mutex> lock(mutex_);
+    EMBER_CHECK(capture_pools_.empty(), "empty_cache: a CUDA graph is being captured on cuda:", device_,
+                ", and freeing memory to CUDA during a capture would invalidate it");
     release_cached_segments();
   }
 
@@ -218,6 +270,28 @@ class DeviceAllocator {
   }
 
  private:
+  // The private pool of the capture `stream` takes part in, if it captures into one.
+  PrivatePool* capturing_pool(cudaStream_t stream) {
+    if (capture_pools_.empty()) return nullptr;
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    unsigned long long id = 0;
+    EMBER_CUDA_CHECK(cudaStreamGetCaptureInfo(stream, &status, &id));
+    if (status != cudaStreamCaptureStatusActive) return nullptr;
+    auto it = capture_pools_.find(id);
+    return it == capture_pools_.end() ? nullptr : it->second;
+  }
+
+  void record_free_events(Block* block) {
+    DeviceGuard guard(device_);  // the legacy default stream is the current device's
+    for (cudaStream_t s : block->stream_uses) {
+      cudaEvent_t event = spare_event();
+      EMBER_CUDA_CHECK(cudaEventRecord(event, s));
+      ++block->event_count;
+      pending_[s].emplace_back(event, block);
+    }
+    block->stream_uses.clear();
+  }
+
   // The smallest free block of `stream` that holds `size`, taken out of the pool.
   Block* take_free_block(BlockPool& pool, size_t size, cudaStream_t stream) {
     Block key(device_, stream, size, &pool, nullptr);
@@ -234,7 +308,7 @@ class DeviceAllocator {
                                                   : round_up(size, kRoundLarge);
     void* ptr = nullptr;
     cudaError_t err = device_malloc(&ptr, segment_size);
-    if (err == cudaErrorMemoryAllocation) {
+    if (err == cudaErrorMemoryAllocation && capture_pools_.empty()) {
       // Give every cached segment nobody uses back to CUDA and try once more.
       release_cached_segments();
       ++stats_.num_alloc_retries;
@@ -248,13 +322,20 @@ class DeviceAllocator {
     update(stats_.segment, pool, 1);
     update(stats_.reserved_bytes, pool, static_cast<int64_t>(segment_size));
     ++stats_.num_device_alloc;
+    if (pool.owner) ++pool.owner->segments;
     return new Block{device_, stream, segment_size, &pool, static_cast<char*>(ptr)};
   }
 
   cudaError_t device_malloc(void** ptr, size_t size) {
     DeviceGuard guard(device_);
+    // A capture in the default (global) mode refuses cudaMalloc on this thread; the graph only
+    // needs the address, so the call runs in relaxed mode, as PyTorch's does.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    const bool capturing = !capture_pools_.empty();
+    if (capturing) EMBER_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
     cudaError_t err = cudaMalloc(ptr, size);
     if (err != cudaSuccess) cudaGetLastError();  // not sticky: clear it for later checks
+    if (capturing) EMBER_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
     return err;
   }
 
@@ -262,12 +343,15 @@ class DeviceAllocator {
     auto [free, total] = mem_get_info(device_);
     int64_t allocated = stats_.allocated_bytes[0].current;
     int64_t cached = stats_.reserved_bytes[0].current - allocated;
+    const char* capture = capture_pools_.empty() ? ""
+                                                  : " A CUDA graph is being captured, so the cache was not freed "
+                                                    "to make room.";
     return ember::detail::str_cat("CUDA out of memory. Tried to allocate ", format_size(segment_size),
                                   ". GPU ", device_, " has a total capacity of ", format_size(total),
                                   " of which ", format_size(free), " is free. Of the allocated memory ",
                                   format_size(static_cast<size_t>(allocated)), " is allocated by ember, and ",
                                   format_size(static_cast<size_t>(cached)),
-                                  " is reserved by ember but unallocated.");
+                                  " is reserved by ember but unallocated.", capture);
   }
 
   // Hands out the front `size` bytes of a free block; a remainder worth keeping stays in the pool.
@@ -337,6 +421,7 @@ class DeviceAllocator {
     update(stats_.inactive_split_bytes, pool, split_bytes);
     update(stats_.active, pool, -1);
     update(stats_.active_bytes, pool, -active_bytes);
+    if (pool.owner && pool.owner->use_count == 0 && capture_pools_.empty()) release_unused_pools();
   }
 
   cudaEvent_t spare_event() {
@@ -382,25 +467,45 @@ class DeviceAllocator {
       }
     }
     pending_.clear();
-    std::optional<DeviceGuard> guard;  // set only when there is something to free
-    for (BlockPool* pool : {&small_, &large_}) {
-      for (auto it = pool->blocks.begin(); it != pool->blocks.end();) {
-        Block* block = *it;
-        if (block->is_split()) {
-          ++it;
-          continue;
-        }
-        if (!guard) guard.emplace(device_);
-        EMBER_CUDA_CHECK(cudaFree(block->ptr));
-        update(stats_.segment, *pool, -1);
-        update(stats_.reserved_bytes, *pool, -static_cast<int64_t>(block->size));
-        ++stats_.num_device_free;
-        it = pool->blocks.erase(it);
-        delete block;
-      }
-    }
+    free_whole_segments(small_);
+    free_whole_segments(large_);
+    release_unused_pools();
     for (cudaEvent_t e : spare_events_) cudaEventDestroy(e);
     spare_events_.clear();
+  }
+
+  // Gives the pool's free blocks that are whole segments back to CUDA.
+  void free_whole_segments(BlockPool& pool) {
+    std::optional<DeviceGuard> guard;  // set only when there is something to free
+    for (auto it = pool.blocks.begin(); it != pool.blocks.end();) {
+      Block* block = *it;
+      if (block->is_split()) {
+        ++it;
+        continue;
+      }
+      if (!guard) guard.emplace(device_);
+      EMBER_CUDA_CHECK(cudaFree(block->ptr));
+      update(stats_.segment, pool, -1);
+      update(stats_.reserved_bytes, pool, -static_cast<int64_t>(block->size));
+      ++stats_.num_device_free;
+      if (pool.owner) --pool.owner->segments;
+      it = pool.blocks.erase(it);
+      delete block;
+    }
+  }
+
+  // Frees what graph pools no graph holds any more; a pool goes when its last segment does.
+  void release_unused_pools() {
+    for (auto it = graph_pools_.begin(); it != graph_pools_.end();) {
+      PrivatePool& pool = *it->second;
+      if (pool.use_count > 0) {
+        ++it;
+        continue;
+      }
+      free_whole_segments(pool.small);
+      free_whole_segments(pool.large);
+      it = pool.segments == 0 ? graph_pools_.erase(it) : std::next(it);
+    }
   }
 
   std::mutex mutex_;
@@ -412,6 +517,9 @@ class DeviceAllocator {
   std::unordered_map<cudaStream_t, std::deque<std::pair<cudaEvent_t, Block*>>> pending_;
   std::vector<cudaEvent_t> spare_events_;
   DeviceStats stats_;
+  std::map<MempoolId, std::unique_ptr<PrivatePool>> graph_pools_;
+  std::unordered_map<unsigned long long, PrivatePool*> capture_pools_;  // by capture id, while capturing
+  std::vector<Block*> deferred_;  // freed during a capture, their stream uses not yet recorded
 };
 
 // One allocator per device, never destroyed: tensors may be freed during static destruction.
@@ -558,6 +666,18 @@ std::string memory_summary(int device, bool abbreviated) {
 void empty_cache() {
   for (int d = 0; d < device_count(); ++d) device_allocator(d).empty_cache();
 }
+
+namespace detail {
+
+void begin_allocate_to_pool(int device, MempoolId pool, unsigned long long capture_id) {
+  device_allocator(device).begin_allocate_to_pool(pool, capture_id);
+}
+void end_allocate_to_pool(int device, unsigned long long capture_id) {
+  device_allocator(device).end_allocate_to_pool(capture_id);
+}
+void release_pool(int device, MempoolId pool) { device_allocator(device).release_pool(pool); }
+
+}  // namespace detail
 
 void record_stream(const void* ptr, const Stream& stream) {
   int device = detail::resolve_device("record_stream", stream.device_index());

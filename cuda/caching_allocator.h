@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 
 // The CUDA caching allocator (PyTorch's CUDACachingAllocator): ember's allocator for kCUDA,
 // installed when the library loads. Memory freed by tensors stays cached per device and stream
@@ -45,5 +46,16 @@ void empty_cache();
 // not own (from_blob); the pointer form needs the start of a live allocation.
 void record_stream(const Tensor& tensor, const Stream& stream);
 void record_stream(const void* ptr, const Stream& stream);
+
+// A CUDA graph's private memory pool (c10's MempoolId_t); {0, 0} is none. See cuda/graph.h.
+using MempoolId = std::pair<uint64_t, uint64_t>;
+
+namespace detail {
+// For cuda::CUDAGraph: the capture `capture_id` (cudaStreamGetCaptureInfo's id) allocates from
+// pool `pool` until end_allocate_to_pool; release_pool drops one graph's hold on the pool.
+void begin_allocate_to_pool(int device, MempoolId pool, unsigned long long capture_id);
+void end_allocate_to_pool(int device, unsigned long long capture_id);
+void release_pool(int device, MempoolId pool);
+}  // namespace detail
 
 }  // namespace ember::cuda

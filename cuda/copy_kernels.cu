@@ -128,12 +128,14 @@ void host_device_copy(const Tensor& dst, const Tensor& src, bool non_blocking) {
   }
   const bool to_host = dst.is_cpu();
   cudaStream_t stream = current_stream();
+  const void* host = to_host ? dst.data_ptr() : src.data_ptr();
+  const bool waits = !non_blocking || !is_pinned(host);
+  if (waits)
+    detail::note_sync(to_host ? "copy_ to the host (item(), cpu(), to(kCPU))" : "copy_ (from the host, blocking)");
   EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), dst.nbytes(),
                                    to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice, stream));
-  const void* host = to_host ? dst.data_ptr() : src.data_ptr();
   // A pinned block that a queued copy still reads or writes is reused only after the copy.
-  if (!non_blocking || !is_pinned(host)) {
-    detail::note_sync(to_host ? "copy_ (to the host)" : "copy_ (from the host, blocking)");
+  if (waits) {
     EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
     raise_device_errors();
   } else {

@@ -17,8 +17,9 @@ constexpr int kDropoutBlock = 256;
 // element at a time).
 template <class T, class F>
 __global__ void __launch_bounds__(kDropoutBlock)
-    native_dropout_kernel(const T* x, T* out, bool* mask, int64_t n, double p, PhiloxState rng, F f,
+    native_dropout_kernel(const T* x, T* out, bool* mask, int64_t n, double p, PhiloxState state, F f,
                           bool vectorized) {
+  const PhiloxState rng = state.resolved();
   constexpr int kVec = 16 / sizeof(T);  // 8 (f16, bf16), 4 (f32), 2 (f64)
   constexpr int kBlock = ops::kDropoutMaskBlock;
   static_assert(kVec % kBlock == 0 || kBlock % kVec == 0);

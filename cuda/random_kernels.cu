@@ -1,14 +1,17 @@
 // CUDA random fills: one thread per Philox block, the values from random_draw::fill_block
 // (core/random_draw.h), the same function the CPU kernel uses, so both give the same numbers.
+#include "ember/core/factories.h"
 #include "ember/core/random_draw.h"
 #include "ember/cuda/elementwise.cuh"
+#include "ember/cuda/philox_tensor.h"
 
 namespace ember::cuda {
 namespace {
 
 template <class T, class C>
-__global__ void random_kernel(T* out, int64_t n, RandomKind kind, PhiloxState s, double a, double b) {
+__global__ void random_kernel(T* out, int64_t n, RandomKind kind, PhiloxState state, double a, double b) {
   constexpr int kMaxBlock = 4;
+  const PhiloxState s = state.resolved();
   const int k = random_draw::block_size<C>(kind);
   const int64_t blocks = ceil_div<int64_t>(n, k), step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t blk = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; blk < blocks; blk += step) {
@@ -37,5 +40,26 @@ void random_fill(const Tensor& out, RandomKind kind, PhiloxState s, double a, do
 
 KernelRegistrar<RandomFn> reg_random(random_stub, kCUDA, &random_fill);
 
+__global__ void philox_tensor_kernel(uint64_t* out, PhiloxState state, int offset_shift) {
+  const PhiloxState s = state.resolved();
+  out[0] = s.seed;
+  out[1] = s.offset << offset_shift;
+}
+
 }  // namespace
+
+void write_philox(const Tensor& out, PhiloxState rng, int offset_shift) {
+  EMBER_CHECK(out.is_cuda() && out.dtype() == kInt64 && out.numel() == 2 && out.is_contiguous(),
+              "write_philox: expected a contiguous int64 CUDA tensor of 2 elements, got ", out.dtype(), " ",
+              out.sizes(), " on ", out.device());
+  philox_tensor_kernel<<<1, 1, 0, current_stream(out.device().index)>>>(static_cast<uint64_t*>(out.data_ptr()),
+                                                                        rng, offset_shift);
+  EMBER_CUDA_LAUNCH_CHECK();
+}
+
+Tensor philox_tensor(PhiloxState rng, Device device, int offset_shift) {
+  Tensor t = empty({2}, TensorOptions(kInt64).device(device));
+  write_philox(t, rng, offset_shift);
+  return t;
+}
 }  // namespace ember::cuda

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "ember/core/error.h"
+#include "ember/cuda/graph.h"
 
 namespace ember::cuda {
 
@@ -17,6 +18,10 @@ SyncDebugMode get_sync_debug_mode() { return mode.load(std::memory_order_relaxed
 namespace detail {
 
 void note_sync(const char* op) {
+  // Checked before waiting: the wait itself would invalidate the capture.
+  if (capture_underway())
+    throw Error(ember::detail::str_cat(op, ": waits for the GPU, which a CUDA graph capture cannot contain "
+                                           "(a capture is underway); move it out of the captured region"));
   switch (get_sync_debug_mode()) {
     case SyncDebugMode::Default:
       return;

@@ -16,7 +16,8 @@ void set_sync_debug_mode(SyncDebugMode mode);
 SyncDebugMode get_sync_debug_mode();
 
 namespace detail {
-// Called by ember's synchronizing ops before they wait; `op` names what waits.
+// Called by ember's synchronizing ops before they wait; `op` names what waits. During a CUDA graph
+// capture it throws, whatever the mode.
 void note_sync(const char* op);
 }  // namespace detail
 

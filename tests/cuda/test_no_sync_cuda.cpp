@@ -115,9 +115,9 @@ TEST_F(NoSyncCuda, SyncDebugModeNamesTheOpThatWaits) {
   Tensor x = random_tensor({8}, kFloat32).to(kGpu), idx = tensor({1, 2}, kInt64).to(kGpu);
   cuda::set_sync_debug_mode(cuda::SyncDebugMode::Error);
   EXPECT_EQ(cuda::get_sync_debug_mode(), cuda::SyncDebugMode::Error);
-  EXPECT_EMBER_ERROR(x.sum().item<float>(), "copy_ (to the host): waits for the GPU",
+  EXPECT_EMBER_ERROR(x.sum().item<float>(), "copy_ to the host (item(), cpu(), to(kCPU)): waits for the GPU",
                      "sync debug mode is Error");
-  EXPECT_EMBER_ERROR(x.cpu(), "copy_ (to the host)");
+  EXPECT_EMBER_ERROR(x.cpu(), "copy_ to the host");
   // one_hot infers num_classes from the values (it must read them); given, it does not.
   EXPECT_EMBER_ERROR(one_hot(idx), "one_hot: waits for the GPU");
   EXPECT_NO_THROW(one_hot(idx, 3));
