@@ -1,5 +1,7 @@
 #include "ember/cuda/graph.h"
 
+#include <cuda_runtime.h>
+
 #include <atomic>
 #include <exception>
 #include <mutex>
@@ -9,6 +11,7 @@
 #include "ember/cuda/check.h"
 #include "ember/cuda/device.h"
 #include "ember/cuda/philox_tensor.h"
+#include "ember/cuda/stream.h"
 
 namespace ember::cuda {
 namespace {
@@ -48,6 +51,7 @@ MempoolId graph_pool_handle() {
 }
 
 bool is_current_stream_capturing() {
+  if (device_count() == 0) return false;
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   EMBER_CUDA_CHECK(cudaStreamIsCapturing(current_stream().stream(), &status));
   return status != cudaStreamCaptureStatusNone;
@@ -168,19 +172,42 @@ void CUDAGraph::reset() {
   rng_offsets_ = 0;
 }
 
-graph::graph(CUDAGraph& g, MempoolId pool, std::optional<Stream> stream, CaptureErrorMode mode)
-    : g_(g), stream_guard_(stream ? *stream : capture_stream(current_device())),
-      uncaught_(std::uncaught_exceptions()) {
-  // Work queued before the capture finishes first, as torch.cuda.graph does.
-  synchronize();
-  g_.capture_begin(pool, mode);
+graph::graph(CUDAGraph& g, MempoolId pool, const Stream* stream, CaptureErrorMode mode)
+    : g_(g), previous_device_(current_device()), uncaught_(std::uncaught_exceptions()) {
+  const Stream s = stream ? *stream : capture_stream(previous_device_);
+  previous_stream_ = current_stream(s.device_index()).stream();
+  set_device(s.device_index());
+  set_current_stream(s);
+  try {
+    // Work queued before the capture finishes first, as torch.cuda.graph does.
+    synchronize();
+    g_.capture_begin(pool, mode);
+  } catch (...) {
+    set_current_stream(Stream(s.device_index(), previous_stream_));
+    set_device(previous_device_);
+    throw;
+  }
 }
 
 graph::~graph() noexcept(false) {
-  if (std::uncaught_exceptions() > uncaught_)
+  const int device = g_.device_;
+  auto restore = [&] {
+    set_current_stream(Stream(device, previous_stream_));
+    set_device(previous_device_);
+  };
+  if (std::uncaught_exceptions() > uncaught_) {
     g_.abandon_capture();
-  else
+    restore();
+    return;
+  }
+  try {
     g_.capture_end();
+  } catch (...) {
+    g_.abandon_capture();
+    restore();
+    throw;
+  }
+  restore();
 }
 
 }  // namespace ember::cuda

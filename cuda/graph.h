@@ -1,12 +1,12 @@
 #pragma once
 
-#include <cuda_runtime.h>
-
-#include <optional>
-
 #include "ember/core/tensor.h"
 #include "ember/cuda/caching_allocator.h"
-#include "ember/cuda/stream.h"
+
+// CUDA's handle types, declared as cuda_runtime.h does: this header has no CUDA types, so a build
+// without CUDA has it too (cuda/no_cuda/graph.cpp: capturing throws "ember was built without CUDA").
+struct CUgraphExec_st;
+struct CUstream_st;
 
 // CUDA graphs (torch.cuda.CUDAGraph, torch.cuda.graph): a piece of GPU work captured once and
 // replayed with one launch, which takes the per-kernel launch cost (3.7-4.6 us on an H200, about
@@ -25,6 +25,8 @@
 // naming the op during a capture. Run a step eagerly a few times first (on the capture's stream),
 // so that one-time work (cuDNN and cuBLASLt plan choices, first allocations) is done before it.
 namespace ember::cuda {
+
+class Stream;
 
 // Which CUDA calls a capture refuses (cudaStreamCaptureMode). Global, the default (as PyTorch's),
 // refuses unsafe calls on every thread while the capture runs; ThreadLocal only on the capturing
@@ -63,11 +65,11 @@ class CUDAGraph {
   void finish_capture();   // the allocator and the generator leave capture mode
   void abandon_capture();  // ends a capture that failed, keeping nothing
 
-  cudaGraphExec_t exec_ = nullptr;
+  CUgraphExec_st* exec_ = nullptr;
   MempoolId pool_{0, 0};
   bool holds_pool_ = false;
   int device_ = -1;
-  cudaStream_t stream_ = nullptr;  // the capturing stream, while capturing
+  CUstream_st* stream_ = nullptr;  // the capturing stream, while capturing
   unsigned long long capture_id_ = 0;
   bool capturing_ = false;
   Tensor rng_state_;  // [seed, base offset] that captured random ops read, rewritten per replay
@@ -76,11 +78,12 @@ class CUDAGraph {
 
 // For its scope, captures into `g` (torch.cuda.graph): waits for the device, makes `stream` (by
 // default one side stream per device kept for captures) current, and calls capture_begin; the
-// scope's end calls capture_end and restores the stream. Leaving by an exception abandons the
-// capture (the graph stays empty); otherwise a failed capture_end throws from the destructor.
+// scope's end calls capture_end and restores the current device and stream. Leaving by an
+// exception abandons the capture (the graph stays empty); otherwise a failed capture_end throws
+// from the destructor.
 class graph {
  public:
-  explicit graph(CUDAGraph& g, MempoolId pool = {}, std::optional<Stream> stream = std::nullopt,
+  explicit graph(CUDAGraph& g, MempoolId pool = {}, const Stream* stream = nullptr,
                  CaptureErrorMode mode = CaptureErrorMode::Global);
   ~graph() noexcept(false);
   graph(const graph&) = delete;
@@ -88,7 +91,8 @@ class graph {
 
  private:
   CUDAGraph& g_;
-  StreamGuard stream_guard_;
+  int previous_device_;
+  CUstream_st* previous_stream_;  // current on the capture's device before the scope
   int uncaught_;
 };
 

@@ -2,6 +2,7 @@
 // ember::Error; nothing crashes. Skipped where a GPU is present (the CUDA suite covers that).
 #include <ember/cuda/caching_allocator.h>
 #include <ember/cuda/device.h>
+#include <ember/cuda/graph.h>
 #include <ember/cuda/host_allocator.h>
 
 #include "test_util.h"
@@ -56,6 +57,16 @@ TEST_F(CudaAbsentTest, DeviceCallsThrow) {
   EXPECT_EMBER_ERROR(cuda::memory_stats(), "memory_stats", kWhy);
   EXPECT_EMBER_ERROR(cuda::memory_summary(), "memory_summary", kWhy);
   EXPECT_EMBER_ERROR(cuda::reset_peak_memory_stats(), "reset_peak_memory_stats", kWhy);
+}
+
+TEST_F(CudaAbsentTest, GraphCaptureThrows) {
+  cuda::CUDAGraph g;
+  EXPECT_FALSE(cuda::is_current_stream_capturing());
+  EXPECT_EMBER_ERROR(cuda::graph capture(g), kWhy);
+  EXPECT_EMBER_ERROR(g.capture_begin(), kWhy);
+  EXPECT_EMBER_ERROR(g.replay(), "CUDAGraph::replay");
+  EXPECT_FALSE(g.captured());
+  g.reset();
 }
 
 TEST_F(CudaAbsentTest, CudaTensorsThrow) {

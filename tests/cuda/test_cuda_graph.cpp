@@ -236,7 +236,7 @@ Run run_graphed(const ModelSetup& setup, const std::vector<Batch>& batches) {
   cuda::CUDAGraph g;
   Tensor loss;
   {
-    cuda::graph capture(g, {}, side);
+    cuda::graph capture(g, {}, &side);
     loss = step(x, y);
   }
   Run r;

@@ -59,12 +59,13 @@ def profile_step(dev, name, step):
 
 
 def run_mode(a, dev, mode):
-    ckpt = mode.endswith("-ckpt")
-    precision = mode[:-5] if ckpt else mode
-    name = f"transformer L{a.layers} b{a.batch} s{a.seq} {precision}{' ckpt' if ckpt else ''}"
+    precision, *flags = mode.split("-")
+    ckpt, graphed = "ckpt" in flags, "graph" in flags
+    name = f"transformer L{a.layers} b{a.batch} s{a.seq} {precision}{' ckpt' if ckpt else ''}{' graph' if graphed else ''}"
     torch.manual_seed(0)
     model = BertLike(a).to(dev).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, fused=dev.type == "cuda")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, fused=dev.type == "cuda",
+                            capturable=graphed)
     ids = torch.randint(0, a.vocab, (a.batch, a.seq), device=dev)
     labels = torch.randint(0, a.vocab, (a.batch, a.seq), device=dev)
     positions = torch.arange(a.seq, device=dev)
@@ -79,14 +80,30 @@ def run_mode(a, dev, mode):
         scaler.step(opt)
         scaler.update()
 
-    for _ in range(a.warmup):
-        step()
-    sync(dev)
-    if dev.type == "cuda":
+    timed = step
+    if graphed:
+        # PyTorch's whole-network capture recipe: warm up on a side stream, then capture one step
+        # (GradScaler's step reads found_inf on the host, so f16 cannot be captured).
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(a.warmup):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
         torch.cuda.reset_peak_memory_stats()
-    ms = median_step_ms(step, a.iters, dev)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            step()
+        timed = graph.replay
+    else:
+        for _ in range(a.warmup):
+            step()
+        sync(dev)
+        if dev.type == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+    ms = median_step_ms(timed, a.iters, dev)
     if a.profile:
-        profile_step(dev, name, step)
+        profile_step(dev, name, timed)
     row = dict(case=name, ms=round(ms, 3), tokens_per_s=round(a.batch * a.seq / ms * 1000, 1))
     if dev.type == "cuda":
         row["peak_mib"] = round(torch.cuda.max_memory_allocated() / 2**20)

@@ -5,7 +5,9 @@
 // arguments and output; compare.py prints the two side by side.
 //
 // Modes: f32, bf16 (autocast) and f16 (autocast + GradScaler), each also with "-ckpt": every
-// encoder layer checkpointed. Each mode prints one JSON line: the median step time in ms over
+// encoder layer checkpointed, and with "-graph": the whole step (zero_grad, forward, backward,
+// GradScaler, fused AdamW) is captured once into a CUDA graph after the warm-up steps, and the
+// timed steps replay it (the peak then counts from the capture). Each mode prints one JSON line: the median step time in ms over
 // --iters steps after --warmup (synchronized on CUDA), tokens/s, and on CUDA the peak of
 // cuda::max_memory_allocated over the timed steps (reset between modes).
 //   transformer_bench [--layers 12] [--batch 32] [--seq 512] [--d-model 768] [--heads 12]
@@ -25,6 +27,7 @@
 
 #include <ember/core/profiler.h>
 #include <ember/cuda/caching_allocator.h>
+#include <ember/cuda/graph.h>
 #include <ember/ember.h>
 #include <ember/examples/models/bert.h>
 #include <ember/tools/common/arg_parser.h>
@@ -83,12 +86,13 @@ void synchronize(const Device& device) {
   if (device.is_cuda()) cuda::synchronize();
 }
 
-// Median step time in ms and the peak allocated MiB (CUDA only, else -1).
-std::pair<double, double> time_steps(const Config& c, const Device& device,
-                                     const std::function<void()>& step) {
+// Median step time in ms and the peak allocated MiB (CUDA only, else -1), counted from the end of
+// the warm-up unless `peak_from_warmup` is false.
+std::pair<double, double> time_steps(const Config& c, const Device& device, const std::function<void()>& step,
+                                     bool peak_from_warmup = true) {
   for (int i = 0; i < c.warmup; ++i) step();
   synchronize(device);
-  if (device.is_cuda()) cuda::reset_peak_memory_stats();
+  if (device.is_cuda() && peak_from_warmup) cuda::reset_peak_memory_stats();
   std::vector<double> ms;
   for (int i = 0; i < c.iters; ++i) {
     auto start = std::chrono::steady_clock::now();
@@ -119,13 +123,19 @@ void profile_step(const Device& device, const std::string& name, const std::func
 }
 
 void run_mode(const Config& c, const Device& device, const std::string& mode) {
-  bool ckpt = mode.size() > 5 && mode.substr(mode.size() - 5) == "-ckpt";
-  std::string precision = ckpt ? mode.substr(0, mode.size() - 5) : mode;
+  std::stringstream parts(mode);
+  std::string precision;
+  std::getline(parts, precision, '-');
+  bool ckpt = false, graphed = false;
+  for (std::string flag; std::getline(parts, flag, '-');) {
+    EMBER_CHECK(flag == "ckpt" || flag == "graph", "transformer_bench: unknown mode ", mode);
+    (flag == "ckpt" ? ckpt : graphed) = true;
+  }
   EMBER_CHECK(precision == "f32" || precision == "bf16" || precision == "f16",
               "transformer_bench: unknown mode ", mode);
   std::ostringstream name;
   name << "transformer L" << c.layers << " b" << c.batch << " s" << c.seq << " " << precision
-       << (ckpt ? " ckpt" : "");
+       << (ckpt ? " ckpt" : "") << (graphed ? " graph" : "");
   try {
     manual_seed(0);
     models::BertLike model(models::BertLikeOptions()
@@ -145,8 +155,20 @@ void run_mode(const Config& c, const Device& device, const std::string& mode) {
     auto step = [&] {
       train_step(precision, device, opt, scaler, [&] { return model(ids, positions, labels, ckpt); });
     };
-    auto [ms, peak] = time_steps(c, device, step);
-    if (c.profile) profile_step(device, name.str(), step);
+    std::function<void()> timed = step;
+    cuda::CUDAGraph graph;
+    if (graphed) {
+      for (int i = 0; i < c.warmup; ++i) step();
+      synchronize(device);
+      cuda::reset_peak_memory_stats();
+      {
+        cuda::graph capture(graph);
+        step();
+      }
+      timed = [&] { graph.replay(); };
+    }
+    auto [ms, peak] = time_steps(c, device, timed, !graphed);
+    if (c.profile) profile_step(device, name.str(), timed);
     std::printf("{\"case\": \"%s\", \"ms\": %.3f, \"tokens_per_s\": %.1f", name.str().c_str(), ms,
                 static_cast<double>(c.batch * c.seq) / ms * 1000);
     if (peak >= 0) std::printf(", \"peak_mib\": %.0f", peak);
