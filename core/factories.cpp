@@ -5,6 +5,9 @@
 #include "ember/core/shape.h"
 
 namespace ember {
+
+constinit DispatchStub<RangeFn> range_stub("range");
+
 namespace {
 
 // full, zeros and ones, each checking the shape in its own name.
@@ -82,23 +85,20 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
   int64_t n = all_int
                   ? (end.to_long() - start.to_long() + step.to_long() - (st > 0 ? 1 : -1)) / step.to_long()
                   : static_cast<int64_t>(std::ceil((e - s) / st));
-  Tensor out = empty({n}, TensorOptions(kFloat64));
-  double* p = out.data_ptr<double>();
-  for (int64_t i = 0; i < n; ++i) p[i] = s + static_cast<double>(i) * st;
-  return out.to(options.dtype()).to(options.device());
+  checked_nbytes("arange", {n}, static_cast<int64_t>(element_size(options.dtype())));
+  Tensor out = empty({n}, options);
+  if (n > 0) range_stub(out.device())(out, s, e, st, n);
+  return out;
 }
 
 Tensor linspace(double start, double end, int64_t steps, TensorOptions options) {
   EMBER_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
-  checked_nbytes("linspace", {steps}, sizeof(double));
-  Tensor out = empty({steps}, TensorOptions(kFloat64));
-  double* p = out.data_ptr<double>();
-  double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0;
+  checked_nbytes("linspace", {steps}, static_cast<int64_t>(element_size(options.dtype())));
+  Tensor out = empty({steps}, options);
+  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0;
   // Symmetric fill from both ends, as PyTorch, so the last element is exactly `end`.
-  int64_t half = steps / 2;
-  for (int64_t i = 0; i < steps; ++i)
-    p[i] = i < half ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - 1 - i);
-  return out.to(options.dtype()).to(options.device());
+  if (steps > 0) range_stub(out.device())(out, start, end, step, steps / 2);
+  return out;
 }
 
 Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions options) {

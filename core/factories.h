@@ -5,6 +5,7 @@
 #include <variant>
 #include <vector>
 
+#include "ember/core/dispatch.h"
 #include "ember/core/tensor.h"
 
 namespace ember {
@@ -23,6 +24,12 @@ Tensor full_like(const Tensor& t, const Scalar& value, std::optional<TensorOptio
 Tensor arange(const Scalar& end, TensorOptions options = {});
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1, TensorOptions options = {});
 Tensor linspace(double start, double end, int64_t steps, TensorOptions options = {});
+
+// The kernel arange and linspace fill with, on the tensor's device (no copy from the host, which
+// would wait for the GPU): element i of the contiguous `out` is start + step * i below `half` and
+// end - step * (numel - 1 - i) from there (linspace's symmetric fill), computed in double.
+using RangeFn = void (*)(const Tensor& out, double start, double end, double step, int64_t half);
+extern DispatchStub<RangeFn> range_stub;
 Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, TensorOptions options = {});
 
 // Wraps memory the caller owns (no copy); `deleter` runs when the last view dies.

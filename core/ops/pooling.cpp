@@ -154,20 +154,27 @@ Tensor avg_pool_backward(const Tensor& gy, IntArrayRef in_sizes, const Pool2dPar
 }
 
 // The [out, in] matrix averaging each of adaptive_avg_pool2d's windows along one dim (the window
-// of a cell is the product of its windows along H and W, so the pool is A_h @ x @ A_w^T).
+// of a cell is the product of its windows along H and W, so the pool is A_h @ x @ A_w^T). Built on
+// x's device: input r is in window i when floor(i * in / out) <= r < ceil((i + 1) * in / out),
+// that is (r + 1) * out > i * in and r * out < (i + 1) * in.
 Tensor averaging_matrix(int64_t in, int64_t out, const TensorOptions& options) {
-  std::vector<double> m(static_cast<size_t>(out * in), 0.0);
-  for (int64_t i = 0; i < out; ++i) {
-    const int64_t begin = i * in / out, end = ((i + 1) * in + out - 1) / out;
-    for (int64_t r = begin; r < end; ++r) m[i * in + r] = 1.0 / static_cast<double>(end - begin);
-  }
-  return tensor(m, kFloat64).view({out, in}).to(options);
+  const TensorOptions index = TensorOptions(kInt64).device(options.device());
+  Tensor i = arange(out, index).unsqueeze(1), r = arange(in, index).unsqueeze(0);
+  Tensor member = ((r + 1) * out > i * in).logical_and(r * out < (i + 1) * in).to(kFloat64);
+  return (member / member.sum({1}, true)).to(options.dtype());
 }
 
 // adaptive_avg_pool2d's gradient, A_h^T @ gy @ A_w; for channels-last, the matrices are applied
 // to the [N, Ho, Wo * C] and [N * H, Wo, C] views of NHWC memory, which gives an NHWC gradient.
+// A global pool (1 x 1 output, ResNet's) spreads gy / (h * w) over each plane.
 Tensor adaptive_avg_pool_backward(const Tensor& gy, int64_t h, int64_t w, bool channels_last) {
   const int64_t ho = gy.size(-2), wo = gy.size(-1);
+  if (ho == 1 && wo == 1) {
+    DimVector sizes(gy.sizes());
+    sizes.end()[-2] = h, sizes.end()[-1] = w;
+    Tensor g = (gy * (1.0 / static_cast<double>(h * w))).expand(sizes);
+    return channels_last && g.dim() == 4 ? g.contiguous(MemoryFormat::ChannelsLast) : g.contiguous();
+  }
   Tensor ah = averaging_matrix(h, ho, gy.options()), aw = averaging_matrix(w, wo, gy.options());
   if (!channels_last) return matmul(matmul(ah.t(), gy), aw);
   const int64_t n = gy.size(0), c = gy.size(1);

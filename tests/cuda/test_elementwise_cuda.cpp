@@ -8,8 +8,10 @@
 #include <limits>
 
 #include <ember/core/copy.h>
+#include <ember/cuda/stream.h>
 
 #include "cuda_test_util.h"
+#include "host_gate.h"
 
 namespace ember::testing {
 namespace {
@@ -29,6 +31,26 @@ void expect_identical(const Tensor& gpu, const Tensor& cpu) {
 void expect_near_cpu(const Tensor& gpu, const Tensor& cpu) {
   ASSERT_TRUE(gpu.is_cuda());
   EXPECT_CLOSE(gpu.cpu(), cpu, cuda_tolerance(cpu.dtype()));
+}
+
+// --- factories ---
+
+// arange and linspace fill on the device, with the CPU's values, and never wait for the GPU.
+TEST_F(CudaKernels, ArangeAndLinspaceFillOnTheDevice) {
+  for (ScalarType t : kAll) {
+    SCOPED_TRACE(std::string(to_string(t)));
+    if (t == kBool) continue;
+    expect_identical(arange(0, 1000, 3, TensorOptions(t).device(kGpu)), arange(0, 1000, 3, t));
+    if (t == kUInt8) continue;
+    expect_identical(linspace(-5, 7.5, 1001, TensorOptions(t).device(kGpu)), linspace(-5, 7.5, 1001, t));
+  }
+  expect_identical(arange(-2.5, 3.0, 0.25, TensorOptions(kFloat64).device(kGpu)), arange(-2.5, 3.0, 0.25, kFloat64));
+  EXPECT_EQ(arange(0, TensorOptions(kInt64).device(kGpu)).numel(), 0);
+  cuda::synchronize();
+  EXPECT_TRUE(returns_without_waiting(cuda::current_stream().stream(), [] {
+    arange(1 << 20, TensorOptions(kInt64).device(kGpu));
+    linspace(0, 1, 1 << 20, TensorOptions(kFloat32).device(kGpu));
+  }));
 }
 
 // --- the launcher ---
