@@ -8,9 +8,10 @@ namespace {
 template <class T>
 __global__ void range_kernel(T* out, int64_t n, double start, double end, double step, int64_t half) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  // Rounded multiply, then add, as the CPU does: a fused multiply-add would round differently.
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    out[i] = static_cast<T>(i < half ? start + step * static_cast<double>(i)
-                                     : end - step * static_cast<double>(n - 1 - i));
+    out[i] = static_cast<T>(i < half ? __dadd_rn(start, __dmul_rn(step, static_cast<double>(i)))
+                                     : __dsub_rn(end, __dmul_rn(step, static_cast<double>(n - 1 - i))));
 }
 
 void range_cuda(const Tensor& out, double start, double end, double step, int64_t half) {
