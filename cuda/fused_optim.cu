@@ -13,13 +13,19 @@ namespace {
 
 using mta::multi_tensor_apply;
 
-// What both steps share: a launch with found_inf set does nothing, and the gradients (list 1)
-// are stored back only when grad_scale unscales them.
+// What both steps share: a launch with found_inf set does nothing, the gradients (list 1) are
+// stored back only when grad_scale unscales them, and the rate is read from lr when given.
 struct GradScaling {
   const float* grad_scale;
   const float* found_inf;
+  const double* lr;
   __device__ bool skip() const { return found_inf && *found_inf != 0; }
   __device__ bool stores(int d) const { return d != 1 || grad_scale; }
+  template <class Args>
+  __device__ Args with_lr(Args args) const {
+    if (lr) args.lr = *lr;
+    return args;
+  }
 };
 
 // List 0 is the params, list 1 the grads, then the state.
@@ -34,7 +40,7 @@ struct AdamOp : GradScaling {
     T scale;
   };
   __device__ PerTensor per_tensor(const float* step) const {
-    return {ops::AdamUpdate<T>(args, *step), grad_scale ? static_cast<T>(*grad_scale) : T(1)};
+    return {ops::AdamUpdate<T>(with_lr(args), *step), grad_scale ? static_cast<T>(*grad_scale) : T(1)};
   }
   __device__ void operator()(const PerTensor& c, S (&e)[kDepth]) const {
     T param = e[0], g = e[1], exp_avg = e[2], exp_avg_sq = e[3], max_exp_avg_sq = e[4];
@@ -58,7 +64,7 @@ struct SgdOp : GradScaling {
     T scale;
   };
   __device__ PerTensor per_tensor(const float*) const {
-    return {ops::SgdUpdate<T>(args), grad_scale ? static_cast<T>(*grad_scale) : T(1)};
+    return {ops::SgdUpdate<T>(with_lr(args)), grad_scale ? static_cast<T>(*grad_scale) : T(1)};
   }
   __device__ void operator()(const PerTensor& c, S (&e)[kDepth]) const {
     T param = e[0], g = e[1], buf = e[2];
@@ -90,26 +96,28 @@ void increment_steps(ArrayRef<Tensor> steps, const float* found_inf, cudaStream_
 }
 
 const float* optional_ptr(const Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
+const double* optional_lr(const Tensor& t) { return t.defined() ? t.data_ptr<double>() : nullptr; }
 
 void fused_adam_cuda(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> exp_avgs,
                      ArrayRef<Tensor> exp_avg_sqs, ArrayRef<Tensor> max_exp_avg_sqs,
                      ArrayRef<Tensor> state_steps, const FusedAdamArgs& args, const Tensor& grad_scale,
-                     const Tensor& found_inf) {
+                     const Tensor& found_inf, const Tensor& lr) {
   cudaStream_t stream = current_stream(params[0].device().index);
   increment_steps(state_steps, optional_ptr(found_inf), stream);
   ops::visit_optim_dtype(params[0].dtype(), [&](auto tag) {
     using S = decltype(tag);
-    AdamOp<S> op{{optional_ptr(grad_scale), optional_ptr(found_inf)}, args};
+    AdamOp<S> op{{optional_ptr(grad_scale), optional_ptr(found_inf), optional_lr(lr)}, args};
     multi_tensor_apply<S>({params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs}, state_steps, op, stream);
   });
 }
 
 void fused_sgd_cuda(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> momentum_buffers,
-                    const FusedSgdArgs& args, const Tensor& grad_scale, const Tensor& found_inf) {
+                    const FusedSgdArgs& args, const Tensor& grad_scale, const Tensor& found_inf,
+                    const Tensor& lr) {
   cudaStream_t stream = current_stream(params[0].device().index);
   ops::visit_optim_dtype(params[0].dtype(), [&](auto tag) {
     using S = decltype(tag);
-    SgdOp<S> op{{optional_ptr(grad_scale), optional_ptr(found_inf)}, args};
+    SgdOp<S> op{{optional_ptr(grad_scale), optional_ptr(found_inf), optional_lr(lr)}, args};
     multi_tensor_apply<S>({params, grads, momentum_buffers}, {}, op, stream);
   });
 }

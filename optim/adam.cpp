@@ -123,7 +123,8 @@ void Adam::step_group(OptimizerParamGroup& group) {
       steps.push_back(s.step);
     }
     auto [grad_scale, found_inf] = grad_scaling_on(p[0].device());
-    fused_adam_(p, g, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, args, grad_scale, found_inf);
+    fused_adam_(p, g, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, args, grad_scale, found_inf,
+                lr_tensor(group, p[0].device()));
   }
 }
 

@@ -68,6 +68,7 @@ void LRScheduler::check_groups() const {
 void LRScheduler::set_lrs(const std::vector<double>& lrs) {
   std::vector<OptimizerParamGroup>& groups = optimizer_.param_groups();
   for (size_t i = 0; i < groups.size(); ++i) groups[i].options().set_lr(lrs[i]);
+  optimizer_.write_lr_tensors();
   last_lr_ = current_lrs();
 }
 

@@ -6,6 +6,7 @@
 
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/cuda/graph.h"
 #include "ember/optim/state_text.h"
 
 namespace ember::optim {
@@ -203,6 +204,34 @@ OptimizerParamState& Optimizer::init_state(const Tensor& param, bool fused) {
   if (counts_steps() && !s.step.defined()) s.step = zeros({}, TensorOptions(kFloat32).device(where));
   if (s.step.defined() && s.step.device() != where) s.step = s.step.to(where);
   return s;
+}
+
+const Tensor& Optimizer::lr_tensor(OptimizerParamGroup& group, Device device) const {
+  const double lr = group.options().get_lr();
+  Tensor& t = group.lr_tensor_;
+  const bool fresh = !t.defined() || t.device() != device;
+  if (fresh || lr != group.lr_written_) {
+    EMBER_CHECK(!(device.is_cuda() && cuda::is_current_stream_capturing()), name(),
+                fresh ? ": a parameter group's first fused step makes its lr tensor, which cannot be captured "
+                        "into a CUDA graph; run a step eagerly first"
+                      : ": the lr changed since the last step, and writing it cannot be captured into a CUDA "
+                        "graph; call write_lr_tensors() before capturing (LR schedulers do)");
+    if (fresh)
+      t = full({}, lr, TensorOptions(kFloat64).device(device));
+    else
+      t.fill_(lr);
+    group.lr_written_ = lr;
+  }
+  return t;
+}
+
+void Optimizer::write_lr_tensors() {
+  for (OptimizerParamGroup& g : groups_) {
+    const double lr = g.options().get_lr();
+    if (!g.lr_tensor_.defined() || lr == g.lr_written_) continue;
+    g.lr_tensor_.fill_(lr);
+    g.lr_written_ = lr;
+  }
 }
 
 std::pair<Tensor, Tensor> Optimizer::grad_scaling_on(Device device) const {

@@ -61,6 +61,7 @@ class OptimizerParamGroup {
   OptimizerParamGroup(std::vector<Tensor> params) : params_(std::move(params)) {}
   OptimizerParamGroup(std::vector<Tensor> params, std::unique_ptr<OptimizerOptions> options)
       : params_(std::move(params)), options_(std::move(options)) {}
+  // A copy gets its own lr tensor at its first fused step.
   OptimizerParamGroup(const OptimizerParamGroup& o)
       : params_(o.params_),
         options_(o.options_ ? o.options_->clone() : nullptr),
@@ -69,6 +70,7 @@ class OptimizerParamGroup {
     params_ = o.params_;
     options_ = o.options_ ? o.options_->clone() : nullptr;
     initial_lr_ = o.initial_lr_;
+    lr_tensor_ = Tensor();
     return *this;
   }
   OptimizerParamGroup(OptimizerParamGroup&&) = default;
@@ -84,11 +86,18 @@ class OptimizerParamGroup {
   // same optimizer start from it too.
   std::optional<double>& initial_lr() { return initial_lr_; }
   std::optional<double> initial_lr() const { return initial_lr_; }
+  // options().lr() as a float64 tensor on the parameters' device, which fused steps read where
+  // they run, so a CUDA graph that captured a step replays with the rate last written there.
+  // Made by the group's first fused step; undefined before.
+  const Tensor& lr_tensor() const { return lr_tensor_; }
 
  private:
+  friend class Optimizer;
   std::vector<Tensor> params_;
   std::unique_ptr<OptimizerOptions> options_;
   std::optional<double> initial_lr_;
+  Tensor lr_tensor_;
+  double lr_written_ = 0;  // what lr_tensor_ holds
 };
 
 // One parameter's state (PyTorch's optimizer.state[p]): buffers of the parameter's shape and
@@ -146,6 +155,10 @@ class Optimizer {
   // Whether step() runs every group that has gradients fused, so it takes set_grad_scaling()
   // (PyTorch's optimizer._step_supports_amp_scaling).
   bool step_supports_amp_scaling() const;
+  // Writes each group's options().lr() into its lr tensor where it changed (queued on the current
+  // stream). LR schedulers call it; call it after setting a rate by hand when a CUDA graph replays
+  // the step (an eager step writes it itself).
+  void write_lr_tensors();
 
  protected:
   Optimizer(std::vector<OptimizerParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults);
@@ -172,6 +185,9 @@ class Optimizer {
   std::pair<Tensor, Tensor> grad_scaling_on(Device device) const;
   // Throws when set_grad_scaling() is active for a per-tensor step.
   void check_no_grad_scaling() const;
+  // For a fused step: the group's lr tensor on `device`, made or written when options().lr() changed.
+  // Neither can happen while the step is captured into a CUDA graph (it would replay the write).
+  const Tensor& lr_tensor(OptimizerParamGroup& group, Device device) const;
 
  private:
   std::unique_ptr<OptimizerOptions> defaults_;

@@ -62,6 +62,7 @@ void ReduceLROnPlateau::step(double metric) {
       const double new_lr = std::max(old_lr * options_.factor, min_lrs_[i]);
       if (old_lr - new_lr > options_.eps) groups[i].options().set_lr(new_lr);
     }
+    optimizer_.write_lr_tensors();
     cooldown_counter_ = options_.cooldown;
     num_bad_epochs_ = 0;
   }

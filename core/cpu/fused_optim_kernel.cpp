@@ -31,6 +31,13 @@ void for_each_range(ArrayRef<Tensor> tensors, const F& f) {
 
 bool skip_step(const Tensor& found_inf) { return found_inf.defined() && *found_inf.data_ptr<float>() != 0; }
 
+// The step's arguments with the rate from `lr` when given.
+template <class Args>
+Args with_lr(Args args, const Tensor& lr) {
+  if (lr.defined()) args.lr = *lr.data_ptr<double>();
+  return args;
+}
+
 // The gradient as the update sees it: divided by grad_scale (and stored back unscaled) when given.
 template <class S, class T>
 T load_grad(S* g, const float* scale) {
@@ -49,9 +56,10 @@ S* data_or_null(ArrayRef<Tensor> list, size_t t) {
 
 void fused_adam_kernel(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> exp_avgs,
                        ArrayRef<Tensor> exp_avg_sqs, ArrayRef<Tensor> max_exp_avg_sqs,
-                       ArrayRef<Tensor> state_steps, const FusedAdamArgs& args, const Tensor& grad_scale,
-                       const Tensor& found_inf) {
+                       ArrayRef<Tensor> state_steps, const FusedAdamArgs& adam, const Tensor& grad_scale,
+                       const Tensor& found_inf, const Tensor& lr) {
   if (skip_step(found_inf)) return;
+  const FusedAdamArgs args = with_lr(adam, lr);
   const float* scale = grad_scale.defined() ? grad_scale.data_ptr<float>() : nullptr;
   ops::visit_optim_dtype(params[0].dtype(), [&](auto tag) {
     using S = decltype(tag);
@@ -75,8 +83,10 @@ void fused_adam_kernel(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef
 }
 
 void fused_sgd_kernel(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> momentum_buffers,
-                      const FusedSgdArgs& args, const Tensor& grad_scale, const Tensor& found_inf) {
+                      const FusedSgdArgs& sgd, const Tensor& grad_scale, const Tensor& found_inf,
+                      const Tensor& lr) {
   if (skip_step(found_inf)) return;
+  const FusedSgdArgs args = with_lr(sgd, lr);
   const float* scale = grad_scale.defined() ? grad_scale.data_ptr<float>() : nullptr;
   ops::visit_optim_dtype(params[0].dtype(), [&](auto tag) {
     using S = decltype(tag);

@@ -19,13 +19,14 @@ const OpRegistrar registrar({
     {"fused_sgd_", AutocastPolicy::None, false},
 });
 
-// A one-element float32 tensor on `device` (a step count, grad_scale, found_inf), or undefined
-// when `optional`.
-void check_scalar(const char* op, const char* what, const Tensor& t, Device device, bool optional) {
+// A one-element tensor of `dtype` on `device` (a step count, grad_scale, found_inf, lr), or
+// undefined when `optional`.
+void check_scalar(const char* op, const char* what, const Tensor& t, Device device, bool optional,
+                  ScalarType dtype = kFloat32) {
   if (optional && !t.defined()) return;
   EMBER_CHECK(t.defined(), op, ": ", what, " is undefined");
-  EMBER_CHECK(t.dtype() == kFloat32 && t.numel() == 1, op, ": ", what,
-              " must be a float32 tensor with one element, got ", t.dtype(), " of shape ", t.sizes());
+  EMBER_CHECK(t.dtype() == dtype && t.numel() == 1, op, ": ", what, " must be a ", dtype,
+              " tensor with one element, got ", t.dtype(), " of shape ", t.sizes());
   EMBER_CHECK(t.device() == device, op, ": ", what, " is on ", t.device(), ", the params on ", device);
 }
 
@@ -70,7 +71,8 @@ void bump_versions(ArrayRef<Tensor> list) {
 
 void fused_adam_(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> exp_avgs,
                  ArrayRef<Tensor> exp_avg_sqs, ArrayRef<Tensor> max_exp_avg_sqs, ArrayRef<Tensor> state_steps,
-                 const FusedAdamArgs& args, const Tensor& grad_scale, const Tensor& found_inf) {
+                 const FusedAdamArgs& args, const Tensor& grad_scale, const Tensor& found_inf,
+                 const Tensor& lr) {
   const char* op = "fused_adam_";
   if (params.empty()) return;
   check_params(op, params);
@@ -88,15 +90,17 @@ void fused_adam_(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tenso
   for (const Tensor& s : state_steps) check_scalar(op, "each state step", s, device, false);
   check_scalar(op, "grad_scale", grad_scale, device, true);
   check_scalar(op, "found_inf", found_inf, device, true);
+  check_scalar(op, "lr", lr, device, true, kFloat64);
   fused_adam_stub(device)(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, args,
-                          grad_scale, found_inf);
+                          grad_scale, found_inf, lr);
   for (ArrayRef<Tensor> list : {params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps})
     bump_versions(list);
   if (grad_scale.defined()) bump_versions(grads);
 }
 
 void fused_sgd_(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> momentum_buffers,
-                const FusedSgdArgs& args, const Tensor& grad_scale, const Tensor& found_inf) {
+                const FusedSgdArgs& args, const Tensor& grad_scale, const Tensor& found_inf,
+                const Tensor& lr) {
   const char* op = "fused_sgd_";
   if (params.empty()) return;
   check_params(op, params);
@@ -109,7 +113,8 @@ void fused_sgd_(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor
   Device device = params[0].device();
   check_scalar(op, "grad_scale", grad_scale, device, true);
   check_scalar(op, "found_inf", found_inf, device, true);
-  fused_sgd_stub(device)(params, grads, momentum_buffers, args, grad_scale, found_inf);
+  check_scalar(op, "lr", lr, device, true, kFloat64);
+  fused_sgd_stub(device)(params, grads, momentum_buffers, args, grad_scale, found_inf, lr);
   bump_versions(params);
   bump_versions(momentum_buffers);
   if (grad_scale.defined()) bump_versions(grads);

@@ -41,15 +41,19 @@ struct FusedSgdArgs {
 // its bias corrections are used, as PyTorch's _fused_adam_ after its _foreach_add_(steps, 1).
 // grad_scale (optional, float32, one element): gradients are divided by it and written back
 // unscaled. found_inf (optional, float32, one element): when nonzero nothing changes, steps
-// included. Both are read where the kernel runs, so a CUDA step needs no host sync.
+// included. lr (optional, float64, one element): the learning rate, in place of args.lr (so a
+// CUDA graph that captured the step replays with the rate last written there). All three are read
+// where the kernel runs, so a CUDA step needs no host sync.
 // float16/bfloat16 tensors are updated with float32 math.
 void fused_adam_(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> exp_avgs,
                  ArrayRef<Tensor> exp_avg_sqs, ArrayRef<Tensor> max_exp_avg_sqs, ArrayRef<Tensor> state_steps,
-                 const FusedAdamArgs& args, const Tensor& grad_scale = {}, const Tensor& found_inf = {});
+                 const FusedAdamArgs& args, const Tensor& grad_scale = {}, const Tensor& found_inf = {},
+                 const Tensor& lr = {});
 
 // One SGD step, in place; momentum_buffers empty when momentum is 0. Same rules as fused_adam_.
 void fused_sgd_(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> momentum_buffers,
-                const FusedSgdArgs& args, const Tensor& grad_scale = {}, const Tensor& found_inf = {});
+                const FusedSgdArgs& args, const Tensor& grad_scale = {}, const Tensor& found_inf = {},
+                const Tensor& lr = {});
 
 // Index lists of the tensors that share a device and dtype, in order of first appearance: how the
 // optimizers (and clip_grad_norm_) split parameter lists into calls of one device and dtype.
@@ -61,10 +65,10 @@ std::vector<std::vector<size_t>> group_by_device_and_dtype(ArrayRef<Tensor> tens
 using FusedAdamFn = void (*)(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> exp_avgs,
                              ArrayRef<Tensor> exp_avg_sqs, ArrayRef<Tensor> max_exp_avg_sqs,
                              ArrayRef<Tensor> state_steps, const FusedAdamArgs& args,
-                             const Tensor& grad_scale, const Tensor& found_inf);
+                             const Tensor& grad_scale, const Tensor& found_inf, const Tensor& lr);
 using FusedSgdFn = void (*)(ArrayRef<Tensor> params, ArrayRef<Tensor> grads,
                             ArrayRef<Tensor> momentum_buffers, const FusedSgdArgs& args,
-                            const Tensor& grad_scale, const Tensor& found_inf);
+                            const Tensor& grad_scale, const Tensor& found_inf, const Tensor& lr);
 extern DispatchStub<FusedAdamFn> fused_adam_stub;
 extern DispatchStub<FusedSgdFn> fused_sgd_stub;
 

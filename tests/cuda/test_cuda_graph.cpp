@@ -192,6 +192,38 @@ TEST_F(CudaGraph, MisuseRaisesClearErrors) {
   EXPECT_FALSE(g.captured());
 }
 
+// A fused step reads its rate from the group's lr tensor, which a capture cannot make or write.
+TEST_F(CudaGraph, OptimizerStepsNeedTheirLrTensorBeforeTheCapture) {
+  Tensor w = ones({4}, TensorOptions(kFloat32).device(kGpu)).requires_grad_();
+  optim::SGD opt({w}, optim::SGDOptions(0.1));
+  w.set_grad(ones({4}, TensorOptions(kFloat32).device(kGpu)));
+  {
+    cuda::CUDAGraph g;
+    cuda::graph capture(g);
+    EXPECT_EMBER_ERROR(opt.step(), "SGD", "first fused step", "run a step eagerly first");
+  }
+  opt.step();
+  EXPECT_TRUE(w.cpu().equal(full({4}, 0.9f)));
+  opt.param_groups()[0].options().set_lr(0.5);
+  {
+    cuda::CUDAGraph g;
+    cuda::graph capture(g);
+    EXPECT_EMBER_ERROR(opt.step(), "SGD", "lr changed", "write_lr_tensors()");
+  }
+  opt.write_lr_tensors();
+  cuda::CUDAGraph g;
+  {
+    cuda::graph capture(g);
+    opt.step();
+  }
+  g.replay();
+  EXPECT_TRUE(w.cpu().allclose(full({4}, 0.4f)));
+  opt.param_groups()[0].options().set_lr(0.25);
+  opt.write_lr_tensors();
+  g.replay();
+  EXPECT_TRUE(w.cpu().allclose(full({4}, 0.15f)));
+}
+
 // Whole training steps: a model trained by eager steps and a copy trained by replaying one
 // captured step, from the same seeds and batches, end with the same weights and losses.
 struct Batch {
@@ -205,48 +237,58 @@ struct Run {
 
 // One training step of a model; returns the loss (a tensor on the GPU).
 using Step = std::function<Tensor(const Tensor& x, const Tensor& y)>;
-// Builds a model on the GPU and its step; the model's state is read through `state`.
-using ModelSetup = std::function<std::pair<Step, std::function<OrderedDict<Tensor>()>>()>;
+// A model on the GPU: its step, what runs eagerly after each step (an LR scheduler), its state.
+struct Trained {
+  Step step;
+  std::function<void()> after = [] {};
+  std::function<OrderedDict<Tensor>()> state;
+};
+using ModelSetup = std::function<Trained()>;
 
 constexpr int kWarmup = 3;
 
 Run run_eager(const ModelSetup& setup, const std::vector<Batch>& batches) {
   manual_seed(11);
-  auto [step, state] = setup();
+  Trained t = setup();
   Run r;
   for (size_t i = 0; i < batches.size(); ++i) {
-    Tensor loss = step(batches[i].x, batches[i].y);
+    Tensor loss = t.step(batches[i].x, batches[i].y);
+    t.after();
     if (i >= kWarmup) r.losses.push_back(loss.detach().cpu());
   }
-  for (const auto& [k, v] : state()) r.state.insert(k, v.cpu());
+  for (const auto& [k, v] : t.state()) r.state.insert(k, v.cpu());
   return r;
 }
 
 // Warm-up steps eagerly on the capture's stream, then one captured step replayed per batch.
 Run run_graphed(const ModelSetup& setup, const std::vector<Batch>& batches) {
   manual_seed(11);
-  auto [step, state] = setup();
+  Trained t = setup();
   const cuda::Stream side = cuda::get_stream_from_pool();
   side.synchronize();
   {
     cuda::StreamGuard guard(side);
-    for (int i = 0; i < kWarmup; ++i) step(batches[i].x, batches[i].y);
+    for (int i = 0; i < kWarmup; ++i) {
+      t.step(batches[i].x, batches[i].y);
+      t.after();
+    }
   }
   Tensor x = batches[kWarmup].x.clone(), y = batches[kWarmup].y.clone();
   cuda::CUDAGraph g;
   Tensor loss;
   {
     cuda::graph capture(g, {}, &side);
-    loss = step(x, y);
+    loss = t.step(x, y);
   }
   Run r;
   for (size_t i = kWarmup; i < batches.size(); ++i) {
     x.copy_(batches[i].x);
     y.copy_(batches[i].y);
     g.replay();
+    t.after();
     r.losses.push_back(loss.detach().cpu());
   }
-  for (const auto& [k, v] : state()) r.state.insert(k, v.cpu());
+  for (const auto& [k, v] : t.state()) r.state.insert(k, v.cpu());
   return r;
 }
 
@@ -282,11 +324,13 @@ std::function<OrderedDict<Tensor>()> state_of(std::shared_ptr<M> model) {
   return [model] { return model->state_dict(); };
 }
 
-TEST_F(CudaGraph, MlpStepWithDropoutAndSgdMatchesEagerBitForBit) {
+// The scheduler changes the rate after every step, eagerly: the replays read it on the device.
+TEST_F(CudaGraph, MlpStepWithDropoutSgdAndAnLrScheduleMatchesEagerBitForBit) {
   ModelSetup setup = [] {
     auto model = nn::Sequential(nn::Linear(32, 64), nn::ReLU(), nn::Dropout(0.2), nn::Linear(64, 10)).ptr();
     model->to(kGpu);
     auto opt = std::make_shared<optim::SGD>(model->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+    auto sched = std::make_shared<optim::LambdaLR>(*opt, [](int64_t s) { return 1.0 / (1.0 + 0.5 * s); });
     Step step = [model, opt](const Tensor& x, const Tensor& y) {
       opt->zero_grad();
       Tensor loss = cross_entropy(model->forward(x), y);
@@ -294,7 +338,7 @@ TEST_F(CudaGraph, MlpStepWithDropoutAndSgdMatchesEagerBitForBit) {
       opt->step();
       return loss;
     };
-    return std::make_pair(step, state_of(model));
+    return Trained{step, [opt, sched] { sched->step(); }, state_of(model)};
   };
   expect_same_runs(setup, batches({16, 32}, 10, kWarmup + 6));
 }
@@ -329,7 +373,7 @@ ModelSetup transformer_setup(ScalarType compute) {
       for (const auto& [k, v] : head->state_dict()) s.insert("head." + k, v);
       return s;
     };
-    return std::make_pair(step, std::function<OrderedDict<Tensor>()>(state));
+    return Trained{step, [] {}, state};
   };
 }
 
@@ -366,7 +410,7 @@ TEST_F(CudaGraph, ResNetBlockStepUpdatesRunningStatisticsAsEager) {
       opt->step();
       return loss;
     };
-    return std::make_pair(step, state_of(block));
+    return Trained{step, [] {}, state_of(block)};
   };
   // cuDNN's weight gradient may sum in a nondeterministic order: close, not identical.
   expect_same_runs(setup, batches({8, 8, 12, 12}, 4, kWarmup + 5), 1e-5, 1e-6);
@@ -397,7 +441,7 @@ TEST_F(CudaGraph, Float16GradScalerStepSkipsOnInfInsideTheGraph) {
       scales.push_back(scaler->get_scale());
       return model->state_dict();
     };
-    return std::make_pair(step, std::function<OrderedDict<Tensor>()>(state));
+    return Trained{step, [] {}, state};
   };
   std::vector<Batch> data = batches({16, 32}, 10, kWarmup + 6);
   data[kWarmup + 2].x.select(0, 3).fill_(std::numeric_limits<double>::infinity());

@@ -83,6 +83,45 @@ TEST(FusedOptim, GradScaleAndFoundInfThroughTheOptimizers) {
 
 // float16/bfloat16 update in float32 and round once: one fused step on reduced-precision tensors
 // equals the same step on their float32 copies, rounded.
+// lr given as a float64 tensor replaces args.lr (bit for bit); the optimizers keep one per group,
+// written when the rate changes and by LR schedulers (what a CUDA graph's replays read).
+TEST(FusedOptim, LrFromATensor) {
+  std::vector<Tensor> p = random_list({{5, 3}, {7}}, kFloat32), g = random_list({{5, 3}, {7}}, kFloat32);
+  std::vector<Tensor> m = random_list({{5, 3}, {7}}, kFloat32), v = random_list({{5, 3}, {7}}, kFloat32, 0, 1);
+  std::vector<Tensor> p2 = copies(p), m2 = copies(m), v2 = copies(v), buf = copies(m), buf2 = copies(m);
+  FusedAdamArgs adam;
+  adam.lr = 0.37;
+  fused_adam_(p, g, m, v, {}, steps_at(2, 3), adam);
+  FusedAdamArgs other = adam;
+  other.lr = 5;
+  fused_adam_(p2, g, m2, v2, {}, steps_at(2, 3), other, {}, {}, full({}, 0.37, kFloat64));
+  expect_equal(p2, p);
+  FusedSgdArgs sgd;
+  sgd.lr = 0.21;
+  sgd.momentum = 0.9;
+  fused_sgd_(p, g, buf, sgd);
+  FusedSgdArgs sgd_other = sgd;
+  sgd_other.lr = 3;
+  fused_sgd_(p2, g, buf2, sgd_other, {}, {}, full({}, 0.21, kFloat64));
+  expect_equal(p2, p);
+  expect_equal(buf2, buf);
+  EXPECT_EMBER_ERROR(fused_sgd_(p, g, buf, sgd, {}, {}, full({}, 0.1)),
+                     "fused_sgd_: lr must be a float64 tensor with one element, got float32");
+
+  Tensor w = ones({3}).requires_grad_();
+  optim::AdamW opt({w}, optim::AdamWOptions(0.1).fused(true));
+  EXPECT_FALSE(opt.param_groups()[0].lr_tensor().defined());
+  w.set_grad(ones({3}));
+  opt.step();
+  EXPECT_EQ(opt.param_groups()[0].lr_tensor().item<double>(), 0.1);
+  optim::StepLR sched(opt, 1, 0.5);
+  sched.step();
+  EXPECT_EQ(opt.param_groups()[0].lr_tensor().item<double>(), 0.05);
+  opt.param_groups()[0].options().set_lr(0.2);
+  opt.step();
+  EXPECT_EQ(opt.param_groups()[0].lr_tensor().item<double>(), 0.2);
+}
+
 TEST(FusedOptim, ReducedPrecisionUsesFloat32Math) {
   const std::vector<DimVector> shapes = {{33}, {4, 5}};
   for (ScalarType dt : {kFloat16, kBFloat16}) {
