@@ -11,6 +11,7 @@
 //   train_bert ... --random-init                                     # what pretraining brings
 //   train_bert ... --task mlm --save-pretrained run/mlm              # transformers can load run/mlm
 //   emberrun --nproc-per-node 8 train_bert ...                       # DDP, one GPU each
+//   train_bert ... --cuda-graphs          # each batch shape's step captured once, then replayed
 //
 // Recipe: a 90/10 split (stratified by label when classifying; --seed), the tokenizer of the model
 // folder with truncation to --max-length, dynamic padding of length-grouped batches, AdamW (no
@@ -46,6 +47,7 @@
 #include <ember/distributed/distributed_sampler.h>
 #include <ember/ember.h>
 #include <ember/examples/common/epoch_meter.h>
+#include <ember/examples/common/graphed_step.h>
 #include <ember/examples/common/launch.h>
 #include <ember/examples/common/metrics_log.h>
 #include <ember/examples/common/param_groups.h>
@@ -68,7 +70,7 @@ struct Args {
           debug_sigkill_at_step = -1, benchmark_steps = 0;
   double lr = 5e-5, weight_decay = 0.01, warmup_ratio = 0.1, max_grad_norm = 1.0, test_fraction = 0.1;
   double mlm_probability = 0.15, min_accuracy = 0;
-  bool random_init = false, checkpointing = false, resume = false;
+  bool random_init = false, checkpointing = false, resume = false, cuda_graphs = false;
 };
 
 tools::ArgParser make_parser(Args& a) {
@@ -92,6 +94,8 @@ tools::ArgParser make_parser(Args& a) {
       .option("--precision", &a.precision,
               "f32, bf16 or f16 (autocast); default bf16 on a GPU, f32 on the CPU")
       .flag("--checkpointing", &a.checkpointing, "recompute each layer's activations in backward")
+      .flag("--cuda-graphs", &a.cuda_graphs,
+            "capture the step into a CUDA graph per batch shape and replay it (one GPU; up to 8 shapes)")
       .flag("--random-init", &a.random_init, "the model's architecture with random weights")
       .option("--seed", &a.seed, "seed of the split, the weights' init, the order, masking and dropout")
       .option("--workers", &a.workers, "DataLoader worker threads")
@@ -358,21 +362,27 @@ int run(const Args& a, const examples::Launch& l, const text::BertTokenizer& tok
     for (Tensor& t : batch) t = t.to(l.device, /*non_blocking=*/true);
     return batch;
   };
+  examples::GraphedStep graphed(
+      [&](const data::Example& b) {
+        Tensor loss;
+        {
+          amp::AutocastGuard autocast(l.device.type, precision.dtype, precision.autocast);
+          loss = task.loss(forward, b);
+        }
+        opt.zero_grad();
+        scaler.scale(loss).backward();
+        if (a.max_grad_norm > 0) {
+          scaler.unscale_(opt);
+          nn::utils::clip_grad_norm_(params, a.max_grad_norm);
+        }
+        scaler.step(opt);
+        scaler.update();
+        return loss;
+      },
+      a.cuda_graphs);
   auto train_step = [&](const data::Example& b) -> Tensor {
-    Tensor loss;
-    {
-      amp::AutocastGuard autocast(l.device.type, precision.dtype, precision.autocast);
-      loss = task.loss(forward, b);
-    }
-    opt.zero_grad();
-    scaler.scale(loss).backward();
-    if (a.max_grad_norm > 0) {
-      scaler.unscale_(opt);
-      nn::utils::clip_grad_norm_(params, a.max_grad_norm);
-    }
-    scaler.step(opt);
-    scaler.update();
-    sched.step();
+    Tensor loss = graphed(b);
+    sched.step();  // outside the graph: it writes the rate the fused step reads on the device
     return loss;
   };
 
@@ -497,6 +507,8 @@ int main(int argc, char** argv) try {
     return parser.fail("--task must be classify or mlm, got " + a.task);
   if (a.resume && a.checkpoint.empty()) return parser.fail("--resume needs --checkpoint");
   const examples::Launch l = examples::init_launch(a.device);
+  if (a.cuda_graphs && (!l.device.is_cuda() || l.distributed()))
+    return parser.fail("--cuda-graphs needs one process on a CUDA device");
   a.metrics = examples::prepare_outputs(a.checkpoint, a.metrics, l.is_main());
 
   manual_seed(static_cast<uint64_t>(a.seed));

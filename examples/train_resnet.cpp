@@ -4,6 +4,7 @@
 //
 //   train_resnet --dataset fashion-mnist --epochs 15                       # one GPU (or the CPU)
 //   train_resnet ... --checkpoint run/ckpt.safetensors --resume            # continue after a stop
+//   train_resnet ... --cuda-graphs                     # the step replayed from a CUDA graph (one GPU)
 //   emberrun --nproc-per-node 8 train_resnet ... --sync-bn                 # DDP, one GPU each
 //   train_resnet --dataset imagefolder --data-dir flowers --init-from resnet18.safetensors \
 //                --num-classes 5 --backbone-lr-scale 0.1                   # fine-tune
@@ -38,6 +39,7 @@
 #include <ember/distributed/sync_batch_norm.h>
 #include <ember/ember.h>
 #include <ember/examples/common/epoch_meter.h>
+#include <ember/examples/common/graphed_step.h>
 #include <ember/examples/common/launch.h>
 #include <ember/examples/common/metrics_log.h>
 #include <ember/examples/common/param_groups.h>
@@ -58,7 +60,8 @@ struct Args {
   int64_t image_size = 0, limit_train = 0, limit_test = 0, debug_sigkill_at_step = -1;
   double lr = 0.1, momentum = 0.9, weight_decay = 5e-4, label_smoothing = 0.1, backbone_lr_scale = 1.0;
   double min_accuracy = 0;
-  bool no_nesterov = false, no_flip = false, channels_last = false, checkpointing = false, resume = false;
+  bool no_nesterov = false, no_flip = false, channels_last = false, checkpointing = false, resume = false,
+       cuda_graphs = false;
   bool sync_bn = false, freeze_backbone = false, synthetic = false, small_stem = false, imagenet_stem = false;
 };
 
@@ -100,6 +103,7 @@ tools::ArgParser make_parser(Args& a) {
       .option("--limit-train", &a.limit_train, "use only the first N training images")
       .option("--limit-test", &a.limit_test, "use only the first N test images")
       .flag("--synthetic", &a.synthetic, "time the step on one random batch kept on the device (no data)")
+      .flag("--cuda-graphs", &a.cuda_graphs, "capture the training step into a CUDA graph and replay it (one GPU)")
       .option("--min-accuracy", &a.min_accuracy, "exit 1 unless the final test top-1 reaches it")
       .option("--debug-sigkill-at-step", &a.debug_sigkill_at_step,
               "fault injection: the process kills itself with SIGKILL before this step");
@@ -310,6 +314,8 @@ int main(int argc, char** argv) try {
   if (std::optional<int> code = parser.parse_or_exit_code(argc, argv)) return *code;
   if (a.resume && a.checkpoint.empty()) return parser.fail("--resume needs --checkpoint");
   const examples::Launch l = examples::init_launch(a.device);
+  if (a.cuda_graphs && (!l.device.is_cuda() || l.distributed()))
+    return parser.fail("--cuda-graphs needs one process on a CUDA device");
   const bool main_rank = l.is_main();
   const examples::Precision precision = examples::parse_precision("train_resnet", a.precision, l.device);
   a.metrics = examples::prepare_outputs(a.checkpoint, a.metrics, main_rank);
@@ -395,26 +401,31 @@ int main(int argc, char** argv) try {
     if (a.channels_last) synthetic_x = synthetic_x.contiguous(MemoryFormat::ChannelsLast);
   }
 
+  examples::GraphedStep graphed(
+      [&](const std::vector<Tensor>& batch) {
+        const Tensor x = a.channels_last ? batch[0].contiguous(MemoryFormat::ChannelsLast) : batch[0];
+        Tensor loss;
+        {
+          amp::AutocastGuard autocast(l.device.type, precision.dtype, precision.autocast);
+          loss = cross_entropy(forward(x), batch[1], {}, -100, "mean", a.label_smoothing);
+        }
+        opt.zero_grad();
+        scaler.scale(loss).backward();
+        scaler.step(opt);
+        scaler.update();
+        return loss;
+      },
+      a.cuda_graphs);
   int64_t step = start_epoch * steps_per_epoch;
   Totals last_eval;
   for (int64_t epoch = start_epoch; epoch < a.epochs; ++epoch) {
     train_loader->set_epoch(epoch);  // the sampler's order and the augmentation's draws
     train_mode();
     examples::EpochMeter meter(epoch, a.epochs, steps_per_epoch, a.batch_size, "img", l);
-    auto train_step = [&](Tensor x, Tensor y) {
+    auto train_step = [&](const Tensor& x, const Tensor& y) {
       if (step == a.debug_sigkill_at_step) std::raise(SIGKILL);
-      if (a.channels_last) x = x.contiguous(MemoryFormat::ChannelsLast);
-      Tensor loss;
-      {
-        amp::AutocastGuard autocast(l.device.type, precision.dtype, precision.autocast);
-        loss = cross_entropy(forward(x), y, {}, -100, "mean", a.label_smoothing);
-      }
-      opt.zero_grad();
-      scaler.scale(loss).backward();
-      scaler.step(opt);
-      scaler.update();
-      sched->step();
-      meter.add(loss);
+      meter.add(graphed({x, y}));
+      sched->step();  // outside the graph: it writes the rate the fused step reads on the device
       ++step;
     };
     if (a.synthetic) {

@@ -6,6 +6,7 @@
 #include <ember/cuda/graph.h>
 #include <ember/cuda/stream.h>
 #include <ember/ember.h>
+#include <ember/examples/common/graphed_step.h>
 
 #include <functional>
 
@@ -448,6 +449,49 @@ TEST_F(CudaGraph, Float16GradScalerStepSkipsOnInfInsideTheGraph) {
   expect_same_runs(setup, data);
   ASSERT_EQ(scales.size(), 2u);
   EXPECT_EQ(scales[0], scales[1]);
+}
+
+// The trainers' --cuda-graphs: one graph per batch shape, warm-up calls eager, the same weights
+// as eager steps (same seeds), and a scheduler stepping between calls.
+TEST_F(CudaGraph, TrainersGraphedStepKeepsAGraphPerShape) {
+  std::vector<Batch> data = batches({8, 32}, 10, 6);
+  for (const Batch& b : batches({5, 32}, 10, 6)) data.push_back(b);
+  std::vector<Batch> mixed;  // shapes alternating
+  for (size_t i = 0; i < 6; ++i) mixed.insert(mixed.end(), {data[i], data[6 + i]});
+  auto train = [&](bool graphs) {
+    manual_seed(11);
+    auto model = nn::Sequential(nn::Linear(32, 64), nn::ReLU(), nn::Dropout(0.1), nn::Linear(64, 10)).ptr();
+    model->to(kGpu);
+    optim::AdamW opt(model->parameters(), optim::AdamWOptions(1e-2).fused(true));
+    optim::StepLR sched(opt, 2, 0.5);
+    examples::GraphedStep step(
+        [&](const std::vector<Tensor>& b) {
+          opt.zero_grad();
+          Tensor loss = cross_entropy(model->forward(b[0]), b[1]);
+          loss.backward();
+          opt.step();
+          return loss;
+        },
+        graphs, /*warmup=*/2);
+    std::vector<float> losses;
+    for (const Batch& b : mixed) {
+      losses.push_back(step({b.x, b.y}).item<float>());
+      sched.step();
+    }
+    if (graphs) {
+      EXPECT_EQ(step.graphs(), 2u);
+      EXPECT_EQ(step.replays(), 8);  // 6 steps of each shape, 2 of them eager
+    }
+    OrderedDict<Tensor> state;
+    for (const auto& [k, v] : model->state_dict()) state.insert(k, v.cpu());
+    return std::make_pair(losses, state);
+  };
+  const auto [eager_losses, eager_state] = train(false);
+  const auto [graph_losses, graph_state] = train(true);
+  EXPECT_EQ(graph_losses, eager_losses);
+  for (const auto& [k, v] : eager_state) EXPECT_TRUE(graph_state[k].equal(v)) << k;
+  EXPECT_EMBER_ERROR(examples::GraphedStep([](const std::vector<Tensor>& b) { return b[0]; }, true)({ones({2})}),
+                     "GraphedStep: CUDA graphs need the step's inputs on a CUDA device");
 }
 
 }  // namespace

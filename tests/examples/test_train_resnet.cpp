@@ -167,6 +167,9 @@ TEST(TrainResnet, BadArgumentsAreClearErrors) {
             2);
   EXPECT_NE(read_text(dir / "2.log").find("missing file"), std::string::npos) << read_text(dir / "2.log");
   EXPECT_EQ(WEXITSTATUS(run_trainer("--epochs x", dir / "3.log")), 2);
+  EXPECT_EQ(WEXITSTATUS(run_trainer("--device cpu --cuda-graphs", dir / "4.log")), 2);
+  EXPECT_NE(read_text(dir / "4.log").find("--cuda-graphs needs one process on a CUDA device"), std::string::npos)
+      << read_text(dir / "4.log");
 }
 
 // CI's smoke run on the real data (Debian's dataset-fashion-mnist, which the scripts install):
