@@ -149,6 +149,7 @@ void CUDAGraph::replay() {
                 "while another graph is being captured");
     const PhiloxState s = gen.get_state();
     write_philox(rng_state_, s);
+    record_stream(rng_state_, stream);  // made on the capture's stream, used on this one
     gen.set_state({s.seed, s.offset + rng_offsets_});
   }
   EMBER_CUDA_CHECK(cudaGraphLaunch(exec_, stream.stream()));
