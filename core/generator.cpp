@@ -6,7 +6,8 @@ namespace ember {
 
 void Generator::manual_seed(uint64_t seed) {
   std::lock_guard<std::mutex> g(mutex_);
-  EMBER_CHECK(!capture_seed_, "manual_seed: the generator is in use by a CUDA graph capture; seed it before "
+  EMBER_CHECK(!capture_seed_,
+              "manual_seed: the generator is in use by a CUDA graph capture; seed it before "
               "capture_begin or after capture_end");
   seed_ = seed;
   offset_ = 0;
@@ -31,10 +32,10 @@ PhiloxState Generator::get_state() const {
 
 void Generator::set_state(PhiloxState s) {
   std::lock_guard<std::mutex> g(mutex_);
-  EMBER_CHECK(s.seed_ptr == capture_seed_ && s.offset_ptr == capture_offset_,
-              "Generator::set_state: ",
-              capture_seed_ ? "the generator is capturing a CUDA graph, and the state is not from that capture"
-                            : "the state is from a CUDA graph capture that has ended");
+  EMBER_CHECK(s.seed_ptr == capture_seed_ && s.offset_ptr == capture_offset_, "Generator::set_state: ",
+              capture_seed_
+                  ? "the generator is capturing a CUDA graph, and the state is not from that capture"
+                  : "the state is from a CUDA graph capture that has ended");
   if (capture_seed_) {
     capture_taken_ = s.offset;
   } else {

@@ -124,7 +124,8 @@ Tensor bernoulli(const Tensor& p, Generator* gen) {
 
 Tensor get_rng_state(Generator* gen) {
   PhiloxState s = (gen ? *gen : default_generator(kCPU)).get_state();
-  EMBER_CHECK(!s.seed_ptr, "get_rng_state: the generator is capturing a CUDA graph, whose numbers are drawn "
+  EMBER_CHECK(!s.seed_ptr,
+              "get_rng_state: the generator is capturing a CUDA graph, whose numbers are drawn "
               "at replay; read the state before capture_begin or after capture_end");
   Tensor state = empty({16}, kUInt8);
   uint8_t* p = state.data_ptr<uint8_t>();

@@ -318,7 +318,8 @@ std::optional<SdpaFused> sdpa_fused_cuda(const Tensor& q, const Tensor& k, const
   const Built& fwd = graph_for(t, is_causal, scale, dropout_p, training, false);
   if (!fwd.ok() || (training && !backward_graph(t, is_causal, scale, dropout_p).ok())) return std::nullopt;
 
-  SdpaFused f{t.out, t.stats, t.bias, dropout_p > 0 ? philox_tensor(rng, q.device(), kCudnnOffsetShift) : Tensor()};
+  SdpaFused f{t.out, t.stats, t.bias,
+              dropout_p > 0 ? philox_tensor(rng, q.device(), kCudnnOffsetShift) : Tensor()};
   std::unordered_map<int64_t, void*> pack = {
       {kQ, q.data_ptr()}, {kK, k.data_ptr()}, {kV, v.data_ptr()}, {kO, f.out.data_ptr()}};
   if (training) pack[kStats] = f.stats.data_ptr();

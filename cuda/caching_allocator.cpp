@@ -24,10 +24,10 @@
 
 #include <algorithm>
 #include <array>
-#include <memory>
 #include <cstdio>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -343,9 +343,10 @@ class DeviceAllocator {
     auto [free, total] = mem_get_info(device_);
     int64_t allocated = stats_.allocated_bytes[0].current;
     int64_t cached = stats_.reserved_bytes[0].current - allocated;
-    const char* capture = capture_pools_.empty() ? ""
-                                                  : " A CUDA graph is being captured, so the cache was not freed "
-                                                    "to make room.";
+    const char* capture = capture_pools_.empty()
+                              ? ""
+                              : " A CUDA graph is being captured, so the cache was not freed "
+                                "to make room.";
     return ember::detail::str_cat("CUDA out of memory. Tried to allocate ", format_size(segment_size),
                                   ". GPU ", device_, " has a total capacity of ", format_size(total),
                                   " of which ", format_size(free), " is free. Of the allocated memory ",

@@ -131,7 +131,8 @@ void host_device_copy(const Tensor& dst, const Tensor& src, bool non_blocking) {
   const void* host = to_host ? dst.data_ptr() : src.data_ptr();
   const bool waits = !non_blocking || !is_pinned(host);
   if (waits)
-    detail::note_sync(to_host ? "copy_ to the host (item(), cpu(), to(kCPU))" : "copy_ (from the host, blocking)");
+    detail::note_sync(to_host ? "copy_ to the host (item(), cpu(), to(kCPU))"
+                              : "copy_ (from the host, blocking)");
   EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), dst.nbytes(),
                                    to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice, stream));
   // A pinned block that a queued copy still reads or writes is reused only after the copy.

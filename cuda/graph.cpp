@@ -20,9 +20,12 @@ std::atomic<int> captures_underway{0};
 
 cudaStreamCaptureMode to_cuda(CaptureErrorMode mode) {
   switch (mode) {
-    case CaptureErrorMode::ThreadLocal: return cudaStreamCaptureModeThreadLocal;
-    case CaptureErrorMode::Relaxed: return cudaStreamCaptureModeRelaxed;
-    default: return cudaStreamCaptureModeGlobal;
+    case CaptureErrorMode::ThreadLocal:
+      return cudaStreamCaptureModeThreadLocal;
+    case CaptureErrorMode::Relaxed:
+      return cudaStreamCaptureModeRelaxed;
+    default:
+      return cudaStreamCaptureModeGlobal;
   }
 }
 
@@ -69,8 +72,9 @@ void CUDAGraph::capture_begin(MempoolId pool, CaptureErrorMode mode) {
   EMBER_CHECK(!capturing_ && !exec_, "CUDAGraph::capture_begin: this graph ",
               capturing_ ? "is already capturing" : "holds a capture already; reset() it first");
   const Stream stream = current_stream();
-  EMBER_CHECK(stream.stream() != nullptr, "CUDAGraph::capture_begin: the current stream is cuda:",
-              stream.device_index(), "'s legacy default stream, which cannot be captured; capture on a side "
+  EMBER_CHECK(stream.stream() != nullptr,
+              "CUDAGraph::capture_begin: the current stream is cuda:", stream.device_index(),
+              "'s legacy default stream, which cannot be captured; capture on a side "
               "stream (cuda::graph does)");
   device_ = stream.device_index();
   // Made before the capture, so that it is not part of the graph's pool.
@@ -145,7 +149,8 @@ void CUDAGraph::replay() {
   if (rng_offsets_ > 0) {
     // The base the captured draws add their offsets to, then the generator moves past them.
     Generator& gen = default_generator(kCUDA);
-    EMBER_CHECK(!gen.capturing(), "CUDAGraph::replay: a graph that draws random numbers cannot be replayed "
+    EMBER_CHECK(!gen.capturing(),
+                "CUDAGraph::replay: a graph that draws random numbers cannot be replayed "
                 "while another graph is being captured");
     const PhiloxState s = gen.get_state();
     write_philox(rng_state_, s);

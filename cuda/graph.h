@@ -72,7 +72,7 @@ class CUDAGraph {
   CUstream_st* stream_ = nullptr;  // the capturing stream, while capturing
   unsigned long long capture_id_ = 0;
   bool capturing_ = false;
-  Tensor rng_state_;  // [seed, base offset] that captured random ops read, rewritten per replay
+  Tensor rng_state_;          // [seed, base offset] that captured random ops read, rewritten per replay
   uint64_t rng_offsets_ = 0;  // generator offsets the captured ops take
 };
 

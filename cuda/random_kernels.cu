@@ -52,8 +52,8 @@ void write_philox(const Tensor& out, PhiloxState rng, int offset_shift) {
   EMBER_CHECK(out.is_cuda() && out.dtype() == kInt64 && out.numel() == 2 && out.is_contiguous(),
               "write_philox: expected a contiguous int64 CUDA tensor of 2 elements, got ", out.dtype(), " ",
               out.sizes(), " on ", out.device());
-  philox_tensor_kernel<<<1, 1, 0, current_stream(out.device().index)>>>(static_cast<uint64_t*>(out.data_ptr()),
-                                                                        rng, offset_shift);
+  philox_tensor_kernel<<<1, 1, 0, current_stream(out.device().index)>>>(
+      static_cast<uint64_t*>(out.data_ptr()), rng, offset_shift);
   EMBER_CUDA_LAUNCH_CHECK();
 }
 

@@ -20,8 +20,9 @@ namespace detail {
 void note_sync(const char* op) {
   // Checked before waiting: the wait itself would invalidate the capture.
   if (capture_underway())
-    throw Error(ember::detail::str_cat(op, ": waits for the GPU, which a CUDA graph capture cannot contain "
-                                           "(a capture is underway); move it out of the captured region"));
+    throw Error(ember::detail::str_cat(op,
+                                       ": waits for the GPU, which a CUDA graph capture cannot contain "
+                                       "(a capture is underway); move it out of the captured region"));
   switch (get_sync_debug_mode()) {
     case SyncDebugMode::Default:
       return;

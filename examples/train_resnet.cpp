@@ -103,7 +103,8 @@ tools::ArgParser make_parser(Args& a) {
       .option("--limit-train", &a.limit_train, "use only the first N training images")
       .option("--limit-test", &a.limit_test, "use only the first N test images")
       .flag("--synthetic", &a.synthetic, "time the step on one random batch kept on the device (no data)")
-      .flag("--cuda-graphs", &a.cuda_graphs, "capture the training step into a CUDA graph and replay it (one GPU)")
+      .flag("--cuda-graphs", &a.cuda_graphs,
+            "capture the training step into a CUDA graph and replay it (one GPU)")
       .option("--min-accuracy", &a.min_accuracy, "exit 1 unless the final test top-1 reaches it")
       .option("--debug-sigkill-at-step", &a.debug_sigkill_at_step,
               "fault injection: the process kills itself with SIGKILL before this step");

@@ -212,10 +212,11 @@ const Tensor& Optimizer::lr_tensor(OptimizerParamGroup& group, Device device) co
   const bool fresh = !t.defined() || t.device() != device;
   if (fresh || lr != group.lr_written_) {
     EMBER_CHECK(!(device.is_cuda() && cuda::is_current_stream_capturing()), name(),
-                fresh ? ": a parameter group's first fused step makes its lr tensor, which cannot be captured "
-                        "into a CUDA graph; run a step eagerly first"
-                      : ": the lr changed since the last step, and writing it cannot be captured into a CUDA "
-                        "graph; call write_lr_tensors() before capturing (LR schedulers do)");
+                fresh
+                    ? ": a parameter group's first fused step makes its lr tensor, which cannot be captured "
+                      "into a CUDA graph; run a step eagerly first"
+                    : ": the lr changed since the last step, and writing it cannot be captured into a CUDA "
+                      "graph; call write_lr_tensors() before capturing (LR schedulers do)");
     if (fresh)
       t = full({}, lr, TensorOptions(kFloat64).device(device));
     else

@@ -8,7 +8,9 @@ MempoolId graph_pool_handle() { detail::throw_no_cuda("graph_pool_handle"); }
 bool is_current_stream_capturing() { return false; }
 
 CUDAGraph::~CUDAGraph() = default;
-void CUDAGraph::capture_begin(MempoolId, CaptureErrorMode) { detail::throw_no_cuda("CUDAGraph::capture_begin"); }
+void CUDAGraph::capture_begin(MempoolId, CaptureErrorMode) {
+  detail::throw_no_cuda("CUDAGraph::capture_begin");
+}
 void CUDAGraph::capture_end() { detail::throw_no_cuda("CUDAGraph::capture_end"); }
 void CUDAGraph::replay() { detail::throw_no_cuda("CUDAGraph::replay"); }
 void CUDAGraph::reset() {}

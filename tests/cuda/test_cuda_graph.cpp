@@ -102,8 +102,8 @@ TEST_F(CudaGraph, RandomOpsDrawAsEagerOpsDoAndChangeEachReplay) {
   Tensor x = ones({4099}, TensorOptions(kFloat32).device(kGpu));
   auto draw = [&] {
     return std::vector<Tensor>{rand({1000}, TensorOptions(kFloat32).device(kGpu)),
-                               randn({999}, TensorOptions(kFloat64).device(kGpu)),
-                               dropout(x, 0.3, true), bernoulli(x, 0.5)};
+                               randn({999}, TensorOptions(kFloat64).device(kGpu)), dropout(x, 0.3, true),
+                               bernoulli(x, 0.5)};
   };
   draw();
   cuda::CUDAGraph g;
@@ -294,7 +294,8 @@ Run run_graphed(const ModelSetup& setup, const std::vector<Batch>& batches) {
 }
 
 // rtol 0: bit for bit.
-void expect_same_runs(const ModelSetup& setup, const std::vector<Batch>& batches, double rtol = 0, double atol = 0) {
+void expect_same_runs(const ModelSetup& setup, const std::vector<Batch>& batches, double rtol = 0,
+                      double atol = 0) {
   Run eager = run_eager(setup, batches), graphed = run_graphed(setup, batches);
   ASSERT_EQ(eager.losses.size(), graphed.losses.size());
   for (size_t i = 0; i < eager.losses.size(); ++i) {
@@ -306,7 +307,8 @@ void expect_same_runs(const ModelSetup& setup, const std::vector<Batch>& batches
   for (const auto& [k, v] : eager.state) {
     SCOPED_TRACE(k);
     const Tensor& w = graphed.state[k];
-    EXPECT_TRUE(w.allclose(v, rtol, atol)) << "largest difference " << (w.to(kFloat64) - v.to(kFloat64)).abs().max();
+    EXPECT_TRUE(w.allclose(v, rtol, atol))
+        << "largest difference " << (w.to(kFloat64) - v.to(kFloat64)).abs().max();
   }
   // The runs trained: the losses moved.
   EXPECT_FALSE(eager.losses.front().equal(eager.losses.back()));
@@ -346,9 +348,11 @@ TEST_F(CudaGraph, MlpStepWithDropoutSgdAndAnLrScheduleMatchesEagerBitForBit) {
 
 ModelSetup transformer_setup(ScalarType compute) {
   return [compute] {
-    auto layer = nn::TransformerEncoderLayer(
-                     nn::TransformerEncoderLayerOptions(64, 4).dim_feedforward(128).dropout(0.1).activation("gelu").batch_first(
-                         true))
+    auto layer = nn::TransformerEncoderLayer(nn::TransformerEncoderLayerOptions(64, 4)
+                                                 .dim_feedforward(128)
+                                                 .dropout(0.1)
+                                                 .activation("gelu")
+                                                 .batch_first(true))
                      .ptr();
     auto head = nn::Linear(64, 5).ptr();
     layer->to(kGpu);
@@ -490,8 +494,9 @@ TEST_F(CudaGraph, TrainersGraphedStepKeepsAGraphPerShape) {
   const auto [graph_losses, graph_state] = train(true);
   EXPECT_EQ(graph_losses, eager_losses);
   for (const auto& [k, v] : eager_state) EXPECT_TRUE(graph_state[k].equal(v)) << k;
-  EXPECT_EMBER_ERROR(examples::GraphedStep([](const std::vector<Tensor>& b) { return b[0]; }, true)({ones({2})}),
-                     "GraphedStep: CUDA graphs need the step's inputs on a CUDA device");
+  EXPECT_EMBER_ERROR(
+      examples::GraphedStep([](const std::vector<Tensor>& b) { return b[0]; }, true)({ones({2})}),
+      "GraphedStep: CUDA graphs need the step's inputs on a CUDA device");
 }
 
 }  // namespace

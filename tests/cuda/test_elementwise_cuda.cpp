@@ -44,7 +44,8 @@ TEST_F(CudaKernels, ArangeAndLinspaceFillOnTheDevice) {
     if (t == kUInt8) continue;
     expect_identical(linspace(-5, 7.5, 1001, TensorOptions(t).device(kGpu)), linspace(-5, 7.5, 1001, t));
   }
-  expect_identical(arange(-2.5, 3.0, 0.25, TensorOptions(kFloat64).device(kGpu)), arange(-2.5, 3.0, 0.25, kFloat64));
+  expect_identical(arange(-2.5, 3.0, 0.25, TensorOptions(kFloat64).device(kGpu)),
+                   arange(-2.5, 3.0, 0.25, kFloat64));
   EXPECT_EQ(arange(0, TensorOptions(kInt64).device(kGpu)).numel(), 0);
   cuda::synchronize();
   EXPECT_TRUE(returns_without_waiting(cuda::current_stream().stream(), [] {

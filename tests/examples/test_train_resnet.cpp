@@ -168,7 +168,8 @@ TEST(TrainResnet, BadArgumentsAreClearErrors) {
   EXPECT_NE(read_text(dir / "2.log").find("missing file"), std::string::npos) << read_text(dir / "2.log");
   EXPECT_EQ(WEXITSTATUS(run_trainer("--epochs x", dir / "3.log")), 2);
   EXPECT_EQ(WEXITSTATUS(run_trainer("--device cpu --cuda-graphs", dir / "4.log")), 2);
-  EXPECT_NE(read_text(dir / "4.log").find("--cuda-graphs needs one process on a CUDA device"), std::string::npos)
+  EXPECT_NE(read_text(dir / "4.log").find("--cuda-graphs needs one process on a CUDA device"),
+            std::string::npos)
       << read_text(dir / "4.log");
 }
 

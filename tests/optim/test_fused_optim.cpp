@@ -87,7 +87,8 @@ TEST(FusedOptim, GradScaleAndFoundInfThroughTheOptimizers) {
 // written when the rate changes and by LR schedulers (what a CUDA graph's replays read).
 TEST(FusedOptim, LrFromATensor) {
   std::vector<Tensor> p = random_list({{5, 3}, {7}}, kFloat32), g = random_list({{5, 3}, {7}}, kFloat32);
-  std::vector<Tensor> m = random_list({{5, 3}, {7}}, kFloat32), v = random_list({{5, 3}, {7}}, kFloat32, 0, 1);
+  std::vector<Tensor> m = random_list({{5, 3}, {7}}, kFloat32),
+                      v = random_list({{5, 3}, {7}}, kFloat32, 0, 1);
   std::vector<Tensor> p2 = copies(p), m2 = copies(m), v2 = copies(v), buf = copies(m), buf2 = copies(m);
   FusedAdamArgs adam;
   adam.lr = 0.37;

@@ -7,7 +7,8 @@
 // Modes: f32, bf16 (autocast) and f16 (autocast + GradScaler), each also with "-ckpt": every
 // encoder layer checkpointed, and with "-graph": the whole step (zero_grad, forward, backward,
 // GradScaler, fused AdamW) is captured once into a CUDA graph after the warm-up steps, and the
-// timed steps replay it (the peak then counts from the capture). Each mode prints one JSON line: the median step time in ms over
+// timed steps replay it (the peak then counts from the capture). Each mode prints one JSON line: the median
+// step time in ms over
 // --iters steps after --warmup (synchronized on CUDA), tokens/s, and on CUDA the peak of
 // cuda::max_memory_allocated over the timed steps (reset between modes).
 //   transformer_bench [--layers 12] [--batch 32] [--seq 512] [--d-model 768] [--heads 12]
