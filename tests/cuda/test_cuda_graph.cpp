@@ -1,6 +1,7 @@
 // CUDA graphs: capture and replay, the private memory pool, graph-safe random numbers, the errors
 // a capture raises for what it cannot contain, and whole training steps that, replayed, give what
 // the same steps give eagerly (same seeds).
+#include <ember/autograd/graphed_callables.h>
 #include <ember/core/autocast_mode.h>
 #include <ember/cuda/caching_allocator.h>
 #include <ember/cuda/graph.h>
@@ -453,6 +454,47 @@ TEST_F(CudaGraph, Float16GradScalerStepSkipsOnInfInsideTheGraph) {
   expect_same_runs(setup, data);
   ASSERT_EQ(scales.size(), 2u);
   EXPECT_EQ(scales[0], scales[1]);
+}
+
+// make_graphed_callables inside an eager loop: the loss, the optimizer and the LR schedule stay
+// eager; weights and the input's gradient equal the eager run's (dropout included, same seeds).
+TEST_F(CudaGraph, GraphedCallableTrainsAsTheEagerModule) {
+  const std::vector<Batch> data = batches({16, 32}, 10, 5);
+  auto train = [&](bool graphed) {
+    manual_seed(11);
+    auto model = nn::Sequential(nn::Linear(32, 64), nn::GELU(), nn::Dropout(0.1), nn::Linear(64, 10)).ptr();
+    model->to(kGpu);
+    cuda::TensorFn fn = [model](const std::vector<Tensor>& in) { return std::vector<Tensor>{model->forward(in[0])}; };
+    Tensor sample = data[0].x.clone().requires_grad_();
+    if (graphed) fn = cuda::make_graphed_callables(fn, {sample}, model->parameters());
+    manual_seed(12);  // the warm-up drew numbers: both runs start from here
+    optim::SGD opt(model->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+    std::vector<Tensor> x_grads;
+    for (const Batch& b : data) {
+      opt.zero_grad();
+      Tensor x = b.x.clone().requires_grad_();
+      cross_entropy(fn({x})[0], b.y).backward();
+      opt.step();
+      x_grads.push_back(x.grad().cpu());
+    }
+    OrderedDict<Tensor> state;
+    for (const auto& [k, v] : model->state_dict()) state.insert(k, v.cpu());
+    return std::make_pair(x_grads, state);
+  };
+  const auto [eager_grads, eager_state] = train(false);
+  const auto [graph_grads, graph_state] = train(true);
+  for (size_t i = 0; i < eager_grads.size(); ++i) EXPECT_TRUE(graph_grads[i].equal(eager_grads[i])) << i;
+  for (const auto& [k, v] : eager_state) EXPECT_TRUE(graph_state[k].equal(v)) << k;
+
+  auto linear = nn::Linear(4, 2).ptr();
+  linear->to(kGpu);
+  cuda::TensorFn g = cuda::make_graphed_callables(
+      [linear](const std::vector<Tensor>& in) { return std::vector<Tensor>{linear->forward(in[0])}; },
+      {ones({3, 4}, TensorOptions(kFloat32).device(kGpu))}, linear->parameters(), 1);
+  EXPECT_EMBER_ERROR(g({ones({5, 4}, TensorOptions(kFloat32).device(kGpu))}), "make_graphed_callables: argument 0",
+                     "[3, 4]", "[5, 4]");
+  EXPECT_EMBER_ERROR(cuda::make_graphed_callables(g, {ones({3, 4})}, {}), "make_graphed_callables",
+                     "CUDA tensors");
 }
 
 // The trainers' --cuda-graphs: one graph per batch shape, warm-up calls eager, the same weights
