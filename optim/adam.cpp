@@ -106,7 +106,7 @@ void Adam::step_group(OptimizerParamGroup& group) {
   const auto [params, grads] = params_with_grads(group);
   const bool fused = use_fused(group, params, grads);
   if (!fused) {
-    check_no_grad_scaling();
+    check_per_tensor_step(params);
     for (size_t i = 0; i < params.size(); ++i)
       adam_single_tensor(params[i], grads[i], init_state(params[i], false), args);
     return;

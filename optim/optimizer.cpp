@@ -240,10 +240,14 @@ std::pair<Tensor, Tensor> Optimizer::grad_scaling_on(Device device) const {
   return {on(grad_scale_), on(found_inf_)};
 }
 
-void Optimizer::check_no_grad_scaling() const {
+void Optimizer::check_per_tensor_step(const std::vector<Tensor>& params) const {
   EMBER_CHECK(!grad_scale_.defined() && !found_inf_.defined(), name(),
               ": grad_scale/found_inf are set (set_grad_scaling) but the group runs the per-tensor step; "
               "they need fused(true)");
+  const bool on_gpu = std::any_of(params.begin(), params.end(), [](const Tensor& p) { return p.is_cuda(); });
+  EMBER_CHECK(!(on_gpu && cuda::is_current_stream_capturing()), name(),
+              ": the per-tensor step keeps step counts and the rate on the host and cannot be captured into a "
+              "CUDA graph; use fused(true) (the default for CUDA parameters the fused kernels take)");
 }
 
 void Optimizer::set_grad_scaling(const Tensor& grad_scale, const Tensor& found_inf) {

@@ -183,8 +183,10 @@ class Optimizer {
   OptimizerParamState& init_state(const Tensor& param, bool fused);
   // grad_scale and found_inf on `device` (undefined when unset).
   std::pair<Tensor, Tensor> grad_scaling_on(Device device) const;
-  // Throws when set_grad_scaling() is active for a per-tensor step.
-  void check_no_grad_scaling() const;
+  // Throws when the per-tensor step cannot run: set_grad_scaling() is active, or the step is being
+  // captured into a CUDA graph (its step counts and rate live on the host, so replays would repeat
+  // the captured ones).
+  void check_per_tensor_step(const std::vector<Tensor>& params) const;
   // For a fused step: the group's lr tensor on `device`, made or written when options().lr() changed.
   // Neither can happen while the step is captured into a CUDA graph (it would replay the write).
   const Tensor& lr_tensor(OptimizerParamGroup& group, Device device) const;

@@ -65,7 +65,7 @@ void SGD::step_group(OptimizerParamGroup& group) {
   const FusedSgdArgs args = static_cast<const SGDOptions&>(group.options()).args();
   const auto [params, grads] = params_with_grads(group);
   if (!use_fused(group, params, grads)) {
-    check_no_grad_scaling();
+    check_per_tensor_step(params);
     for (size_t i = 0; i < params.size(); ++i)
       sgd_single_tensor(params[i], grads[i], init_state(params[i], false), args);
     return;

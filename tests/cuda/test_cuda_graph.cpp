@@ -224,6 +224,12 @@ TEST_F(CudaGraph, OptimizerStepsNeedTheirLrTensorBeforeTheCapture) {
   opt.write_lr_tensors();
   g.replay();
   EXPECT_TRUE(w.cpu().allclose(full({4}, 0.15f)));
+  // The per-tensor step's counts and rate live on the host: a replay would repeat them.
+  optim::Adam per_tensor({w}, optim::AdamOptions(0.1).fused(false));
+  per_tensor.step();
+  cuda::CUDAGraph h;
+  cuda::graph capture(h);
+  EXPECT_EMBER_ERROR(per_tensor.step(), "Adam: the per-tensor step", "fused(true)");
 }
 
 // Whole training steps: a model trained by eager steps and a copy trained by replaying one
