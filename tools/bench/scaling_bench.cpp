@@ -15,8 +15,10 @@
 // one rank (PyTorch's side likewise). Each step is timed to the device's completion; rank 0
 // prints {"case": "scaling resnet50 bf16 b128 world N", "ms": median, "samples_per_s": global}.
 //
+// --cuda-graphs (world 1, CUDA): the step is captured into a CUDA graph after the warm-up and the
+// timed steps replay it (torch_scaling_bench.py --cuda-graphs: torch.cuda.graph).
 //   emberrun --nproc-per-node N scaling_bench [--model resnet50|bert-base] [--batch 128|32]
-//       [--seq 128] [--iters 20] [--warmup 10] [--device cuda|cpu] [--channels-last]
+//       [--seq 128] [--iters 20] [--warmup 10] [--device cuda|cpu] [--channels-last] [--cuda-graphs]
 //   OMP_NUM_THREADS=1 emberrun --nproc-per-node 2 scaling_bench --device cpu --model resnet18
 //       --batch 2 --image-size 32 --iters 2 --warmup 1      # small, on the CPU (Gloo)
 #include <algorithm>
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include <ember/cuda/conv_cudnn.h>
+#include <ember/cuda/graph.h>
 #include <ember/distributed/ddp.h>
 #include <ember/distributed/distributed.h>
 #include <ember/ember.h>
@@ -46,7 +49,7 @@ struct Args {
   int64_t batch = 0, seq = 128, image_size = 224, num_classes = 1000;
   int64_t layers = 12, d_model = 768, heads = 12, ffn = 3072, vocab = 30522;
   int warmup = 10, iters = 20;
-  bool channels_last = false;
+  bool channels_last = false, cuda_graphs = false;
   bool bert() const { return model == "bert-base"; }
 };
 
@@ -68,7 +71,8 @@ std::optional<Args> parse(int argc, char** argv) {
       .option("--iters", &a.iters, "timed steps")
       .option("--precision", &a.precision, "bf16 (autocast) or f32")
       .option("--device", &a.device, "cuda or cpu")
-      .flag("--channels-last", &a.channels_last, "ResNet: model and images in channels-last memory");
+      .flag("--channels-last", &a.channels_last, "ResNet: model and images in channels-last memory")
+      .flag("--cuda-graphs", &a.cuda_graphs, "capture the step into a CUDA graph and time its replays (world 1)");
   if (!args.parse(argc, argv)) return std::nullopt;
   const std::vector<std::string> models{"resnet18", "resnet34", "resnet50", "resnet101", "bert-base"};
   EMBER_CHECK(std::find(models.begin(), models.end(), a.model) != models.end(),
@@ -169,10 +173,19 @@ int main(int argc, char** argv) {
     for (int i = 0; i < a.warmup; ++i) step();
     sync(device);
     if (ddp) dist::barrier();
+    EMBER_CHECK(!a.cuda_graphs || (device.is_cuda() && !ddp), "scaling_bench: --cuda-graphs needs CUDA and world 1");
+    cuda::CUDAGraph graph;
+    if (a.cuda_graphs) {
+      cuda::graph capture(graph);
+      step();
+    }
     std::vector<double> ms;
     for (int i = 0; i < a.iters; ++i) {
       auto t0 = std::chrono::steady_clock::now();
-      step();
+      if (a.cuda_graphs)
+        graph.replay();
+      else
+        step();
       sync(device);
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
@@ -183,7 +196,7 @@ int main(int argc, char** argv) {
                          (a.bert()          ? " s" + std::to_string(a.seq)
                           : a.channels_last ? " nhwc"
                                             : "") +
-                         " world " + std::to_string(world);
+                         " world " + std::to_string(world) + (a.cuda_graphs ? " graph" : "");
       std::printf("{\"case\": \"%s\", \"ms\": %.3f, \"samples_per_s\": %.1f}\n", name.c_str(), median,
                   static_cast<double>(world * a.batch) / median * 1000);
       std::fflush(stdout);

@@ -5,7 +5,8 @@ BertLike) with AdamW; bf16 autocast; wrapped in DistributedDataParallel only whe
 Rank 0 prints {"case": "scaling resnet50 bf16 b128 world N", "ms": median step ms, "samples_per_s": global}.
     torchrun --nproc-per-node N torch_scaling_bench.py [--model resnet50|bert-base] [--batch 128] [--iters 20]
     python3 torch_scaling_bench.py --device cpu --model resnet18 --batch 2 --image-size 32 --iters 1 --warmup 0
---channels-last runs the ResNet in channels-last memory (as scaling_bench --channels-last); off by default."""
+--channels-last runs the ResNet in channels-last memory (as scaling_bench --channels-last); off by default.
+--cuda-graphs (world 1) captures the step with torch.cuda.graph and times its replays."""
 import argparse, json, os, sys
 import torch, torch.nn as nn, torch.nn.functional as F
 import torch.distributed as dist
@@ -116,6 +117,7 @@ def main():
     p.add_argument("--precision", default="bf16", choices=["bf16", "f32"])
     p.add_argument("--device", default="cuda")
     p.add_argument("--channels-last", action="store_true")
+    p.add_argument("--cuda-graphs", action="store_true", help="capture the step (torch.cuda.graph), time replays")
     a = p.parse_args()
     bert = a.model == "bert-base"
     a.batch = a.batch or (32 if bert else 128)
@@ -136,7 +138,8 @@ def main():
         labels = torch.randint(0, a.vocab, (a.batch, a.seq), device=dev)
         positions = torch.arange(a.seq, device=dev)
         inputs = (ids, positions, labels)
-        opt_of = lambda params: torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01, fused=dev.type == "cuda")
+        opt_of = lambda params: torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01, fused=dev.type == "cuda",
+                                                  capturable=a.cuda_graphs)
     else:
         model = resnet(a.model, a.num_classes).to(dev, memory_format=fmt).train()
         images = torch.randn(a.batch, 3, a.image_size, a.image_size, device=dev).to(memory_format=fmt)
@@ -156,15 +159,29 @@ def main():
         loss.backward()
         opt.step()
 
-    for _ in range(a.warmup):
-        step()
+    timed = step
+    if a.cuda_graphs:
+        # PyTorch's whole-network capture: warm up on a side stream, capture one step, replay it.
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(a.warmup):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            step()
+        timed = graph.replay
+    else:
+        for _ in range(a.warmup):
+            step()
     sync(dev)
     if world > 1:
         dist.barrier()
-    ms = median_step_ms(step, a.iters, dev)
+    ms = median_step_ms(timed, a.iters, dev)
     if rank == 0:
         shape = f" s{a.seq}" if bert else " nhwc" if a.channels_last else ""
-        name = f"scaling {a.model} {a.precision} b{a.batch}{shape} world {world}"
+        name = f"scaling {a.model} {a.precision} b{a.batch}{shape} world {world}{' graph' if a.cuda_graphs else ''}"
         print(json.dumps(dict(case=name, ms=round(ms, 3), samples_per_s=round(world * a.batch / ms * 1000, 1))),
               flush=True)
     if world > 1:
