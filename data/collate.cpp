@@ -33,8 +33,9 @@ Example default_collate(std::vector<Example> examples) {
   return batch;
 }
 
-Example pad_collate(std::vector<Example> examples, int64_t padding_value) {
+Example pad_collate(std::vector<Example> examples, int64_t padding_value, int64_t pad_to_multiple_of) {
   EMBER_CHECK(!examples.empty(), "pad_collate: got no examples");
+  EMBER_CHECK(pad_to_multiple_of >= 1, "pad_collate: pad_to_multiple_of must be positive, got ", pad_to_multiple_of);
   int64_t longest = 0;
   for (size_t i = 0; i < examples.size(); ++i) {
     EMBER_CHECK(!examples[i].empty() && examples[i][0].defined() && examples[i][0].dim() == 1,
@@ -46,6 +47,7 @@ Example pad_collate(std::vector<Example> examples, int64_t padding_value) {
                 examples[i][0].dtype(), ", sequence 0 is ", examples[0][0].dtype());
     longest = std::max(longest, examples[i][0].size(0));
   }
+  longest = (longest + pad_to_multiple_of - 1) / pad_to_multiple_of * pad_to_multiple_of;
   const auto n = static_cast<int64_t>(examples.size());
   Tensor ids = full({n, longest}, padding_value, TensorOptions(examples[0][0].dtype()));
   Tensor mask = zeros({n, longest}, TensorOptions(kInt64));

@@ -68,7 +68,7 @@ void MaskedLMDataset::set_epoch(int64_t epoch) const {
   dataset_->set_epoch(epoch);
 }
 
-Example masked_lm_collate(std::vector<Example> examples, int64_t padding_value) {
+Example masked_lm_collate(std::vector<Example> examples, int64_t padding_value, int64_t pad_to_multiple_of) {
   EMBER_CHECK(!examples.empty(), "masked_lm_collate: got no examples");
   std::vector<Tensor> positions, labels;
   for (size_t i = 0; i < examples.size(); ++i) {
@@ -79,7 +79,7 @@ Example masked_lm_collate(std::vector<Example> examples, int64_t padding_value) 
     labels.push_back(std::move(examples[i][2]));
     examples[i].resize(1);
   }
-  Example batch = pad_collate(std::move(examples), padding_value);
+  Example batch = pad_collate(std::move(examples), padding_value, pad_to_multiple_of);
   const int64_t width = batch[0].size(1);
   for (size_t i = 0; i < positions.size(); ++i) positions[i] = positions[i] + static_cast<int64_t>(i) * width;
   batch.push_back(cat(positions));

@@ -11,7 +11,7 @@
 //   train_bert ... --random-init                                     # what pretraining brings
 //   train_bert ... --task mlm --save-pretrained run/mlm              # transformers can load run/mlm
 //   emberrun --nproc-per-node 8 train_bert ...                       # DDP, one GPU each
-//   train_bert ... --cuda-graphs          # each batch shape's step captured once, then replayed
+//   train_bert ... --cuda-graphs --pad-to-multiple-of 32   # a graph per batch shape, replayed
 //
 // Recipe: a 90/10 split (stratified by label when classifying; --seed), the tokenizer of the model
 // folder with truncation to --max-length, dynamic padding of length-grouped batches, AdamW (no
@@ -67,7 +67,7 @@ struct Args {
               precision;
   std::string labels, checkpoint, metrics, save_pretrained, save_split;
   int64_t epochs = 3, batch_size = 32, max_length = 128, workers = 2, seed = 0, limit = 0,
-          debug_sigkill_at_step = -1, benchmark_steps = 0;
+          debug_sigkill_at_step = -1, benchmark_steps = 0, pad_to_multiple_of = 1;
   double lr = 5e-5, weight_decay = 0.01, warmup_ratio = 0.1, max_grad_norm = 1.0, test_fraction = 0.1;
   double mlm_probability = 0.15, min_accuracy = 0;
   bool random_init = false, checkpointing = false, resume = false, cuda_graphs = false;
@@ -85,6 +85,8 @@ tools::ArgParser make_parser(Args& a) {
       .option("--epochs", &a.epochs, "epochs to train")
       .option("--batch-size", &a.batch_size, "sequences per step per process")
       .option("--max-length", &a.max_length, "tokens per sequence at most (truncation)")
+      .option("--pad-to-multiple-of", &a.pad_to_multiple_of,
+              "round each batch's padded length up to a multiple of N (fewer shapes for --cuda-graphs)")
       .option("--lr", &a.lr, "peak learning rate of AdamW")
       .option("--weight-decay", &a.weight_decay, "AdamW's weight decay (not on biases and LayerNorm)")
       .option("--warmup-ratio", &a.warmup_ratio, "share of the steps spent warming up linearly")
@@ -228,8 +230,8 @@ struct ClassifyTask {
 
   ClassifyTask(const models::BertConfig& config, std::vector<std::string> labels)
       : model(config, static_cast<int64_t>(labels.size())), label_names(std::move(labels)) {}
-  data::CollateFn collate(int64_t pad_id) const {
-    return [pad_id](std::vector<data::Example> e) { return data::pad_collate(std::move(e), pad_id); };
+  data::CollateFn collate(int64_t pad_id, int64_t multiple) const {
+    return [=](std::vector<data::Example> e) { return data::pad_collate(std::move(e), pad_id, multiple); };
   }
   std::shared_ptr<data::Dataset> dataset(std::shared_ptr<data::SequenceDataset> d, const Args&,
                                          const text::BertTokenizer&) const {
@@ -265,8 +267,8 @@ struct MaskedLMTask {
   std::vector<std::string> label_names;  // none
 
   explicit MaskedLMTask(const models::BertConfig& config) : model(config) {}
-  data::CollateFn collate(int64_t pad_id) const {
-    return [pad_id](std::vector<data::Example> e) { return data::masked_lm_collate(std::move(e), pad_id); };
+  data::CollateFn collate(int64_t pad_id, int64_t multiple) const {
+    return [=](std::vector<data::Example> e) { return data::masked_lm_collate(std::move(e), pad_id, multiple); };
   }
   std::shared_ptr<data::Dataset> dataset(std::shared_ptr<data::SequenceDataset> d, const Args& a,
                                          const text::BertTokenizer& tok) const {
@@ -331,7 +333,7 @@ int run(const Args& a, const examples::Launch& l, const text::BertTokenizer& tok
                                      .batch_size(a.batch_size)
                                      .num_workers(a.workers)
                                      .pin_memory(l.device.is_cuda())
-                                     .collate_fn(task.collate(tokenizer.pad_token_id()));
+                                     .collate_fn(task.collate(tokenizer.pad_token_id(), a.pad_to_multiple_of));
   std::shared_ptr<data::Sampler> train_sampler =
       l.distributed() ? std::shared_ptr<data::Sampler>(distributed::make_distributed_sampler(
                             corpus.train->size(), true, static_cast<uint64_t>(a.seed)))

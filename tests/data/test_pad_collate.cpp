@@ -22,6 +22,11 @@ TEST(PadCollate, PadsToTheLongestAndMasks) {
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[0].dtype(), kInt64);
   EXPECT_CLOSE(c[0], tensor(std::vector<int64_t>{1, 9, 2, 3}, kInt64).view({2, 2}));
+  // pad_to_multiple_of rounds the length up (and leaves a multiple alone).
+  data::Example d = data::pad_collate(examples, 0, /*pad_to_multiple_of=*/4);
+  EXPECT_CLOSE(d[0], tensor(std::vector<int64_t>{5, 6, 7, 0, 8, 0, 0, 0}, kInt64).view({2, 4}));
+  EXPECT_CLOSE(d[1], tensor(std::vector<int64_t>{1, 1, 1, 0, 1, 0, 0, 0}, kInt64).view({2, 4}));
+  EXPECT_EQ(data::pad_collate(examples, 0, 3)[0].size(1), 3);
 }
 
 TEST(PadCollate, Errors) {
@@ -31,6 +36,8 @@ TEST(PadCollate, Errors) {
   EXPECT_EMBER_ERROR(
       data::pad_collate({{zeros({2}, TensorOptions(kInt64))}, {zeros({2}, TensorOptions(kInt32))}}, 0),
       "sequence 1 is");
+  EXPECT_EMBER_ERROR(data::pad_collate({{zeros({2}, TensorOptions(kInt64))}}, 0, 0),
+                     "pad_collate: pad_to_multiple_of must be positive, got 0");
 }
 
 }  // namespace
