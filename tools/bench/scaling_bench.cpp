@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
     const Args& a = *parsed;
     Device device(kCPU);
     if (a.device == "cuda") {
-      device = Device(kCUDA, dist::get_node_local_rank());
+      device = Device(kCUDA, dist::get_node_local_rank(/*fallback_rank=*/0));  // 0 without emberrun
       cuda::set_device(device.index);
       cuda::cudnn::set_benchmark(true);
     }
