@@ -12,10 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "ember/autograd/graphed_callables.h"
 #include "ember/cuda/attention_cudnn.h"
 #include "ember/cuda/attention_flash.h"
 #include "ember/cuda/caching_allocator.h"
 #include "ember/cuda/conv_cudnn.h"
+#include "ember/cuda/graph.h"
 #include "ember/cuda/matmul_cublaslt.h"
 #include "ember/cuda/nvtx.h"
 #include "ember/data/distributed_sampler.h"
@@ -42,7 +44,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 222;
+constexpr int64_t kPresentRows = 224;
 
 using Sizes = std::vector<int64_t>;
 Sizes shape(const Tensor& t) { return t.sizes().vec(); }
@@ -637,6 +639,25 @@ TEST(PytorchNames, Cuda) {
   cuda::set_sync_debug_mode(mode);
   EXPECT_FALSE(cuda::runtime_version().str().empty());
   EXPECT_FALSE(cuda::cudnn_version().str().empty());
+  EXPECT_FALSE(cuda::is_current_stream_capturing());
+  on_gpu([] {
+    Tensor x = ones({4}, TensorOptions(kCUDA)), y;
+    cuda::CUDAGraph g;
+    {
+      cuda::graph capture(g, cuda::graph_pool_handle());
+      y = x * 2;
+    }
+    g.replay();
+    EXPECT_TRUE(y.cpu().equal(full({4}, 2.0f)));
+  });
+  on_gpu([] {
+    Tensor w = ones({4}, TensorOptions(kCUDA)).requires_grad_();
+    cuda::TensorFn f = cuda::make_graphed_callables(
+        [w](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * w}; },
+        {ones({4}, TensorOptions(kCUDA))}, {w}, /*warmup=*/1);
+    f({full({4}, 3.0f, TensorOptions(kCUDA))})[0].sum().backward();
+    EXPECT_TRUE(w.grad().cpu().equal(full({4}, 3.0f)));
+  });
 #ifdef EMBER_WITH_CUDA
   on_gpu([] {
     cuda::Stream side = cuda::get_stream_from_pool();
