@@ -47,6 +47,27 @@ Subset::Subset(std::shared_ptr<const Dataset> dataset, std::vector<int64_t> indi
                 " is out of range for a dataset of size ", n);
 }
 
+ConcatDataset::ConcatDataset(std::vector<std::shared_ptr<const Dataset>> datasets)
+    : datasets_(std::move(datasets)), cumulative_sizes_{0} {
+  EMBER_CHECK(!datasets_.empty(), "ConcatDataset: no datasets given");
+  for (size_t i = 0; i < datasets_.size(); ++i) {
+    EMBER_CHECK(datasets_[i], "ConcatDataset: datasets[", i, "] is null");
+    cumulative_sizes_.push_back(cumulative_sizes_.back() + datasets_[i]->size());
+  }
+}
+
+Example ConcatDataset::get(int64_t index) const {
+  index = detail::wrap_index("ConcatDataset", index, size());
+  // The first dataset whose running total passes index.
+  const auto d = std::upper_bound(cumulative_sizes_.begin() + 1, cumulative_sizes_.end(), index) -
+                 (cumulative_sizes_.begin() + 1);
+  return datasets_[static_cast<size_t>(d)]->get(index - cumulative_sizes_[static_cast<size_t>(d)]);
+}
+
+void ConcatDataset::set_epoch(int64_t epoch) const {
+  for (const auto& d : datasets_) d->set_epoch(epoch);
+}
+
 Example Subset::get(int64_t index) const {
   index = detail::wrap_index("Subset", index, size());
   return dataset_->get(indices_[static_cast<size_t>(index)]);
@@ -75,9 +96,9 @@ std::vector<Subset> random_split(std::shared_ptr<const Dataset> dataset, const s
 }
 
 std::pair<std::vector<int64_t>, std::vector<int64_t>> stratified_split(const std::vector<int64_t>& labels,
-                                                                      double test_fraction, uint64_t seed) {
-  EMBER_CHECK(test_fraction >= 0 && test_fraction <= 1, "stratified_split: test_fraction must be in [0, 1], got ",
-              test_fraction);
+                                                                       double test_fraction, uint64_t seed) {
+  EMBER_CHECK(test_fraction >= 0 && test_fraction <= 1,
+              "stratified_split: test_fraction must be in [0, 1], got ", test_fraction);
   std::map<int64_t, std::vector<int64_t>> by_class;
   for (size_t i = 0; i < labels.size(); ++i) by_class[labels[i]].push_back(static_cast<int64_t>(i));
   std::vector<int64_t> train, test;
@@ -87,7 +108,8 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> stratified_split(const std
     gen.set_state({seed, static_cast<uint64_t>(label)});
     Tensor perm = randperm(static_cast<int64_t>(members.size()), kInt64, &gen);
     const int64_t* p = perm.data_ptr<int64_t>();
-    const auto n_test = static_cast<size_t>(std::llround(test_fraction * static_cast<double>(members.size())));
+    const auto n_test =
+        static_cast<size_t>(std::llround(test_fraction * static_cast<double>(members.size())));
     for (size_t k = 0; k < members.size(); ++k) (k < n_test ? test : train).push_back(members[p[k]]);
   }
   std::sort(train.begin(), train.end());

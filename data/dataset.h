@@ -59,6 +59,24 @@ class Subset : public Dataset {
   std::vector<int64_t> indices_;
 };
 
+// Several datasets one after another (torch.utils.data.ConcatDataset): sample i is the first
+// dataset's while i is below its size, then the next one's, and so on.
+class ConcatDataset : public Dataset {
+ public:
+  explicit ConcatDataset(std::vector<std::shared_ptr<const Dataset>> datasets);
+
+  int64_t size() const override { return cumulative_sizes_.back(); }
+  Example get(int64_t index) const override;  // negative indices count from the end
+  void set_epoch(int64_t epoch) const override;
+  const std::vector<std::shared_ptr<const Dataset>>& datasets() const { return datasets_; }
+  // The running totals of the sizes (PyTorch's cumulative_sizes), starting at 0.
+  const std::vector<int64_t>& cumulative_sizes() const { return cumulative_sizes_; }
+
+ private:
+  std::vector<std::shared_ptr<const Dataset>> datasets_;
+  std::vector<int64_t> cumulative_sizes_;
+};
+
 namespace detail {
 // Python's rule for an index into a dataset of `size`: -size <= index < size, negative counting
 // from the end; `what` starts the error.
@@ -74,6 +92,7 @@ std::vector<Subset> random_split(std::shared_ptr<const Dataset> dataset, const s
 // with stratify=labels): each class's samples are shuffled by (seed, class) and round(test_fraction
 // * count) of them go to the test side. Both lists are sorted.
 std::pair<std::vector<int64_t>, std::vector<int64_t>> stratified_split(const std::vector<int64_t>& labels,
-                                                                      double test_fraction, uint64_t seed = 0);
+                                                                       double test_fraction,
+                                                                       uint64_t seed = 0);
 
 }  // namespace ember::data

@@ -39,6 +39,23 @@ Tensor EmbeddingImpl::forward(const Tensor& indices) {
   return embedding(weight, indices, options.padding_idx().value_or(-1));
 }
 
+Embedding Embedding::from_pretrained(const Tensor& embeddings, bool freeze,
+                                     std::optional<int64_t> padding_idx) {
+  EMBER_CHECK(
+      embeddings.defined() && embeddings.dim() == 2,
+      "Embedding::from_pretrained: embeddings must be a 2-D tensor [num_embeddings, embedding_dim], got ",
+      embeddings.defined() ? ember::detail::str_cat(embeddings.sizes()) : std::string("an undefined tensor"));
+  EMBER_CHECK(embeddings.is_floating_point(),
+              "Embedding::from_pretrained: embeddings must be floating point, got ", embeddings.dtype());
+  Embedding e(EmbeddingOptions(embeddings.size(0), embeddings.size(1)).padding_idx(padding_idx));
+  {
+    NoGradGuard no_grad;
+    e->weight.set_data(embeddings.detach().clone());
+  }
+  e->weight.requires_grad_(!freeze);
+  return e;
+}
+
 std::string EmbeddingImpl::extra_repr() const {
   std::string s = ember::detail::str_cat(options.num_embeddings(), ", ", options.embedding_dim());
   if (options.padding_idx()) s += ember::detail::str_cat(", padding_idx=", *options.padding_idx());

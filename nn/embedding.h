@@ -32,6 +32,16 @@ class EmbeddingImpl : public Module {
   EmbeddingOptions options;  // padding_idx made non-negative
   Tensor weight;             // [num_embeddings, embedding_dim]
 };
-EMBER_MODULE(Embedding);
+
+class Embedding : public ModuleHolder<EmbeddingImpl> {
+ public:
+  using ModuleHolder<EmbeddingImpl>::ModuleHolder;
+  using Impl = EmbeddingImpl;
+  // nn.Embedding.from_pretrained: the table is a copy of `embeddings` [num_embeddings,
+  // embedding_dim], frozen (requires_grad false) unless `freeze` is false; the padding row is
+  // left as given.
+  static Embedding from_pretrained(const Tensor& embeddings, bool freeze = true,
+                                   std::optional<int64_t> padding_idx = std::nullopt);
+};
 
 }  // namespace ember::nn

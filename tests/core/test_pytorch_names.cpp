@@ -44,7 +44,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 224;
+constexpr int64_t kPresentRows = 227;
 
 using Sizes = std::vector<int64_t>;
 Sizes shape(const Tensor& t) { return t.sizes().vec(); }
@@ -332,6 +332,8 @@ TEST(PytorchNames, NnModules) {
   EXPECT_EQ(shape(nn::GroupNorm(3, 3)(img)), shape(img));
   EXPECT_EQ(shape(nn::RMSNorm(nn::RMSNormOptions({4}))(seq_x)), shape(seq_x));
   EXPECT_EQ(shape(nn::Embedding(10, 4)(tensor({1, 2, 3}))), (Sizes{3, 4}));
+  EXPECT_FALSE(nn::Embedding::from_pretrained(ones({5, 2}), /*freeze=*/true)->weight.requires_grad());
+  EXPECT_EQ(shape(nn::utils::rnn::pad_sequence({ones({3}), ones({1})}, /*batch_first=*/true)), (Sizes{2, 3}));
   EXPECT_EQ(shape(nn::Dropout(0.1)(seq_x)), shape(seq_x));
   EXPECT_EQ(shape(nn::ReLU()(x)), shape(x));
   EXPECT_EQ(shape(nn::GELU()(x)), shape(x));
@@ -514,6 +516,7 @@ TEST(PytorchNames, UtilsData) {
   EXPECT_EQ(Squares().get(3)[0].item<float>(), 9.0f);
   auto dataset = std::make_shared<data::TensorDataset>(arange(8).view({4, 2}), arange(4));
   EXPECT_EQ(data::Subset(dataset, {0, 2}).size(), 2);
+  EXPECT_EQ(data::ConcatDataset({dataset, dataset}).size(), 2 * dataset->size());
   EXPECT_EQ(data::random_split(dataset, {3, 1}).size(), 2u);
   data::DataLoader loader(dataset, data::DataLoaderOptions()
                                        .batch_size(3)

@@ -67,6 +67,20 @@ TEST(Subset, MapsIndicesAndChecksThem) {
   EXPECT_EMBER_ERROR(data::Subset(nullptr, {}), "Subset: the dataset is null");
 }
 
+TEST(ConcatDataset, ChainsTheDatasetsInOrder) {
+  auto a = std::make_shared<data::TensorDataset>(arange(3));
+  auto empty = std::make_shared<data::TensorDataset>(arange(0));
+  auto b = std::make_shared<data::TensorDataset>(arange(10, 12));
+  data::ConcatDataset c({a, empty, b});
+  EXPECT_EQ(c.size(), 5);
+  EXPECT_EQ(c.cumulative_sizes(), (std::vector<int64_t>{0, 3, 3, 5}));
+  EXPECT_EQ(first_fields(c), (std::vector<int64_t>{0, 1, 2, 10, 11}));
+  EXPECT_EQ(c.get(-1)[0].item<int64_t>(), 11);
+  EXPECT_EMBER_ERROR(c.get(5), "ConcatDataset: index 5 is out of range for a dataset of size 5");
+  EXPECT_EMBER_ERROR(data::ConcatDataset({}), "ConcatDataset: no datasets given");
+  EXPECT_EMBER_ERROR(data::ConcatDataset({a, nullptr}), "ConcatDataset: datasets[1] is null");
+}
+
 TEST(RandomSplit, SplitsAlongASeededPermutation) {
   auto base = std::make_shared<data::TensorDataset>(arange(10));
   std::vector<data::Subset> parts = data::random_split(base, {7, 3}, 42);

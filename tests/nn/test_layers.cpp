@@ -383,6 +383,24 @@ TEST(NnEmbedding, ForwardAndPaddingGradientMatchPyTorch) {
   EXPECT_TRUE(autograd::gradcheck([&](const std::vector<Tensor>&) { return emb(rows); }, {emb->weight}));
 }
 
+TEST(NnEmbedding, FromPretrained) {
+  Tensor table = tensor({{1.0, 2.0}, {3.0, 4.0}, {5.0, 6.0}});
+  nn::Embedding frozen = nn::Embedding::from_pretrained(table);
+  EXPECT_FALSE(frozen->weight.requires_grad());
+  EXPECT_CLOSE(frozen(tensor({2, 0}, kInt64)), tensor({{5.0, 6.0}, {1.0, 2.0}}));
+  table.fill_(0);  // a copy: the embedding keeps its values
+  EXPECT_CLOSE(frozen->weight, tensor({{1.0, 2.0}, {3.0, 4.0}, {5.0, 6.0}}));
+  nn::Embedding trained = nn::Embedding::from_pretrained(tensor({{1.0}, {2.0}}), /*freeze=*/false, 1);
+  EXPECT_TRUE(trained->weight.requires_grad());
+  EXPECT_EQ(*trained->options.padding_idx(), 1);
+  EXPECT_CLOSE(trained->weight, tensor({{1.0}, {2.0}}));  // the padding row as given
+  trained(tensor({0, 1}, kInt64)).sum().backward();
+  EXPECT_CLOSE(trained->weight.grad(), tensor({{1.0}, {0.0}}));
+  EXPECT_EMBER_ERROR(nn::Embedding::from_pretrained(ones({3})), "Embedding::from_pretrained", "2-D", "[3]");
+  EXPECT_EMBER_ERROR(nn::Embedding::from_pretrained(ones({2, 2}, kInt64)), "Embedding::from_pretrained",
+                     "floating point");
+}
+
 TEST(NnEmbedding, InitAndErrors) {
   manual_seed(3);
   // A negative padding_idx counts from the end; that row starts at zero, the rest ~ N(0, 1).
