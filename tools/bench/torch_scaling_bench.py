@@ -12,7 +12,7 @@ import torch, torch.nn as nn, torch.nn.functional as F
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_transformer_bench import BertLike, median_step_ms, sync  # noqa: E402
+from torch_transformer_bench import BertLike, captured, median_step_ms, sync  # noqa: E402
 
 
 def conv3x3(cin, cout, stride=1):
@@ -161,17 +161,7 @@ def main():
 
     timed = step
     if a.cuda_graphs:
-        # PyTorch's whole-network capture: warm up on a side stream, capture one step, replay it.
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(a.warmup):
-                step()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            step()
-        timed = graph.replay
+        timed = captured(step, a.warmup)
     else:
         for _ in range(a.warmup):
             step()

@@ -47,6 +47,23 @@ def median_step_ms(step, iters, dev):
     return times[len(times) // 2]
 
 
+def captured(step, warmup, reset_peak=False):
+    """PyTorch's whole-network capture recipe: `warmup` steps on a side stream, then one step captured with
+    torch.cuda.graph; returns its replay. reset_peak: the memory peak counts from the capture."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    if reset_peak:
+        torch.cuda.reset_peak_memory_stats()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph.replay
+
+
 def profile_step(dev, name, step):
     from torch.profiler import ProfilerActivity, profile
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
@@ -82,19 +99,8 @@ def run_mode(a, dev, mode):
 
     timed = step
     if graphed:
-        # PyTorch's whole-network capture recipe: warm up on a side stream, then capture one step
-        # (GradScaler's step reads found_inf on the host, so f16 cannot be captured).
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(a.warmup):
-                step()
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.reset_peak_memory_stats()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            step()
-        timed = graph.replay
+        # GradScaler's step reads found_inf on the host, so f16 cannot be captured.
+        timed = captured(step, a.warmup, reset_peak=True)
     else:
         for _ in range(a.warmup):
             step()
