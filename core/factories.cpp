@@ -96,8 +96,9 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions options) 
   checked_nbytes("linspace", {steps}, static_cast<int64_t>(element_size(options.dtype())));
   Tensor out = empty({steps}, options);
   const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0;
-  // Symmetric fill from both ends, as PyTorch, so the last element is exactly `end`.
-  if (steps > 0) range_stub(out.device())(out, start, end, step, steps / 2);
+  // Symmetric fill from both ends, as PyTorch, so the last element is exactly `end`; one step is
+  // `start`.
+  if (steps > 0) range_stub(out.device())(out, start, end, step, steps == 1 ? 1 : steps / 2);
   return out;
 }
 

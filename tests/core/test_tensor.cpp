@@ -19,6 +19,8 @@ TEST(Tensor, FactoriesAndMetadata) {
   EXPECT_CLOSE(arange(1, 10, 3), tensor({1, 4, 7}));
   EXPECT_CLOSE(arange(5, 0, -2), tensor({5, 3, 1}));
   EXPECT_CLOSE(linspace(0, 1, 5), tensor({0.0, 0.25, 0.5, 0.75, 1.0}, kFloat32));
+  EXPECT_CLOSE(linspace(2, 5, 1), tensor({2.0}, kFloat32));  // one step is the start, as PyTorch
+  EXPECT_EQ(linspace(2, 5, 0).numel(), 0);
   EXPECT_CLOSE(eye(2, 3), tensor({{1.f, 0.f, 0.f}, {0.f, 1.f, 0.f}}));
   EXPECT_EQ(tensor({true, false}).dtype(), kBool);
   EXPECT_EQ(tensor({1, 2}).dtype(), kInt64);
