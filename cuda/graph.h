@@ -21,7 +21,7 @@ struct CUstream_st;
 // eagerly would have drawn). Other generators are not graph-safe: a capture bakes in their state.
 //
 // Waiting for the GPU cannot be captured: item(), copies to the host, ops whose output size
-// depends on the GPU's values (nonzero, masked_select), and empty_cache raise an ember::Error
+// depends on the GPU's values (one_hot without num_classes), and empty_cache raise an ember::Error
 // naming the op during a capture. Run a step eagerly a few times first (on the capture's stream),
 // so that one-time work (cuDNN and cuBLASLt plan choices, first allocations) is done before it.
 namespace ember::cuda {
