@@ -29,6 +29,7 @@
 #include <ember/core/profiler.h>
 #include <ember/cuda/caching_allocator.h>
 #include <ember/cuda/graph.h>
+#include <ember/cuda/nvtx.h>
 #include <ember/ember.h>
 #include <ember/examples/models/bert.h>
 #include <ember/tools/common/arg_parser.h>
@@ -95,6 +96,8 @@ std::pair<double, double> time_steps(const Config& c, const Device& device, cons
   synchronize(device);
   if (device.is_cuda() && peak_from_warmup) cuda::reset_peak_memory_stats();
   std::vector<double> ms;
+  // ncu's --nvtx-include "timed steps/" picks these steps' kernels (a replay's too) to sum.
+  cuda::NvtxRange range("timed steps");
   for (int i = 0; i < c.iters; ++i) {
     auto start = std::chrono::steady_clock::now();
     step();
