@@ -16,6 +16,7 @@
 #include "ember/core/ops/attention.h"
 #include "ember/core/ops/convolution.h"
 #include "ember/core/ops/dropout.h"
+#include "ember/core/ops/dropout_add_layer_norm.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/ops/embedding.h"
 #include "ember/core/ops/foreach.h"

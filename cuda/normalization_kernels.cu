@@ -8,6 +8,7 @@
 #include "ember/core/factories.h"
 #include "ember/core/ops/normalization.h"
 #include "ember/cuda/device.h"
+#include "ember/cuda/layer_norm_util.cuh"
 #include "ember/cuda/nn_kernel_util.cuh"
 
 namespace ember::cuda {
@@ -33,16 +34,6 @@ struct Normalize {
     return y;
   }
 };
-
-// Calls f(P{}) for the type of layer_norm's parameters: x's own T (a bf16 model's weights, read
-// with no cast) or its compute type.
-template <class T, class F>
-void visit_param_type(ScalarType param, F&& f) {
-  if (param == dtype_of<T> || std::is_same_v<T, Acc<T>>)
-    f(T{});
-  else
-    f(Acc<T>{});
-}
 
 // Rows of N contiguous elements, split as RowSplit S says; `out` null computes the moments only
 // (row_moments). A row in registers gets its mean, then the sum of squared deviations from it
@@ -156,23 +147,6 @@ void row_moments_cuda(const Tensor& mean, const Tensor& rstd, const Tensor& x, d
 // tried). Longer rows: a block per row (in registers, column sums likewise), or read twice for dx
 // with a separate kernel for dw and db. Each block leaves its column sums in a [blocks, 2, N]
 // buffer that a last kernel adds up. ---
-
-// Row sums of gxhat and gxhat * xhat, reduced together.
-template <class A>
-struct RowSums {
-  A a, b;
-  __device__ static RowSums identity() { return {A(0), A(0)}; }
-  __device__ RowSums shfl_xor(int offset) const {
-    return {cuda::shfl_xor(a, offset), cuda::shfl_xor(b, offset)};
-  }
-};
-
-struct RowSumsCombine {
-  template <class A>
-  __device__ RowSums<A> operator()(const RowSums<A>& x, const RowSums<A>& y) const {
-    return {x.a + y.a, x.b + y.b};
-  }
-};
 
 // Warps per block of the warp-per-row backward: each adds its column sums in 8 KB of shared memory.
 constexpr int kBackwardWarps = 4;
@@ -524,33 +498,6 @@ __global__ void layer_norm_param_partial_kernel(Acc<T>* partial, const T* gy, co
   p[c] = st.a, p[N + c] = st.b;
 }
 
-// dw[c] and db[c] (of type P) = the sums over the `splits` blocks of partial [splits, 2, N]: a
-// block of threads (kSumCols, kSumRows) takes kSumCols columns (one 32-byte sector of floats) down
-// all the splits, so that N / kSumCols blocks spread over the SMs, each thread with a few rows of
-// independent loads; its rows' sums meet in a tree (a fixed order: the result does not vary from
-// run to run).
-constexpr int kSumCols = 8, kSumRows = 128;
-template <class A, class P>
-__global__ void column_sum_kernel(P* dw, P* db, const A* partial, int64_t splits, int64_t N) {
-  __shared__ RowSums<A> shared[kSumRows][kSumCols];
-  wait_for_prior_grids();  // launched by launch_dependent
-  const int64_t c = blockIdx.x * static_cast<int64_t>(kSumCols) + threadIdx.x;
-  RowSums<A> st = RowSums<A>::identity();
-  if (c < N)
-    for (int64_t s = threadIdx.y; s < splits; s += kSumRows)
-      st = {st.a + partial[s * 2 * N + c], st.b + partial[s * 2 * N + N + c]};
-  shared[threadIdx.y][threadIdx.x] = st;
-  for (int half = kSumRows / 2; half > 0; half /= 2) {
-    __syncthreads();
-    if (threadIdx.y < half)
-      shared[threadIdx.y][threadIdx.x] =
-          RowSumsCombine{}(shared[threadIdx.y][threadIdx.x], shared[threadIdx.y + half][threadIdx.x]);
-  }
-  if (threadIdx.y > 0 || c >= N) return;
-  if (dw) dw[c] = from_acc<P>(shared[0][threadIdx.x].a);
-  if (db) db[c] = from_acc<P>(shared[0][threadIdx.x].b);
-}
-
 template <class T, class P>
 void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& gy,
                                 const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& w) {
@@ -579,11 +526,11 @@ void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor
       if (fused) partial = empty({splits, 2, N}, mean.options());
       A* ppartial = fused ? static_cast<A*>(partial.data_ptr()) : nullptr;
       if (dependent) {
-        launch_dependent(kernel, dim3(static_cast<unsigned>(splits)), dim3(threads), stream, pdx, ppartial, pgy,
-                         px, pm, pr, pw, rows, N);
+        launch_dependent(kernel, dim3(static_cast<unsigned>(splits)), dim3(threads), stream, pdx, ppartial,
+                         pgy, px, pm, pr, pw, rows, N);
       } else {
-        kernel<<<static_cast<unsigned>(splits), threads, 0, stream>>>(pdx, ppartial, pgy, px, pm, pr, pw, rows,
-                                                                       N);
+        kernel<<<static_cast<unsigned>(splits), threads, 0, stream>>>(pdx, ppartial, pgy, px, pm, pr, pw,
+                                                                      rows, N);
         EMBER_CUDA_LAUNCH_CHECK();
       }
     };
@@ -622,10 +569,7 @@ void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor
            stream>>>(static_cast<A*>(partial.data_ptr()), pgy, px, pm, pr, rows, N, chunk);
     EMBER_CUDA_LAUNCH_CHECK();
   }
-  launch_dependent(column_sum_kernel<A, P>, dim3(static_cast<unsigned>(ceil_div<int64_t>(N, kSumCols))),
-                   dim3(kSumCols, kSumRows), stream, dw.defined() ? static_cast<P*>(dw.data_ptr()) : nullptr,
-                   db.defined() ? static_cast<P*>(db.data_ptr()) : nullptr,
-                   static_cast<const A*>(partial.data_ptr()), splits, N);
+  launch_column_sums<A, P>(dw, db, partial, splits, N, stream);
 }
 
 void layer_norm_backward_cuda(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& gy,

@@ -4,6 +4,7 @@
 
 #include "ember/core/factories.h"
 #include "ember/core/ops/dropout.h"
+#include "ember/core/ops/dropout_add_layer_norm.h"
 #include "ember/core/ops/elementwise.h"
 
 namespace ember::nn {
@@ -45,20 +46,27 @@ TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(const TransformerEncode
 
 Tensor TransformerEncoderLayerImpl::forward(const Tensor& src, const Tensor& src_mask,
                                             const Tensor& src_key_padding_mask, bool is_causal) {
+  // The sublayers' outputs before their dropout.
   auto self_attention = [&](const Tensor& x) {
-    return dropout1(std::get<0>(self_attn(x, x, x, src_key_padding_mask, /*need_weights=*/false, src_mask,
-                                          /*average_attn_weights=*/true, is_causal)));
+    return std::get<0>(self_attn(x, x, x, src_key_padding_mask, /*need_weights=*/false, src_mask,
+                                 /*average_attn_weights=*/true, is_causal));
   };
   auto feed_forward = [&](const Tensor& x) {
-    return dropout2(linear2(activation_then_dropout(options.activation(), *dropout, linear1(x))));
+    return linear2(activation_then_dropout(options.activation(), *dropout, linear1(x)));
   };
   Tensor x = src;
   if (options.norm_first()) {
-    x = x + self_attention(norm1(x));
-    return x + feed_forward(norm2(x));
+    x = x + dropout1(self_attention(norm1(x)));
+    return x + dropout2(feed_forward(norm2(x)));
   }
-  x = norm1(x + self_attention(x));
-  return norm2(x + feed_forward(x));
+  // norm(x + dropout(h)) as one op each way; under autocast its output stays in the sublayer's
+  // dtype, which the next layer's matmuls read with no cast.
+  auto join = [](const Tensor& h, const Tensor& residual, LayerNormImpl& norm, DropoutImpl& drop) {
+    return dropout_add_layer_norm(h, residual, norm.weight, norm.bias, drop.options.p(), norm.options.eps(),
+                                  drop.is_training());
+  };
+  x = join(self_attention(x), x, *norm1, *dropout1);
+  return join(feed_forward(x), x, *norm2, *dropout2);
 }
 
 TransformerEncoderImpl::TransformerEncoderImpl(const TransformerEncoderLayer& layer, int64_t num_layers,

@@ -23,6 +23,19 @@ EMBER_HOST_DEVICE inline void dropout_mask_block(PhiloxState rng, double p, uint
   random_draw::fill_block<bool, float>(RandomKind::Bernoulli, rng, 1.0 - p, 0.0, block, first, last, keep);
 }
 
+// Elements [first, first + n) of the flattened keep mask, whatever their Philox blocks: a row of a
+// fused op (dropout_add_layer_norm) that need not start on a block.
+EMBER_HOST_DEVICE inline void dropout_keep_range(PhiloxState rng, double p, int64_t first, int64_t n,
+                                                 bool* keep) {
+  for (int64_t e = first; e < first + n;) {
+    const int j = static_cast<int>(e % kDropoutMaskBlock);
+    const int last =
+        static_cast<int>(j + (first + n - e) < kDropoutMaskBlock ? j + (first + n - e) : kDropoutMaskBlock);
+    dropout_mask_block(rng, p, static_cast<uint64_t>(e / kDropoutMaskBlock), j, last, keep + (e - first));
+    e += last - j;
+  }
+}
+
 // keep ? x * scale : 0 in compute type C (float for f16/bf16/f32): the forward's output and the
 // backward's gradient, so a dropped element is 0 even where x is inf or NaN.
 template <class C>

@@ -25,13 +25,14 @@ constinit DispatchStub<BatchNormStatsFn> batch_norm_stats_stub("batch_norm_stats
 constinit DispatchStub<BatchNormElemtFn> batch_norm_elemt_stub("batch_norm_elemt");
 constinit DispatchStub<BatchNormBackwardReduceFn> batch_norm_backward_reduce_stub(
     "batch_norm_backward_reduce");
-constinit DispatchStub<BatchNormBackwardElemtFn> batch_norm_backward_elemt_stub(
-    "batch_norm_backward_elemt");
+constinit DispatchStub<BatchNormBackwardElemtFn> batch_norm_backward_elemt_stub("batch_norm_backward_elemt");
 
 namespace {
 
 using nn_detail::check_floating;
 using nn_detail::compute_dtype;
+using nn_detail::layer_norm_backward_fused;
+using nn_detail::layer_norm_param_dtype;
 using nn_detail::param_as;
 
 const OpRegistrar registrar({
@@ -51,8 +52,7 @@ void check_nc_input(const char* op, const Tensor& x) {
 Tensor channel_affine(const Tensor& x, int64_t A, int64_t C, int64_t B, const Tensor& scale,
                       const Tensor& shift) {
   Tensor out = empty(x.sizes(), x.options());
-  if (out.numel() > 0)
-    channel_affine_stub(x.device())(out.view({A, C, B}), x.view({A, C, B}), scale, shift);
+  if (out.numel() > 0) channel_affine_stub(x.device())(out.view({A, C, B}), x.view({A, C, B}), scale, shift);
   return out;
 }
 
@@ -75,8 +75,8 @@ struct ChannelLayout {
     return t.contiguous().view({A, C, B});
   }
   Tensor empty_like(const Tensor& x) const {
-    return empty(x.sizes(),
-                 x.options().memory_format(channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous));
+    return empty(x.sizes(), x.options().memory_format(channels_last ? MemoryFormat::ChannelsLast
+                                                                    : MemoryFormat::Contiguous));
   }
 };
 
@@ -85,8 +85,8 @@ struct ChannelLayout {
 
 // The saved statistics; under create_graph, when x itself needs second derivatives, the same
 // statistics recomputed from x (in the compute dtype) so double backward sees how they depend on x.
-std::pair<Tensor, Tensor> backward_stats(const Tensor& x, IntArrayRef dims, double eps,
-                                         const Tensor& mean, const Tensor& rstd) {
+std::pair<Tensor, Tensor> backward_stats(const Tensor& x, IntArrayRef dims, double eps, const Tensor& mean,
+                                         const Tensor& rstd) {
   if (!GradMode::is_enabled() || !x.requires_grad()) return {mean, rstd};
   Tensor m = x.mean(dims, true);
   Tensor c = x - m;
@@ -95,54 +95,21 @@ std::pair<Tensor, Tensor> backward_stats(const Tensor& x, IntArrayRef dims, doub
 
 // dx of xhat = (x - mean) * rstd, the statistics taken over `dims`, from gxhat (the gradient
 // reaching xhat).
-Tensor normalize_backward(const Tensor& gxhat, const Tensor& xhat, const Tensor& rstd,
-                          IntArrayRef dims) {
+Tensor normalize_backward(const Tensor& gxhat, const Tensor& xhat, const Tensor& rstd, IntArrayRef dims) {
   return rstd * (gxhat - gxhat.mean(dims, true) - xhat * (gxhat * xhat).mean(dims, true));
 }
 
 // A parameter's gradient summed over `dims` of a view and shaped like the parameter (none when
 // the parameter takes no gradient).
-Tensor param_grad(const GradContext& g, size_t input, const Tensor& t, IntArrayRef dims,
-                  IntArrayRef sizes) {
-  return g.needs(input) ? t.sum(dims).reshape(sizes) : Tensor();
-}
-
-// The dtype layer_norm's kernels take the weight and bias in: their own when the ones given share
-// x's dtype or the compute dtype `cd` (a bf16 model's parameters need no cast kernels), else `cd`.
-ScalarType layer_norm_param_dtype(const Tensor& weight, const Tensor& bias, ScalarType x, ScalarType cd) {
-  const Tensor& p = weight.defined() ? weight : bias;
-  if (!p.defined() || (p.dtype() != x && p.dtype() != cd)) return cd;
-  return !weight.defined() || !bias.defined() || weight.dtype() == bias.dtype() ? p.dtype() : cd;
-}
-
-// layer_norm's gradients (x, weight, bias) from the fused kernel, each computed only when `want`
-// says so; first order only (nothing recorded). x and gy are [M, N] in any layout, mean and rstd
-// hold M values and w is undefined or has N. w is read and dw and db come in dtype `pd`.
-std::vector<Tensor> layer_norm_backward_fused(const Tensor& gy, const Tensor& x, const Tensor& mean,
-                                              const Tensor& rstd, const Tensor& w, int64_t M, int64_t N,
-                                              IntArrayRef wsizes, ScalarType pd, std::array<bool, 3> want) {
-  TensorOptions po = mean.options().dtype(pd);
-  Tensor dx = want[0] ? empty(x.sizes(), x.options()) : Tensor();
-  Tensor dw = want[1] ? empty(wsizes, po) : Tensor();
-  Tensor db = want[2] ? empty(wsizes, po) : Tensor();
-  if (M > 0 && N > 0 && (want[0] || want[1] || want[2])) {
-    layer_norm_backward_stub(x.device())(
-        want[0] ? dx.view({M, N}) : dx, want[1] ? dw.view({N}) : dw, want[2] ? db.view({N}) : db,
-        gy.to(x.dtype()).contiguous().view({M, N}), x.contiguous().view({M, N}), mean.view({M}),
-        rstd.view({M}), w.defined() ? w.to(pd).contiguous().view({N}) : w);
-  } else {
-    for (Tensor* t : {&dw, &db})
-      if (t->defined()) t->zero_();
-  }
-  return {dx, dw, db};
+Tensor param_grad(bool needed, const Tensor& t, IntArrayRef dims, IntArrayRef sizes) {
+  return needed ? t.sum(dims).reshape(sizes) : Tensor();
 }
 
 // batch_norm's gradients (x, weight, bias) from the fused kernels, each computed only when `want`
 // says so; first order only (nothing recorded). dw and db come in weight's and bias's dtypes.
 std::vector<Tensor> batch_norm_backward_fused(const Tensor& gy, const Tensor& x, const Tensor& mean,
-                                              const Tensor& invstd, const Tensor& w,
-                                              ScalarType bias_dtype, bool batch_stats,
-                                              std::array<bool, 3> want) {
+                                              const Tensor& invstd, const Tensor& w, ScalarType bias_dtype,
+                                              bool batch_stats, std::array<bool, 3> want) {
   ChannelLayout lay(x);
   TensorOptions co = mean.options();
   Tensor dw = want[1] ? empty({lay.C}, w.options()) : Tensor();
@@ -162,8 +129,8 @@ std::vector<Tensor> batch_norm_backward_fused(const Tensor& gy, const Tensor& x,
   }
   if (want[0])
     batch_norm_backward_elemt_stub(x.device())(
-        lay.view(dx), gv, xv, mean, invstd, w.defined() ? w.contiguous() : w,
-        batch_stats ? sum_dy : Tensor(), sum_dy_xmu, 1.0 / static_cast<double>(lay.A * lay.B));
+        lay.view(dx), gv, xv, mean, invstd, w.defined() ? w.contiguous() : w, batch_stats ? sum_dy : Tensor(),
+        sum_dy_xmu, 1.0 / static_cast<double>(lay.A * lay.B));
   return {dx, dw, db};
 }
 
@@ -171,47 +138,88 @@ std::vector<Tensor> batch_norm_backward_fused(const Tensor& gy, const Tensor& x,
 // per channel (over dims 0 and 2); running statistics are constants, making the op affine in x.
 void record_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out,
                        const Tensor& mean, const Tensor& invstd, bool batch_stats, double eps) {
-  int64_t A = x.size(0), C = x.size(1),
-          B = numel_of(IntArrayRef(x.sizes().data() + 2, x.dim() - 2));
+  int64_t A = x.size(0), C = x.size(1), B = numel_of(IntArrayRef(x.sizes().data() + 2, x.dim() - 2));
   ScalarType cd = mean.dtype(), bias_dtype = bias.defined() ? bias.dtype() : cd;
   SavedTensor sx(x, false), sw(weight, false), smean(mean, false), sinvstd(invstd, false);
-  record("batch_norm", {x, weight, bias}, {out},
-         [sx, sw, smean, sinvstd, A, B, C, cd, bias_dtype, eps,
-          batch_stats](const GradContext& g) -> std::vector<Tensor> {
-           // First order (the usual backward): the fused kernels. Under create_graph, the formula
-           // below records its own graph.
-           Tensor x0 = g(sx), w = g(sw);
-           if (!needs_grad({g.grad(), x0, w}))
-             return batch_norm_backward_fused(g.grad(), x0, g(smean), g(sinvstd), w, bias_dtype,
-                                              batch_stats, {g.needs(0), g.needs(1), g.needs(2)});
-           Tensor x = x0.reshape({A, C, B}).to(cd), gy = g.grad().reshape({A, C, B});
-           Tensor mean = g(smean).view({1, C, 1}), invstd = g(sinvstd).view({1, C, 1});
-           if (batch_stats) std::tie(mean, invstd) = backward_stats(x, {0, 2}, eps, mean, invstd);
-           Tensor xhat = (x - mean) * invstd;
-           Tensor gxhat = w.defined() ? gy * w.view({1, C, 1}) : gy;
-           Tensor dx;
-           if (g.needs(0))
-             dx = (batch_stats ? normalize_backward(gxhat, xhat, invstd, {0, 2}) : gxhat * invstd)
-                      .reshape(x0.sizes());
-           return {dx, param_grad(g, 1, gy * xhat, {0, 2}, {C}), param_grad(g, 2, gy, {0, 2}, {C})};
-         });
+  record(
+      "batch_norm", {x, weight, bias}, {out},
+      [sx, sw, smean, sinvstd, A, B, C, cd, bias_dtype, eps,
+       batch_stats](const GradContext& g) -> std::vector<Tensor> {
+        // First order (the usual backward): the fused kernels. Under create_graph, the formula
+        // below records its own graph.
+        Tensor x0 = g(sx), w = g(sw);
+        if (!needs_grad({g.grad(), x0, w}))
+          return batch_norm_backward_fused(g.grad(), x0, g(smean), g(sinvstd), w, bias_dtype, batch_stats,
+                                           {g.needs(0), g.needs(1), g.needs(2)});
+        Tensor x = x0.reshape({A, C, B}).to(cd), gy = g.grad().reshape({A, C, B});
+        Tensor mean = g(smean).view({1, C, 1}), invstd = g(sinvstd).view({1, C, 1});
+        if (batch_stats) std::tie(mean, invstd) = backward_stats(x, {0, 2}, eps, mean, invstd);
+        Tensor xhat = (x - mean) * invstd;
+        Tensor gxhat = w.defined() ? gy * w.view({1, C, 1}) : gy;
+        Tensor dx;
+        if (g.needs(0))
+          dx = (batch_stats ? normalize_backward(gxhat, xhat, invstd, {0, 2}) : gxhat * invstd)
+                   .reshape(x0.sizes());
+        return {dx, param_grad(g.needs(1), gy * xhat, {0, 2}, {C}), param_grad(g.needs(2), gy, {0, 2}, {C})};
+      });
 }
 
 }  // namespace
 
+ScalarType nn_detail::layer_norm_param_dtype(const Tensor& weight, const Tensor& bias, ScalarType x,
+                                             ScalarType cd) {
+  const Tensor& p = weight.defined() ? weight : bias;
+  if (!p.defined() || (p.dtype() != x && p.dtype() != cd)) return cd;
+  return !weight.defined() || !bias.defined() || weight.dtype() == bias.dtype() ? p.dtype() : cd;
+}
+
+std::vector<Tensor> nn_detail::layer_norm_backward_fused(const Tensor& gy, const Tensor& x,
+                                                         const Tensor& mean, const Tensor& rstd,
+                                                         const Tensor& w, int64_t M, int64_t N,
+                                                         IntArrayRef wsizes, ScalarType pd,
+                                                         std::array<bool, 3> want) {
+  TensorOptions po = mean.options().dtype(pd);
+  Tensor dx = want[0] ? empty(x.sizes(), x.options()) : Tensor();
+  Tensor dw = want[1] ? empty(wsizes, po) : Tensor();
+  Tensor db = want[2] ? empty(wsizes, po) : Tensor();
+  if (M > 0 && N > 0 && (want[0] || want[1] || want[2])) {
+    layer_norm_backward_stub(x.device())(
+        want[0] ? dx.view({M, N}) : dx, want[1] ? dw.view({N}) : dw, want[2] ? db.view({N}) : db,
+        gy.to(x.dtype()).contiguous().view({M, N}), x.contiguous().view({M, N}), mean.view({M}),
+        rstd.view({M}), w.defined() ? w.to(pd).contiguous().view({N}) : w);
+  } else {
+    for (Tensor* t : {&dw, &db})
+      if (t->defined()) t->zero_();
+  }
+  return {dx, dw, db};
+}
+
+std::vector<Tensor> nn_detail::layer_norm_backward_graph(const Tensor& gy, const Tensor& x,
+                                                         const Tensor& mean, const Tensor& rstd,
+                                                         const Tensor& w, int64_t M, int64_t N,
+                                                         IntArrayRef wsizes, ScalarType cd, double eps,
+                                                         std::array<bool, 3> want) {
+  Tensor xm = x.reshape({M, N}).to(cd), gym = gy.reshape({M, N});
+  auto [m, r] = backward_stats(xm, {1}, eps, mean.view({M, 1}), rstd.view({M, 1}));
+  Tensor xhat = (xm - m) * r;
+  Tensor dx =
+      want[0] ? normalize_backward(w.defined() ? gym * w.reshape({N}) : gym, xhat, r, {1}).reshape(x.sizes())
+              : Tensor();
+  return {dx, param_grad(want[1], gym * xhat, {0}, wsizes), param_grad(want[2], gym, {0}, wsizes)};
+}
+
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, IntArrayRef normalized_shape,
-                                                     const Tensor& weight, const Tensor& bias,
-                                                     double eps) {
+                                                     const Tensor& weight, const Tensor& bias, double eps) {
   if (amp::detail::autocast_pending)
-    return amp::autocast_call("layer_norm", [&](const auto&... t) { return native_layer_norm(t...); },
-                              x, normalized_shape, weight, bias, eps);
+    return amp::autocast_call(
+        "layer_norm", [&](const auto&... t) { return native_layer_norm(t...); }, x, normalized_shape, weight,
+        bias, eps);
   const char* op = "layer_norm";
   check_floating(op, x, "input");
   auto nd = static_cast<int64_t>(normalized_shape.size());
   EMBER_CHECK(nd >= 1, op, ": expected normalized_shape to have at least one dim, got []");
-  EMBER_CHECK(
-      x.dim() >= nd && IntArrayRef(x.sizes().data() + x.dim() - nd, nd).equals(normalized_shape),
-      op, ": input of shape ", x.sizes(), " does not end with normalized_shape ", normalized_shape);
+  EMBER_CHECK(x.dim() >= nd && IntArrayRef(x.sizes().data() + x.dim() - nd, nd).equals(normalized_shape), op,
+              ": input of shape ", x.sizes(), " does not end with normalized_shape ", normalized_shape);
   ScalarType cd = compute_dtype(x.dtype());
   ScalarType pd = layer_norm_param_dtype(weight, bias, x.dtype(), cd);
   int64_t N = numel_of(normalized_shape);
@@ -233,38 +241,30 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, IntArrayRe
     // In the [M, N] view: y = xhat * w + b with statistics over dim 1.
     SavedTensor sx(x, false), sw(weight, false), smean(mean, false), srstd(rstd, false);
     DimVector wsizes(normalized_shape);
-    record(
-        op, {x, weight, bias}, {out},
-        [sx, sw, smean, srstd, wsizes, M, N, cd, pd, eps](const GradContext& g) -> std::vector<Tensor> {
-          // First order (the usual backward): one fused kernel. Under create_graph, the formula
-          // below records its own graph.
-          Tensor x0 = g(sx), w = g(sw);
-          if (!needs_grad({g.grad(), x0, w}))
-            return layer_norm_backward_fused(g.grad(), x0, g(smean), g(srstd), w, M, N, wsizes, pd,
-                                             {g.needs(0), g.needs(1), g.needs(2)});
-          Tensor x = x0.reshape({M, N}).to(cd), gy = g.grad().reshape({M, N});
-          auto [mean, rstd] =
-              backward_stats(x, {1}, eps, g(smean).view({M, 1}), g(srstd).view({M, 1}));
-          Tensor xhat = (x - mean) * rstd;
-          Tensor dx = g.needs(0) ? normalize_backward(w.defined() ? gy * w.reshape({N}) : gy, xhat,
-                                                      rstd, {1})
-                                       .reshape(x0.sizes())
-                                 : Tensor();
-          return {dx, param_grad(g, 1, gy * xhat, {0}, wsizes), param_grad(g, 2, gy, {0}, wsizes)};
-        });
+    record(op, {x, weight, bias}, {out},
+           [sx, sw, smean, srstd, wsizes, M, N, cd, pd, eps](const GradContext& g) -> std::vector<Tensor> {
+             // First order (the usual backward): one fused kernel. Under create_graph, the formula
+             // below records its own graph.
+             Tensor x0 = g(sx), w = g(sw);
+             if (!needs_grad({g.grad(), x0, w}))
+               return layer_norm_backward_fused(g.grad(), x0, g(smean), g(srstd), w, M, N, wsizes, pd,
+                                                {g.needs(0), g.needs(1), g.needs(2)});
+             return nn_detail::layer_norm_backward_graph(g.grad(), x0, g(smean), g(srstd), w, M, N, wsizes,
+                                                         cd, eps, {g.needs(0), g.needs(1), g.needs(2)});
+           });
   }
   return {out, mean, rstd};
 }
 
-Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight,
-                  const Tensor& bias, double eps) {
+Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps) {
   return std::get<0>(native_layer_norm(x, normalized_shape, weight, bias, eps));
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& x, const Tensor& running_mean,
-                                                     const Tensor& running_var,
-                                                     const Tensor& weight, const Tensor& bias,
-                                                     bool training, double momentum, double eps) {
+                                                     const Tensor& running_var, const Tensor& weight,
+                                                     const Tensor& bias, bool training, double momentum,
+                                                     double eps) {
   const char* op = "batch_norm";
   check_nc_input(op, x);
   EMBER_CHECK(running_mean.defined() == running_var.defined(), op,
@@ -283,8 +283,7 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& x, const Tens
   ChannelLayout lay(x);
   int64_t count = lay.A * lay.B;
   EMBER_CHECK(!training || count != 1, op,
-              ": expected more than 1 value per channel when training, got input of shape ",
-              x.sizes());
+              ": expected more than 1 value per channel when training, got input of shape ", x.sizes());
   TensorOptions co = TensorOptions(cd).device(x.device());
   if (x.numel() == 0) {
     Tensor none = empty({0}, co);
@@ -302,8 +301,7 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& x, const Tens
   // training updates them, through a contiguous copy for a strided one.
   auto dense = [](const Tensor& t) { return t.defined() ? t.contiguous() : t; };
   Tensor rm = dense(running_mean), rv = dense(running_var);
-  batch_norm_stats_stub(x.device())(mean, invstd, rm, rv, batch_stats ? in : Tensor(), momentum,
-                                    eps);
+  batch_norm_stats_stub(x.device())(mean, invstd, rm, rv, batch_stats ? in : Tensor(), momentum, eps);
   for (auto [r, t] : {std::pair{&running_mean, &rm}, {&running_var, &rv}}) {
     if (!training || !t->defined()) continue;
     if (t->is_same(*r))
@@ -317,18 +315,16 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& x, const Tens
 }
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
-                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
-                  double eps) {
-  return std::get<0>(
-      native_batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps));
+                  const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps) {
+  return std::get<0>(native_batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps));
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& x, int64_t num_groups,
-                                                     const Tensor& weight, const Tensor& bias,
-                                                     double eps) {
+                                                     const Tensor& weight, const Tensor& bias, double eps) {
   if (amp::detail::autocast_pending)
-    return amp::autocast_call("group_norm", [&](const auto&... t) { return native_group_norm(t...); },
-                              x, num_groups, weight, bias, eps);
+    return amp::autocast_call(
+        "group_norm", [&](const auto&... t) { return native_group_norm(t...); }, x, num_groups, weight, bias,
+        eps);
   const char* op = "group_norm";
   check_nc_input(op, x);
   int64_t N = x.size(0), C = x.size(1), G = num_groups;
@@ -345,8 +341,7 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& x, int64_t nu
   Tensor mean = empty({N, G}, TensorOptions(cd).device(x.device()));
   Tensor rstd = empty({N, G}, TensorOptions(cd).device(x.device()));
   if (N > 0)
-    row_moments_stub(x.device())(mean.view({N * G}), rstd.view({N * G}),
-                                 in.view({N * G, C / G * HxW}), eps);
+    row_moments_stub(x.device())(mean.view({N * G}), rstd.view({N * G}), in.view({N * G, C / G * HxW}), eps);
   // Per (n, c) scale and shift as [N, G, C/G], contiguous, then flat over N * C "channels".
   int64_t Cg = C / G;
   Tensor mean3 = mean.view({N, G, 1}), rstd3 = rstd.view({N, G, 1});
@@ -362,8 +357,7 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& x, int64_t nu
         [sx, sw, smean, srstd, N, C, G, HxW, cd, eps](const GradContext& g) -> std::vector<Tensor> {
           DimVector groups{N, G, C / G * HxW}, channels{N, C, HxW};
           Tensor x = g(sx).reshape(groups).to(cd), w = g(sw), gy = g.grad().reshape(channels);
-          auto [mean, rstd] =
-              backward_stats(x, {2}, eps, g(smean).view({N, G, 1}), g(srstd).view({N, G, 1}));
+          auto [mean, rstd] = backward_stats(x, {2}, eps, g(smean).view({N, G, 1}), g(srstd).view({N, G, 1}));
           Tensor xhat = ((x - mean) * rstd).reshape(channels);
           Tensor dx;
           if (g.needs(0)) {
@@ -371,14 +365,14 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& x, int64_t nu
             dx = normalize_backward(gxhat.reshape(groups), xhat.reshape(groups), rstd, {2})
                      .reshape(g(sx).sizes());
           }
-          return {dx, param_grad(g, 1, gy * xhat, {0, 2}, {C}), param_grad(g, 2, gy, {0, 2}, {C})};
+          return {dx, param_grad(g.needs(1), gy * xhat, {0, 2}, {C}),
+                  param_grad(g.needs(2), gy, {0, 2}, {C})};
         });
   }
   return {out, mean, rstd};
 }
 
-Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias,
-                  double eps) {
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
   return std::get<0>(native_group_norm(x, num_groups, weight, bias, eps));
 }
 

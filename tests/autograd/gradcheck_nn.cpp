@@ -129,6 +129,27 @@ const GradcheckRegistrar registrar({
     {"gelu_dropout",
      [](const auto& x) { return gelu_dropout(x[0], 0.3, false) + gelu_dropout(x[0], 1); },
      {{3}}},
+    // Rows of 5 over two leading dims: most rows start inside a 4-element mask block.
+    {"dropout_add_layer_norm",
+     [](const auto& x) {
+       Generator gen(5);
+       return dropout_add_layer_norm(x[0], x[1], x[2], x[3], 0.3, 1e-5, true, &gen);
+     },
+     {{2, 3, 5}, {2, 3, 5}, {5}, {5}},
+     -2,
+     2,
+     true},
+    // Eval mode and p = 0 (the plain sum, no draw), and p = 1 (every x dropped: residual alone).
+    {"dropout_add_layer_norm",
+     [](const auto& x) {
+       return dropout_add_layer_norm(x[0], x[1], x[2], x[3], 0.3, 0.1, false) +
+              dropout_add_layer_norm(x[0], x[1], x[2], x[3], 0) +
+              dropout_add_layer_norm(x[0], x[1], x[2], x[3], 1);
+     },
+     {{3, 4}, {3, 4}, {4}, {4}},
+     -2,
+     2,
+     true},
     {"native_dropout_backward",
      [](const auto& x) {
        return native_dropout_backward(x[0], i64({{1, 0, 1}, {0, 1, 1}}, x[0]).ne(0), 1.5);

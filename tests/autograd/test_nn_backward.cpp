@@ -2,6 +2,8 @@
 // differ from the true derivative, dtypes, saved tensors), and gradients checked against closed
 // forms: d cross_entropy / d logits = softmax - onehot, d bce / d x = sigmoid(x) - t, ...
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include "test_util.h"
 
@@ -116,6 +118,175 @@ TEST(NnBackward, GeluDropoutIsDropoutOfGelu) {
     EXPECT_CLOSE(gelu_dropout(x, 0), gelu(x), Tolerance{0, 0});
   }
   EXPECT_EMBER_ERROR(gelu_dropout(ones({2}), 1.5), "gelu_dropout", "between 0 and 1");
+}
+
+// Leaf copies of `ts` (undefined stays undefined), each `dt` when given.
+std::vector<Tensor> leaves(const std::vector<Tensor>& ts, std::optional<ScalarType> dt = std::nullopt) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : ts)
+    out.push_back(t.defined() ? (dt ? t.to(*dt) : t).detach().clone().requires_grad_() : Tensor());
+  return out;
+}
+
+// The composite dropout_add_layer_norm stands for, on leaves {x, residual, weight, bias}.
+Tensor dropout_add_layer_norm_ref(const std::vector<Tensor>& in, double p, double eps, Generator* gen) {
+  return layer_norm(in[1] + dropout(in[0], p, true, gen), {in[0].size(-1)}, in[2], in[3], eps);
+}
+
+// dropout_add_layer_norm is layer_norm(residual + dropout(x)) as one op: the same generator offset
+// and mask, the values and all four gradients (the statistics summed in another order than
+// layer_norm's, so close, not equal). Rows of 13 start inside the mask's 4-element blocks (row r's
+// mask from flat index r * 13); [40, 1000] spreads rows and the weight's column sums over tasks.
+TEST(NnBackward, DropoutAddLayerNormIsLayerNormOfResidualPlusDropout) {
+  for (ScalarType dt : {kFloat64, kFloat32}) {
+    for (const DimVector& shape : {DimVector{3, 5, 13}, DimVector{40, 1000}}) {
+      SCOPED_TRACE(std::string(to_string(dt)) + " " + ::testing::PrintToString(shape));
+      const int64_t N = shape.back();
+      Tensor x = random_tensor(shape, dt), gy = random_tensor(shape, dt);
+      std::vector<Tensor> in = {x, random_tensor(shape, dt), random_tensor({N}, dt), random_tensor({N}, dt)};
+      std::vector<Tensor> a = leaves(in), b = leaves(in);
+      Generator ga(9), gb(9);
+      Tensor fused = dropout_add_layer_norm(a[0], a[1], a[2], a[3], 0.3, 1e-5, true, &ga);
+      Tensor ref = dropout_add_layer_norm_ref(b, 0.3, 1e-5, &gb);
+      EXPECT_EQ(fused.grad_fn()->name(), "dropout_add_layer_norm");
+      EXPECT_EQ(fused.dtype(), dt);
+      EXPECT_EQ(ga.get_state().offset, 1u);
+      EXPECT_EQ(gb.get_state().offset, 1u);
+      const Tolerance tol = dt == kFloat64 ? Tolerance{1e-12, 1e-12} : default_tolerance(dt);
+      EXPECT_CLOSE(fused, ref, tol);
+      (fused * gy).sum().backward();
+      (ref * gy).sum().backward();
+      for (int i = 0; i < 4; ++i) {
+        SCOPED_TRACE("gradient of input " + std::to_string(i));
+        EXPECT_CLOSE(a[i].grad(), b[i].grad(), tol);
+      }
+      // x's gradient is zero exactly where native_dropout's mask of the same offset drops.
+      Generator gm(9);
+      Tensor keep = std::get<1>(native_dropout(x, 0.3, true, &gm));
+      EXPECT_CLOSE(a[0].grad().ne(0), keep, Tolerance{0, 0});
+      EXPECT_GT(keep.logical_not().sum().item<int64_t>(), x.numel() / 5);  // about 30% dropped
+    }
+  }
+}
+
+// Autocast's residual join: a bf16 sublayer output and a float32 residual stream. The output is
+// bf16 (the composite's in float32, rounded), each gradient in its input's dtype.
+TEST(NnBackward, DropoutAddLayerNormTakesABf16InputAndAFloat32Residual) {
+  const int64_t N = 13;
+  Tensor x = random_tensor({6, N}, kBFloat16), gy = random_tensor({6, N}, kBFloat16);
+  std::vector<Tensor> in = {x, random_tensor({6, N}, kFloat32), random_tensor({N}, kFloat32),
+                            random_tensor({N}, kFloat32)};
+  std::vector<Tensor> a = leaves(in), b = leaves(in, kFloat32);
+  Generator ga(9), gb(9);
+  Tensor fused = dropout_add_layer_norm(a[0], a[1], a[2], a[3], 0.3, 1e-5, true, &ga);
+  Tensor ref = dropout_add_layer_norm_ref(b, 0.3, 1e-5, &gb);
+  EXPECT_EQ(fused.dtype(), kBFloat16);
+  EXPECT_CLOSE(fused, ref.to(kBFloat16));
+  (fused * gy).sum().backward();
+  (ref * gy.to(kFloat32)).sum().backward();
+  EXPECT_EQ(a[0].grad().dtype(), kBFloat16);
+  EXPECT_CLOSE(a[0].grad(), b[0].grad().to(kBFloat16));
+  for (int i = 1; i < 4; ++i) {
+    SCOPED_TRACE("gradient of input " + std::to_string(i));
+    EXPECT_CLOSE(a[i].grad(), b[i].grad());  // float32 in both runs
+  }
+}
+
+// Not training, or p = 0: layer_norm of the plain sum, and no generator offset taken (as dropout,
+// so RNG replay agrees with the composite); training with p > 0 takes exactly one.
+TEST(NnBackward, DropoutAddLayerNormWithoutDropoutIsLayerNormOfTheSum) {
+  Tensor x = random_tensor({4, 13}, kFloat64), res = random_tensor({4, 13}, kFloat64);
+  Tensor w = random_tensor({13}, kFloat64), b = random_tensor({13}, kFloat64);
+  const Tolerance tol{1e-12, 1e-12};
+  Generator gen(9);
+  const uint64_t default_offset = default_generator().get_state().offset;
+  for (double eps : {1e-5, 0.1}) {
+    Tensor expect = layer_norm(res + x, {13}, w, b, eps);
+    EXPECT_CLOSE(dropout_add_layer_norm(x, res, w, b, 0.3, eps, false, &gen), expect, tol);
+    EXPECT_CLOSE(dropout_add_layer_norm(x, res, w, b, 0, eps, true, &gen), expect, tol);
+    EXPECT_CLOSE(dropout_add_layer_norm(x, res, w, b, 0.3, eps, false), expect, tol);
+    EXPECT_CLOSE(dropout_add_layer_norm(x, res, w, b, 0, eps), expect, tol);
+  }
+  EXPECT_EQ(gen.get_state().offset, 0u);
+  EXPECT_EQ(default_generator().get_state().offset, default_offset);
+  // The gradients too, in eval mode.
+  std::vector<Tensor> a = leaves({x, res, w, b}), r = leaves({x, res, w, b});
+  Tensor gy = random_tensor({4, 13}, kFloat64);
+  (dropout_add_layer_norm(a[0], a[1], a[2], a[3], 0.3, 1e-5, false, &gen) * gy).sum().backward();
+  (layer_norm(r[1] + r[0], {13}, r[2], r[3]) * gy).sum().backward();
+  for (int i = 0; i < 4; ++i) EXPECT_CLOSE(a[i].grad(), r[i].grad(), tol) << "gradient of input " << i;
+  EXPECT_EQ(gen.get_state().offset, 0u);
+  dropout_add_layer_norm(x, res, w, b, 0.3, 1e-5, true, &gen);
+  EXPECT_EQ(gen.get_state().offset, 1u);
+}
+
+// Rows longer than the fused kernels take (8192) run as the composite, under the same contract:
+// the mask, one offset, the values and gradients; x's dtype out for a bf16 x with a float32
+// residual, each gradient in its input's dtype.
+TEST(NnBackward, DropoutAddLayerNormOnRowsLongerThanTheFusedKernels) {
+  const int64_t N = 8200;
+  std::vector<Tensor> in = {random_tensor({2, N}, kFloat64), random_tensor({2, N}, kFloat64),
+                            random_tensor({N}, kFloat64), random_tensor({N}, kFloat64)};
+  std::vector<Tensor> a = leaves(in), b = leaves(in);
+  Generator ga(9), gb(9);
+  Tensor fused = dropout_add_layer_norm(a[0], a[1], a[2], a[3], 0.3, 1e-5, true, &ga);
+  Tensor ref = dropout_add_layer_norm_ref(b, 0.3, 1e-5, &gb);
+  EXPECT_EQ(ga.get_state().offset, 1u);
+  EXPECT_CLOSE(fused, ref, Tolerance{1e-12, 1e-12});
+  Tensor gy = random_tensor({2, N}, kFloat64);
+  (fused * gy).sum().backward();
+  (ref * gy).sum().backward();
+  for (int i = 0; i < 4; ++i)
+    EXPECT_CLOSE(a[i].grad(), b[i].grad(), Tolerance{1e-12, 1e-12}) << "input " << i;
+
+  std::vector<Tensor> m =
+      leaves({in[0].to(kBFloat16), in[1].to(kFloat32), in[2].to(kFloat32), in[3].to(kFloat32)});
+  Tensor out = dropout_add_layer_norm(m[0], m[1], m[2], m[3], 0.3);
+  EXPECT_EQ(out.dtype(), kBFloat16);
+  out.sum().backward();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(m[i].grad().dtype(), m[i].dtype()) << "input " << i;
+}
+
+// weight and bias are optional, apart or together, as layer_norm's.
+TEST(NnBackward, DropoutAddLayerNormWithoutWeightOrBias) {
+  Tensor x = random_tensor({5, 13}, kFloat64), res = random_tensor({5, 13}, kFloat64);
+  Tensor w = random_tensor({13}, kFloat64), b = random_tensor({13}, kFloat64),
+         gy = random_tensor({5, 13}, kFloat64);
+  for (auto [weight, bias] :
+       {std::pair{Tensor(), Tensor()}, std::pair{w, Tensor()}, std::pair{Tensor(), b}}) {
+    SCOPED_TRACE(std::string("weight ") + (weight.defined() ? "given" : "none") + ", bias " +
+                 (bias.defined() ? "given" : "none"));
+    std::vector<Tensor> a = leaves({x, res, weight, bias}), r = leaves({x, res, weight, bias});
+    Generator ga(4), gb(4);
+    Tensor fused = dropout_add_layer_norm(a[0], a[1], a[2], a[3], 0.5, 1e-5, true, &ga);
+    Tensor ref = dropout_add_layer_norm_ref(r, 0.5, 1e-5, &gb);
+    EXPECT_CLOSE(fused, ref, Tolerance{1e-12, 1e-12});
+    (fused * gy).sum().backward();
+    (ref * gy).sum().backward();
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_EQ(a[i].defined(), r[i].defined());
+      if (a[i].defined()) {
+        EXPECT_CLOSE(a[i].grad(), r[i].grad(), Tolerance{1e-12, 1e-12}) << "input " << i;
+      }
+    }
+  }
+}
+
+TEST(NnBackward, DropoutAddLayerNormErrorsNameTheOp) {
+  const char* op = "dropout_add_layer_norm";
+  Tensor x = ones({2, 3}), res = ones({2, 3});
+  for (double p : {1.5, -0.1, std::nan("")})
+    EXPECT_EMBER_ERROR(dropout_add_layer_norm(x, res, {}, {}, p), op, "between 0 and 1");
+  EXPECT_EMBER_ERROR(dropout_add_layer_norm(x, ones({3, 2}), {}, {}, 0.1), op, "residual", "does not match");
+  EXPECT_EMBER_ERROR(dropout_add_layer_norm(x, ones({3}), {}, {}, 0.1), op, "residual", "does not match");
+  EXPECT_EMBER_ERROR(dropout_add_layer_norm(ones({2, 3}, kInt64), res, {}, {}, 0.1), op, "input",
+                     "floating point");
+  EXPECT_EMBER_ERROR(dropout_add_layer_norm(x, ones({2, 3}, kInt64), {}, {}, 0.1), op, "residual",
+                     "floating point");
+  EXPECT_EMBER_ERROR(dropout_add_layer_norm(x, res, ones({2}), {}, 0.1), op, "weight", "shape");
+  EXPECT_EMBER_ERROR(dropout_add_layer_norm(x, res, ones({2, 3}), {}, 0.1), op, "weight", "shape");
+  EXPECT_EMBER_ERROR(dropout_add_layer_norm(x, res, {}, ones({4}), 0.1), op, "bias", "shape");
+  EXPECT_EMBER_ERROR(dropout_add_layer_norm(ones({}), ones({}), {}, {}, 0.1), op, "at least one dim");
 }
 
 TEST(NnBackward, NormsAreInvariantToShiftingTheirGroups) {

@@ -3,6 +3,7 @@
 // 0-dim int64 "config" input, which the reference run leaves as is.
 #include "ember/core/ops/attention.h"
 #include "ember/core/ops/dropout.h"
+#include "ember/core/ops/dropout_add_layer_norm.h"
 #include "ember/core/ops/embedding.h"
 #include "ember/core/ops/loss.h"
 #include "ember/core/ops/normalization.h"
@@ -75,6 +76,31 @@ std::vector<Sample> layer_norm_samples(ScalarType dt) {
       sample({rnd(dt, {3, 5}, 90, 110), rnd(dt, {5}), rnd(dt, {5}), config(1)},
              "[3, 5] mean >> std, no affine"),
       sample({rnd(dt, {0, 5}), rnd(dt, {5}), rnd(dt, {5}), config(0)}, "[0, 5]"),
+  };
+  s.push_back(non_contiguous_of(s[1]));
+  return s;
+}
+
+// dropout_add_layer_norm: x, residual (x's dtype, or float32), weight [N], bias [N] and a config
+// of kNoAffine and kEval bits. Rows of 5, 7, 9 and 13 start inside the mask's 4-element blocks.
+constexpr int64_t kNoAffine = 1, kEval = 2;
+std::vector<Sample> dropout_add_layer_norm_samples(ScalarType dt) {
+  auto make = [&](DimVector shape, int64_t cfg, const std::string& desc, ScalarType rdt, double low = -2,
+                  double high = 2) {
+    int64_t N = shape.back();
+    return sample(
+        {rnd(dt, shape, low, high), rnd(rdt, shape, low, high), rnd(dt, {N}), rnd(dt, {N}), config(cfg)},
+        desc);
+  };
+  std::vector<Sample> s = {
+      make({4, 6}, 0, "[4, 6]", dt),
+      make({2, 3, 13}, 0, "[2, 3, 13]", dt),
+      make({3, 5}, kNoAffine, "[3, 5] no affine", dt),
+      make({3, 5}, kEval, "[3, 5] eval", dt),
+      make({3, 7}, 0, "[3, 7] mean >> std", dt, 90, 110),
+      make({5, 9}, 0, "[5, 9] float32 residual", kFloat32),
+      make({7}, 0, "[7] one row", dt),
+      make({0, 5}, 0, "[0, 5]", dt),
   };
   s.push_back(non_contiguous_of(s[1]));
   return s;
@@ -294,6 +320,14 @@ const OpTableRegistrar registrar({
      [](const Inputs& in) {
        Generator gen(7);
        return gelu_dropout(in[0], 0.3, true, &gen);
+     }},
+    {"dropout_add_layer_norm", dropout_add_layer_norm_samples,
+     [](const Inputs& in) {
+       const int64_t cfg = config_of(in);
+       const bool affine = !(cfg & kNoAffine);
+       Generator gen(7);
+       return dropout_add_layer_norm(in[0], in[1], affine ? in[2] : Tensor(), affine ? in[3] : Tensor(), 0.3,
+                                     1e-5, !(cfg & kEval), &gen);
      }},
     {"native_dropout_backward", dropout_backward_samples,
      [](const Inputs& in) { return native_dropout_backward(in[0], in[1], 1 / 0.7); }},

@@ -1,0 +1,78 @@
+#pragma once
+
+// What layer_norm's kernels share with the ops that end in a layer norm (dropout_add_layer_norm):
+// the parameters' type, the row sums of the backward, and the last kernel of a backward, which adds
+// up the weight's and bias's per-block column sums.
+
+#include "ember/core/tensor.h"
+#include "ember/cuda/launch.cuh"
+#include "ember/cuda/nn_kernel_util.cuh"
+
+namespace ember::cuda {
+
+// Calls f(P{}) for the type of layer_norm's parameters: x's own T (a bf16 model's weights, read
+// with no cast) or its compute type.
+template <class T, class F>
+void visit_param_type(ScalarType param, F&& f) {
+  if (param == dtype_of<T> || std::is_same_v<T, Acc<T>>)
+    f(T{});
+  else
+    f(Acc<T>{});
+}
+
+// Row sums of gxhat and gxhat * xhat, reduced together.
+template <class A>
+struct RowSums {
+  A a, b;
+  __device__ static RowSums identity() { return {A(0), A(0)}; }
+  __device__ RowSums shfl_xor(int offset) const {
+    return {cuda::shfl_xor(a, offset), cuda::shfl_xor(b, offset)};
+  }
+};
+
+struct RowSumsCombine {
+  template <class A>
+  __device__ RowSums<A> operator()(const RowSums<A>& x, const RowSums<A>& y) const {
+    return {x.a + y.a, x.b + y.b};
+  }
+};
+
+// dw[c] and db[c] (of type P) = the sums over the `splits` blocks of partial [splits, 2, N]: a
+// block of threads (kSumCols, kSumRows) takes kSumCols columns (one 32-byte sector of floats) down
+// all the splits, so that N / kSumCols blocks spread over the SMs, each thread with a few rows of
+// independent loads; its rows' sums meet in a tree (a fixed order: the result does not vary from
+// run to run).
+constexpr int kSumCols = 8, kSumRows = 128;
+template <class A, class P>
+__global__ void column_sum_kernel(P* dw, P* db, const A* partial, int64_t splits, int64_t N) {
+  __shared__ RowSums<A> shared[kSumRows][kSumCols];
+  wait_for_prior_grids();  // launched by launch_dependent
+  const int64_t c = blockIdx.x * static_cast<int64_t>(kSumCols) + threadIdx.x;
+  RowSums<A> st = RowSums<A>::identity();
+  if (c < N)
+    for (int64_t s = threadIdx.y; s < splits; s += kSumRows)
+      st = {st.a + partial[s * 2 * N + c], st.b + partial[s * 2 * N + N + c]};
+  shared[threadIdx.y][threadIdx.x] = st;
+  for (int half = kSumRows / 2; half > 0; half /= 2) {
+    __syncthreads();
+    if (threadIdx.y < half)
+      shared[threadIdx.y][threadIdx.x] =
+          RowSumsCombine{}(shared[threadIdx.y][threadIdx.x], shared[threadIdx.y + half][threadIdx.x]);
+  }
+  if (threadIdx.y > 0 || c >= N) return;
+  if (dw) dw[c] = from_acc<P>(shared[0][threadIdx.x].a);
+  if (db) db[c] = from_acc<P>(shared[0][threadIdx.x].b);
+}
+
+// dw and db (either undefined) from partial [splits, 2, N] in A; the kernel waits for the one before
+// it (launch_dependent).
+template <class A, class P>
+void launch_column_sums(const Tensor& dw, const Tensor& db, const Tensor& partial, int64_t splits, int64_t N,
+                        cudaStream_t stream) {
+  launch_dependent(column_sum_kernel<A, P>, dim3(static_cast<unsigned>(ceil_div<int64_t>(N, kSumCols))),
+                   dim3(kSumCols, kSumRows), stream, dw.defined() ? static_cast<P*>(dw.data_ptr()) : nullptr,
+                   db.defined() ? static_cast<P*>(db.data_ptr()) : nullptr,
+                   static_cast<const A*>(partial.data_ptr()), splits, N);
+}
+
+}  // namespace ember::cuda
