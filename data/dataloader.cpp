@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 
 namespace ember::data {
 
@@ -223,12 +224,21 @@ void DataLoader::stop_runs() {
   runs_.clear();
 }
 
+void DataLoader::set_epoch(int64_t epoch, int64_t start_batch) {
+  EMBER_CHECK(start_batch >= 0 && start_batch <= size(), "DataLoader::set_epoch: start_batch ", start_batch,
+              " is not in [0, ", size(), "], the batches of an epoch");
+  epoch_ = epoch;
+  start_batch_ = start_batch;
+}
+
 DataLoader::Iterator DataLoader::begin() {
   std::erase_if(runs_, [](const std::weak_ptr<detail::EpochRun>& r) { return r.expired(); });
   // The sampler's order and the dataset's augmentation (TransformDataset) both follow the epoch.
   dataset_->set_epoch(epoch_);
   batch_sampler_.set_epoch(epoch_++);
-  auto run = std::make_shared<detail::EpochRun>(dataset_, batch_sampler_.batches(), options_);
+  std::vector<std::vector<int64_t>> batches = batch_sampler_.batches();
+  batches.erase(batches.begin(), batches.begin() + std::exchange(start_batch_, 0));
+  auto run = std::make_shared<detail::EpochRun>(dataset_, std::move(batches), options_);
   runs_.push_back(run);
   run->advance();
   return Iterator(std::move(run));

@@ -91,7 +91,9 @@ class DataLoader {
   Iterator begin();  // starts an epoch (and fetches its first batch)
   Iterator end();
   int64_t size() const { return batch_sampler_.size(); }  // batches per epoch
-  void set_epoch(int64_t epoch) { epoch_ = epoch; }
+  // The epoch the next begin() runs and the batch it starts at (resuming mid-epoch: the batches
+  // before it are not built; later epochs start at their first).
+  void set_epoch(int64_t epoch, int64_t start_batch = 0);
   int64_t epoch() const { return epoch_; }  // the epoch the next begin() runs
   const DataLoaderOptions& options() const { return options_; }
   const Dataset& dataset() const { return *dataset_; }
@@ -102,7 +104,7 @@ class DataLoader {
   std::shared_ptr<const Dataset> dataset_;
   DataLoaderOptions options_;
   BatchSampler batch_sampler_;
-  int64_t epoch_ = 0;
+  int64_t epoch_ = 0, start_batch_ = 0;
   std::vector<std::weak_ptr<detail::EpochRun>> runs_;  // stopped when the loader goes
 };
 

@@ -19,7 +19,8 @@
 // autocast on the GPU. MLM masks 15% of the tokens of each sequence anew each epoch (80% [MASK],
 // 10% random, 10% kept) and runs only those through the vocabulary projection. Each epoch: test
 // metrics (accuracy and macro-F1, or the masked tokens' loss and accuracy), a checkpoint, a JSON
-// line of metrics (rank 0).
+// line of metrics (rank 0). SIGTERM or SIGINT writes the checkpoint after the current step and exits
+// 0; --resume goes on from that step, mid-epoch, bit for bit.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -52,6 +53,7 @@
 #include <ember/examples/common/metrics_log.h>
 #include <ember/examples/common/param_groups.h>
 #include <ember/examples/common/run_setup.h>
+#include <ember/examples/common/stop_request.h>
 #include <ember/examples/models/bert_model.h>
 #include <ember/examples/models/bert_pretrained.h>
 #include <ember/text/bert_tokenizer.h>
@@ -67,7 +69,7 @@ struct Args {
               precision;
   std::string labels, checkpoint, metrics, save_pretrained, save_split;
   int64_t epochs = 3, batch_size = 32, max_length = 128, workers = 2, seed = 0, limit = 0,
-          debug_sigkill_at_step = -1, benchmark_steps = 0, pad_to_multiple_of = 1;
+          debug_sigkill_at_step = -1, debug_sigterm_at_step = -1, benchmark_steps = 0, pad_to_multiple_of = 1;
   double lr = 5e-5, weight_decay = 0.01, warmup_ratio = 0.1, max_grad_norm = 1.0, test_fraction = 0.1;
   double mlm_probability = 0.15, min_accuracy = 0;
   bool random_init = false, checkpointing = false, resume = false, cuda_graphs = false;
@@ -116,7 +118,9 @@ tools::ArgParser make_parser(Args& a) {
       .option("--benchmark-steps", &a.benchmark_steps,
               "time this many training steps on one batch of --batch-size x --max-length tokens, then exit")
       .option("--debug-sigkill-at-step", &a.debug_sigkill_at_step,
-              "fault injection: the process kills itself with SIGKILL before this step");
+              "fault injection: the process kills itself with SIGKILL before this step")
+      .option("--debug-sigterm-at-step", &a.debug_sigterm_at_step,
+              "fault injection: rank 0 sends itself SIGTERM before this step (a stop request)");
   return p;
 }
 
@@ -422,13 +426,17 @@ int run(const Args& a, const examples::Launch& l, const text::BertTokenizer& tok
     return 0;
   }
 
-  int64_t start_epoch = 0;
+  // The checkpoint holds the steps done: a stop on a signal leaves one mid-epoch.
+  int64_t step = 0;
   const bool resuming = a.resume && fs::exists(a.checkpoint);
   if (resuming) {
-    start_epoch = optim::load_checkpoint(a.checkpoint, *model, &opt, &sched, &scaler);
-    if (main_rank)
-      std::printf("resumed from %s after epoch %lld\n", a.checkpoint.c_str(), (long long)start_epoch);
+    step = optim::load_checkpoint(a.checkpoint, *model, &opt, &sched, &scaler);
+    if (main_rank) examples::report_resume(a.checkpoint, step, steps_per_epoch);
   }
+  const int64_t start_epoch = step / steps_per_epoch;
+  train_loader.set_epoch(start_epoch, step % steps_per_epoch);
+  std::optional<examples::StopRequest> stop;  // with somewhere to save to
+  if (!a.checkpoint.empty()) stop.emplace();
   examples::MetricsLog metrics(main_rank ? a.metrics : "", resuming);
   int64_t n_params = 0;
   for (const Tensor& p : model->parameters()) n_params += p.numel();
@@ -444,18 +452,31 @@ int run(const Args& a, const examples::Launch& l, const text::BertTokenizer& tok
         (long long)steps_per_epoch);
   }
 
-  int64_t step = start_epoch * steps_per_epoch;
   double accuracy = 0;
   for (int64_t epoch = start_epoch; epoch < a.epochs; ++epoch) {
-    train_loader.set_epoch(epoch);
     model->train();
-    examples::EpochMeter meter(epoch, a.epochs, steps_per_epoch, a.batch_size, "seq", l);
+    examples::EpochMeter meter(epoch, a.epochs, (epoch + 1) * steps_per_epoch - step, a.batch_size, "seq", l);
     int64_t tokens = 0;
+    bool go_on = true;
+    // The loader is at the epoch's next batch (set_epoch on resuming, else where the last epoch left it).
     for (auto& batch : train_loader) {
       if (step == a.debug_sigkill_at_step) std::raise(SIGKILL);
+      if (step == a.debug_sigterm_at_step && l.is_main()) std::raise(SIGTERM);
       tokens += batch[0].numel();
       meter.add(train_step(to_device(std::move(batch))));
       ++step;
+      if (stop && stop->should_stop(step, l)) {
+        go_on = false;
+        break;
+      }
+    }
+    if (!go_on) {
+      if (main_rank) {
+        optim::save_checkpoint(a.checkpoint, *model, &opt, &sched, step, &scaler);
+        examples::report_stop(a.checkpoint, step);
+      }
+      if (l.distributed()) distributed::destroy_process_group();
+      return 0;
     }
     const auto [train_loss, epoch_s, done] = meter.finish();
 
@@ -483,7 +504,7 @@ int run(const Args& a, const examples::Launch& l, const text::BertTokenizer& tok
       record.emplace_back("lr", opt.param_groups().back().options().get_lr());
       metrics.write(record);
       if (!a.checkpoint.empty())
-        optim::save_checkpoint(a.checkpoint, *model, &opt, &sched, epoch + 1, &scaler);
+        optim::save_checkpoint(a.checkpoint, *model, &opt, &sched, step, &scaler);
     }
   }
   if (main_rank && !a.save_pretrained.empty()) {

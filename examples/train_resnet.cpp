@@ -14,9 +14,11 @@
 // SGD (momentum, nesterov, no weight decay on biases and BatchNorm), linear warmup then cosine
 // (or OneCycle) per step, label smoothing, bf16 autocast on the GPU. Rank 0 prints a progress bar
 // and an epoch summary, writes metrics as JSON lines (--metrics, default next to the checkpoint)
-// and the checkpoint each epoch (written atomically, with checksums). Resuming restores the model,
-// optimizer, scheduler, scaler and RNG states, and the data order and augmentation are functions
-// of (seed, epoch, index): a resumed run ends bit for bit where an uninterrupted one does.
+// and the checkpoint each epoch (written atomically, with checksums). SIGTERM or SIGINT (a
+// scheduler's preemption, emberrun's forwarded stop, Ctrl-C) writes the checkpoint after the
+// current step and exits 0. Resuming restores the model, optimizer, scheduler, scaler and RNG
+// states and the data loader's place in the epoch, and the data order and augmentation are
+// functions of (seed, epoch, index): a resumed run ends bit for bit where an uninterrupted one does.
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -39,6 +41,7 @@
 #include <ember/distributed/sync_batch_norm.h>
 #include <ember/ember.h>
 #include <ember/examples/common/epoch_meter.h>
+#include <ember/examples/common/stop_request.h>
 #include <ember/examples/common/graphed_step.h>
 #include <ember/examples/common/launch.h>
 #include <ember/examples/common/metrics_log.h>
@@ -57,7 +60,8 @@ struct Args {
   std::string dataset = "fashion-mnist", data_dir, arch = "resnet18", device, precision, schedule = "cosine";
   std::string checkpoint, metrics, init_from;
   int64_t epochs = 15, batch_size = 256, workers = 4, seed = 0, warmup_epochs = 1, num_classes = 0;
-  int64_t image_size = 0, limit_train = 0, limit_test = 0, debug_sigkill_at_step = -1;
+  int64_t image_size = 0, limit_train = 0, limit_test = 0, debug_sigkill_at_step = -1,
+          debug_sigterm_at_step = -1;
   double lr = 0.1, momentum = 0.9, weight_decay = 5e-4, label_smoothing = 0.1, backbone_lr_scale = 1.0;
   double min_accuracy = 0;
   bool no_nesterov = false, no_flip = false, channels_last = false, checkpointing = false, resume = false,
@@ -107,7 +111,9 @@ tools::ArgParser make_parser(Args& a) {
             "capture the training step into a CUDA graph and replay it (one GPU)")
       .option("--min-accuracy", &a.min_accuracy, "exit 1 unless the final test top-1 reaches it")
       .option("--debug-sigkill-at-step", &a.debug_sigkill_at_step,
-              "fault injection: the process kills itself with SIGKILL before this step");
+              "fault injection: the process kills itself with SIGKILL before this step")
+      .option("--debug-sigterm-at-step", &a.debug_sigterm_at_step,
+              "fault injection: rank 0 sends itself SIGTERM before this step (a stop request)");
   return p;
 }
 
@@ -374,13 +380,17 @@ int main(int argc, char** argv) try {
   std::unique_ptr<optim::LRScheduler> sched = make_scheduler(a, opt, steps_per_epoch);
   amp::GradScaler scaler(65536.0, 2.0, 0.5, 2000, /*enabled=*/precision.grad_scaler);
 
-  int64_t start_epoch = 0;
+  // The checkpoint holds the steps done: a stop on a signal leaves one mid-epoch.
+  int64_t step = 0;
   const bool resuming = a.resume && fs::exists(a.checkpoint);
   if (resuming) {
-    start_epoch = optim::load_checkpoint(a.checkpoint, *model, &opt, sched.get(), &scaler);
-    if (main_rank)
-      std::printf("resumed from %s after epoch %lld\n", a.checkpoint.c_str(), (long long)start_epoch);
+    step = optim::load_checkpoint(a.checkpoint, *model, &opt, sched.get(), &scaler);
+    if (main_rank) examples::report_resume(a.checkpoint, step, steps_per_epoch);
   }
+  const int64_t start_epoch = step / steps_per_epoch;
+  train_loader->set_epoch(start_epoch, step % steps_per_epoch);
+  std::optional<examples::StopRequest> stop;  // with somewhere to save to
+  if (!a.checkpoint.empty()) stop.emplace();
   examples::MetricsLog metrics(main_rank ? a.metrics : "", resuming);
   int64_t n_params = 0;
   for (const Tensor& p : model->parameters()) n_params += p.numel();
@@ -417,24 +427,36 @@ int main(int argc, char** argv) try {
         return loss;
       },
       a.cuda_graphs);
-  int64_t step = start_epoch * steps_per_epoch;
   Totals last_eval;
   for (int64_t epoch = start_epoch; epoch < a.epochs; ++epoch) {
-    train_loader->set_epoch(epoch);  // the sampler's order and the augmentation's draws
     train_mode();
-    examples::EpochMeter meter(epoch, a.epochs, steps_per_epoch, a.batch_size, "img", l);
+    examples::EpochMeter meter(epoch, a.epochs, (epoch + 1) * steps_per_epoch - step, a.batch_size, "img", l);
+    // Whether to go on: false once a stop was requested (then `step` steps are done).
     auto train_step = [&](const Tensor& x, const Tensor& y) {
       if (step == a.debug_sigkill_at_step) std::raise(SIGKILL);
+      if (step == a.debug_sigterm_at_step && l.is_main()) std::raise(SIGTERM);
       meter.add(graphed({x, y}));
       sched->step();  // outside the graph: it writes the rate the fused step reads on the device
       ++step;
+      return !(stop && stop->should_stop(step, l));
     };
+    bool go_on = true;
     if (a.synthetic) {
-      for (int64_t i = 0; i < steps_per_epoch; ++i) train_step(synthetic_x, synthetic_y);
+      while (go_on && step < (epoch + 1) * steps_per_epoch) go_on = train_step(synthetic_x, synthetic_y);
     } else {
+      // The loader is at the epoch's next batch (set_epoch on resuming, else where the last epoch left it).
       for (auto& batch : *train_loader)
-        train_step(batch[0].to(l.device, /*non_blocking=*/true),
-                   batch[1].to(l.device, /*non_blocking=*/true));
+        if (!(go_on = train_step(batch[0].to(l.device, /*non_blocking=*/true),
+                                 batch[1].to(l.device, /*non_blocking=*/true))))
+          break;
+    }
+    if (!go_on) {
+      if (main_rank) {
+        optim::save_checkpoint(a.checkpoint, *model, &opt, sched.get(), step, &scaler);
+        examples::report_stop(a.checkpoint, step);
+      }
+      if (l.distributed()) distributed::destroy_process_group();
+      return 0;
     }
     const auto [train_loss, epoch_s, done] = meter.finish();
     const double peak_gib =
@@ -446,7 +468,7 @@ int main(int argc, char** argv) try {
           "epoch %lld/%lld: train loss %.4f | test loss %.4f top-1 %.4f top-5 %.4f | %.1f s, %.0f img/s, "
           "lr %.4g%s\n",
           (long long)epoch + 1, (long long)a.epochs, train_loss, last_eval.loss / n, last_eval.top1 / n,
-          last_eval.top5 / n, epoch_s, steps_per_epoch * a.batch_size * l.world_size / epoch_s,
+          last_eval.top5 / n, epoch_s, done * a.batch_size * l.world_size / epoch_s,
           opt.param_groups().back().options().get_lr(),
           l.device.is_cuda() ? detail::str_cat(", peak ", peak_gib, " GiB").c_str() : "");
       metrics.write({{"epoch", epoch + 1},
@@ -456,11 +478,11 @@ int main(int argc, char** argv) try {
                      {"test_top1", last_eval.top1 / n},
                      {"test_top5", last_eval.top5 / n},
                      {"epoch_s", epoch_s},
-                     {"img_per_s", steps_per_epoch * a.batch_size * l.world_size / epoch_s},
+                     {"img_per_s", done * a.batch_size * l.world_size / epoch_s},
                      {"lr", opt.param_groups().back().options().get_lr()},
                      {"peak_gib", peak_gib}});
       if (!a.checkpoint.empty())
-        optim::save_checkpoint(a.checkpoint, *model, &opt, sched.get(), epoch + 1, &scaler);
+        optim::save_checkpoint(a.checkpoint, *model, &opt, sched.get(), step, &scaler);
     }
   }
   const double top1 = last_eval.count ? last_eval.top1 / static_cast<double>(last_eval.count) : 0;
