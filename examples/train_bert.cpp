@@ -272,7 +272,8 @@ struct MaskedLMTask {
 
   explicit MaskedLMTask(const models::BertConfig& config) : model(config) {}
   data::CollateFn collate(int64_t pad_id, int64_t multiple) const {
-    return [=](std::vector<data::Example> e) { return data::masked_lm_collate(std::move(e), pad_id, multiple); };
+    return
+        [=](std::vector<data::Example> e) { return data::masked_lm_collate(std::move(e), pad_id, multiple); };
   }
   std::shared_ptr<data::Dataset> dataset(std::shared_ptr<data::SequenceDataset> d, const Args& a,
                                          const text::BertTokenizer& tok) const {
@@ -333,11 +334,12 @@ int run(const Args& a, const examples::Launch& l, const text::BertTokenizer& tok
     return ddp ? (*ddp)(std::forward<decltype(args)>(args)...) : model(std::forward<decltype(args)>(args)...);
   };
 
-  data::DataLoaderOptions opts = data::DataLoaderOptions()
-                                     .batch_size(a.batch_size)
-                                     .num_workers(a.workers)
-                                     .pin_memory(l.device.is_cuda())
-                                     .collate_fn(task.collate(tokenizer.pad_token_id(), a.pad_to_multiple_of));
+  data::DataLoaderOptions opts =
+      data::DataLoaderOptions()
+          .batch_size(a.batch_size)
+          .num_workers(a.workers)
+          .pin_memory(l.device.is_cuda())
+          .collate_fn(task.collate(tokenizer.pad_token_id(), a.pad_to_multiple_of));
   std::shared_ptr<data::Sampler> train_sampler =
       l.distributed() ? std::shared_ptr<data::Sampler>(distributed::make_distributed_sampler(
                             corpus.train->size(), true, static_cast<uint64_t>(a.seed)))
@@ -503,8 +505,7 @@ int run(const Args& a, const examples::Launch& l, const text::BertTokenizer& tok
       record.emplace_back("epoch_s", epoch_s);
       record.emplace_back("lr", opt.param_groups().back().options().get_lr());
       metrics.write(record);
-      if (!a.checkpoint.empty())
-        optim::save_checkpoint(a.checkpoint, *model, &opt, &sched, step, &scaler);
+      if (!a.checkpoint.empty()) optim::save_checkpoint(a.checkpoint, *model, &opt, &sched, step, &scaler);
     }
   }
   if (main_rank && !a.save_pretrained.empty()) {

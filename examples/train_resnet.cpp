@@ -41,12 +41,12 @@
 #include <ember/distributed/sync_batch_norm.h>
 #include <ember/ember.h>
 #include <ember/examples/common/epoch_meter.h>
-#include <ember/examples/common/stop_request.h>
 #include <ember/examples/common/graphed_step.h>
 #include <ember/examples/common/launch.h>
 #include <ember/examples/common/metrics_log.h>
 #include <ember/examples/common/param_groups.h>
 #include <ember/examples/common/run_setup.h>
+#include <ember/examples/common/stop_request.h>
 #include <ember/examples/models/resnet.h>
 #include <ember/tools/common/arg_parser.h>
 

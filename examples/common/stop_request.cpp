@@ -44,8 +44,8 @@ void report_resume(const std::string& checkpoint, int64_t step, int64_t steps_pe
 }
 
 void report_stop(const std::string& checkpoint, int64_t step) {
-  std::printf("stopped by a signal after step %lld: %s written, --resume goes on from there\n", (long long)step,
-              checkpoint.c_str());
+  std::printf("stopped by a signal after step %lld: %s written, --resume goes on from there\n",
+              (long long)step, checkpoint.c_str());
 }
 
 }  // namespace ember::examples

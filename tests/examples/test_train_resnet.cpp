@@ -55,7 +55,31 @@ void write_quadrants(const fs::path& dir, const std::string& prefix, uint32_t n,
   write_idx(dir / (prefix + "-labels-idx1-ubyte"), {n}, labels);
 }
 
-TEST(TrainResnet, ResumeAfterSigkillIsBitExact) {
+// The model and optimizer state of two checkpoints, bit for bit.
+void expect_same_state(const fs::path& a, const fs::path& b) {
+  optim::Checkpoint ca = optim::Checkpoint::load(a.string());
+  optim::Checkpoint cb = optim::Checkpoint::load(b.string());
+  for (const char* part : {"model", "optimizer"}) {
+    const auto& ta = ca.get(part).tensors;
+    const auto& tb = cb.get(part).tensors;
+    ASSERT_EQ(ta.size(), tb.size()) << part;
+    ASSERT_GT(ta.size(), 0u) << part;
+    for (const auto& [key, t] : ta) {
+      SCOPED_TRACE(std::string(part) + "." + key);
+      ASSERT_TRUE(tb.contains(key));
+      EXPECT_TRUE(bit_equal(t, tb.at(key)));
+    }
+  }
+}
+
+int metrics_lines(const fs::path& file) {
+  std::ifstream metrics(file);
+  int lines = 0;
+  for (std::string line; std::getline(metrics, line);) ++lines;
+  return lines;
+}
+
+TEST(TrainResnet, ResumeAfterSigkillOrSigtermIsBitExact) {
   TempDir tmp;
   const fs::path dir = tmp.path();
   write_quadrants(dir, "train", 96, 1);
@@ -75,25 +99,22 @@ TEST(TrainResnet, ResumeAfterSigkillIsBitExact) {
       << read_text(dir / "b1.log");
   ASSERT_EQ(run_trainer(b, dir / "b2.log"), 0) << read_text(dir / "b2.log");
   EXPECT_NE(read_text(dir / "b2.log").find("resumed from"), std::string::npos) << read_text(dir / "b2.log");
-
-  optim::Checkpoint ca = optim::Checkpoint::load((dir / "a/ckpt.safetensors").string());
-  optim::Checkpoint cb = optim::Checkpoint::load((dir / "b/ckpt.safetensors").string());
-  for (const char* part : {"model", "optimizer"}) {
-    const auto& ta = ca.get(part).tensors;
-    const auto& tb = cb.get(part).tensors;
-    ASSERT_EQ(ta.size(), tb.size()) << part;
-    ASSERT_GT(ta.size(), 0u) << part;
-    for (const auto& [key, t] : ta) {
-      SCOPED_TRACE(std::string(part) + "." + key);
-      ASSERT_TRUE(tb.contains(key));
-      EXPECT_TRUE(bit_equal(t, tb.at(key)));
-    }
-  }
+  expect_same_state(dir / "a/ckpt.safetensors", dir / "b/ckpt.safetensors");
   // The resumed run's metrics continue the interrupted run's file: one record per epoch.
-  std::ifstream metrics(dir / "b/metrics.jsonl");
-  int lines = 0;
-  for (std::string line; std::getline(metrics, line);) ++lines;
-  EXPECT_EQ(lines, 3);
+  EXPECT_EQ(metrics_lines(dir / "b/metrics.jsonl"), 3);
+
+  // SIGTERM before step 9: that step finishes, the checkpoint holds 10 steps (epoch 2, batch 4),
+  // the exit is 0, and the resumed run starts at the loader's fifth batch of epoch 2.
+  const std::string c = common + " --checkpoint " + (dir / "c/ckpt.safetensors").string() + " --resume";
+  ASSERT_EQ(run_trainer(c + " --debug-sigterm-at-step 9", dir / "c1.log"), 0) << read_text(dir / "c1.log");
+  EXPECT_NE(read_text(dir / "c1.log").find("stopped by a signal after step 10"), std::string::npos)
+      << read_text(dir / "c1.log");
+  EXPECT_EQ(metrics_lines(dir / "c/metrics.jsonl"), 1);
+  ASSERT_EQ(run_trainer(c, dir / "c2.log"), 0) << read_text(dir / "c2.log");
+  EXPECT_NE(read_text(dir / "c2.log").find("at step 10 (epoch 2, batch 4)"), std::string::npos)
+      << read_text(dir / "c2.log");
+  expect_same_state(dir / "a/ckpt.safetensors", dir / "c/ckpt.safetensors");
+  EXPECT_EQ(metrics_lines(dir / "c/metrics.jsonl"), 3);
 }
 
 // emberrun --nproc-per-node 2 over Gloo, with SyncBatchNorm: each process trains on its half of
@@ -121,6 +142,33 @@ TEST(TrainResnet, TwoProcessesOverGloo) {
   EXPECT_EQ(lines, 2);
   optim::Checkpoint c = optim::Checkpoint::load((dir / "run/ckpt.safetensors").string());
   EXPECT_TRUE(c.has("model"));
+}
+
+// A stop request that reaches rank 0 alone (a signal to one process) stops both ranks after the
+// same step: they agree every StopRequest::kCheckEvery (20) steps. Both exit 0, the checkpoint
+// holds 20 steps, and the resumed job finishes.
+TEST(TrainResnet, TwoProcessesStopTogetherOnSigterm) {
+  if (!distributed::is_gloo_available()) GTEST_SKIP() << "ember was built without Gloo";
+  TempDir tmp;
+  const fs::path dir = tmp.path();
+  write_quadrants(dir, "train", 64, 3);
+  write_quadrants(dir, "t10k", 16, 4);
+  // 16 steps per epoch (32 images per rank, batches of 2), 2 epochs.
+  const std::string cmd = std::string(EMBER_EMBERRUN_PATH) + " --nproc-per-node 2 " +
+                          EMBER_TRAIN_RESNET_PATH + " --dataset mnist --data-dir " + dir.string() +
+                          " --device cpu --epochs 2 --batch-size 2 --workers 1 --resume --checkpoint " +
+                          (dir / "run/ckpt.safetensors").string();
+  ASSERT_EQ(std::system((cmd + " --debug-sigterm-at-step 5 > " + (dir / "1.log").string() + " 2>&1").c_str()),
+            0)
+      << read_text(dir / "1.log");
+  EXPECT_NE(read_text(dir / "1.log").find("stopped by a signal after step 20"), std::string::npos)
+      << read_text(dir / "1.log");
+  ASSERT_EQ(std::system((cmd + " > " + (dir / "2.log").string() + " 2>&1").c_str()), 0)
+      << read_text(dir / "2.log");
+  const std::string log = read_text(dir / "2.log");
+  EXPECT_NE(log.find("at step 20 (epoch 2, batch 4)"), std::string::npos) << log;
+  EXPECT_NE(log.find("epoch 2/2: train loss"), std::string::npos) << log;
+  EXPECT_EQ(metrics_lines(dir / "run/metrics.jsonl"), 2);
 }
 
 // Fine-tuning: a model trained on 10 classes starts a 4-class run; the classifier is replaced
