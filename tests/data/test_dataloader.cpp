@@ -118,6 +118,23 @@ TEST(DataLoader, ShuffleOrderIsFixedBySeedAndEpoch) {
   EXPECT_NE(flat(epoch_indices(other)), kPermSeed0Epoch0);
 }
 
+// Resuming mid-epoch: set_epoch's start batch skips the batches before it (never built), and the
+// next epoch starts at its first batch again.
+TEST(DataLoader, SetEpochStartsMidEpoch) {
+  auto d = std::make_shared<ProbeDataset>(10);
+  DataLoader loader(d, DataLoaderOptions().batch_size(3).shuffle(true).seed(0).num_workers(2));
+  loader.set_epoch(1);
+  const std::vector<std::vector<int64_t>> whole = epoch_indices(loader);
+  loader.set_epoch(1, 2);
+  EXPECT_EQ(epoch_indices(loader), std::vector<std::vector<int64_t>>(whole.begin() + 2, whole.end()));
+  EXPECT_EQ(loader.epoch(), 2);
+  EXPECT_EQ(epoch_indices(loader).size(), 4u);
+  loader.set_epoch(0, 4);  // past the last batch: an empty epoch
+  EXPECT_TRUE(epoch_indices(loader).empty());
+  EXPECT_EMBER_ERROR(loader.set_epoch(0, 5), "DataLoader::set_epoch", "start_batch 5", "[0, 4]");
+  EXPECT_EMBER_ERROR(loader.set_epoch(0, -1), "DataLoader::set_epoch", "start_batch -1");
+}
+
 TEST(DataLoader, SameBatchesForAnyNumberOfWorkers) {
   auto d = std::make_shared<ProbeDataset>(103);
   auto run = [&](int64_t workers, int64_t prefetch) {
