@@ -5,8 +5,7 @@
 // scripts/multi_gpu_check.sh prints both sides' efficiencies.
 //   --model resnet50 (or resnet18/34/101): examples/models/resnet.h, random images [batch, 3,
 //       image_size, image_size] and labels, cross-entropy, SGD (lr 0.1, momentum 0.9, weight decay
-//       1e-4). NCHW: ember has no channels-last memory format (its BatchNorm, pooling and fused
-//       optimizer steps take contiguous NCHW tensors), so PyTorch runs NCHW too unless asked.
+//       1e-4), NCHW unless --channels-last (both sides).
 //   --model bert-base: examples/models/bert.h's BertLike (transformer_bench's model) on random
 //       tokens [batch, seq], AdamW (lr 1e-4, weight decay 0.01).
 // Both: bf16 autocast (--precision f32 for none), fused optimizer steps on CUDA (ember's default
@@ -16,7 +15,8 @@
 // prints {"case": "scaling resnet50 bf16 b128 world N", "ms": median, "samples_per_s": global}.
 //
 // --cuda-graphs (world 1, CUDA): the step is captured into a CUDA graph after the warm-up and the
-// timed steps replay it (torch_scaling_bench.py --cuda-graphs: torch.cuda.graph).
+// timed steps replay it (torch_scaling_bench.py --cuda-graphs: torch.cuda.graph). --profile: one
+// more eager step under ember's profiler, its kernel tables to stderr.
 //   emberrun --nproc-per-node N scaling_bench [--model resnet50|bert-base] [--batch 128|32]
 //       [--seq 128] [--iters 20] [--warmup 10] [--device cuda|cpu] [--channels-last] [--cuda-graphs]
 //   OMP_NUM_THREADS=1 emberrun --nproc-per-node 2 scaling_bench --device cpu --model resnet18
@@ -39,6 +39,8 @@
 #include <ember/examples/models/resnet.h>
 #include <ember/tools/common/arg_parser.h>
 
+#include "profile_step.h"
+
 using namespace ember;
 namespace dist = ember::distributed;
 
@@ -49,7 +51,7 @@ struct Args {
   int64_t batch = 0, seq = 128, image_size = 224, num_classes = 1000;
   int64_t layers = 12, d_model = 768, heads = 12, ffn = 3072, vocab = 30522;
   int warmup = 10, iters = 20;
-  bool channels_last = false, cuda_graphs = false;
+  bool channels_last = false, cuda_graphs = false, profile = false;
   bool bert() const { return model == "bert-base"; }
 };
 
@@ -72,7 +74,8 @@ std::optional<Args> parse(int argc, char** argv) {
       .option("--precision", &a.precision, "bf16 (autocast) or f32")
       .option("--device", &a.device, "cuda or cpu")
       .flag("--channels-last", &a.channels_last, "ResNet: model and images in channels-last memory")
-      .flag("--cuda-graphs", &a.cuda_graphs, "capture the step into a CUDA graph and time its replays (world 1)");
+      .flag("--cuda-graphs", &a.cuda_graphs, "capture the step into a CUDA graph and time its replays (world 1)")
+      .flag("--profile", &a.profile, "profile one more eager step (tables to stderr; world 1)");
   if (!args.parse(argc, argv)) return std::nullopt;
   const std::vector<std::string> models{"resnet18", "resnet34", "resnet50", "resnet101", "bert-base"};
   EMBER_CHECK(std::find(models.begin(), models.end(), a.model) != models.end(),
@@ -174,6 +177,7 @@ int main(int argc, char** argv) {
     sync(device);
     if (ddp) dist::barrier();
     EMBER_CHECK(!a.cuda_graphs || (device.is_cuda() && !ddp), "scaling_bench: --cuda-graphs needs CUDA and world 1");
+    EMBER_CHECK(!a.profile || !ddp, "scaling_bench: --profile needs world 1");
     cuda::CUDAGraph graph;
     if (a.cuda_graphs) {
       cuda::graph capture(graph);
@@ -200,6 +204,7 @@ int main(int argc, char** argv) {
       std::printf("{\"case\": \"%s\", \"ms\": %.3f, \"samples_per_s\": %.1f}\n", name.c_str(), median,
                   static_cast<double>(world * a.batch) / median * 1000);
       std::fflush(stdout);
+      if (a.profile) bench::profile_step(device, name, step);
     }
     if (ddp) dist::destroy_process_group();
   } catch (const std::exception& e) {

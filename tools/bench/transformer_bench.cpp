@@ -26,13 +26,14 @@
 #include <string>
 #include <vector>
 
-#include <ember/core/profiler.h>
 #include <ember/cuda/caching_allocator.h>
 #include <ember/cuda/graph.h>
 #include <ember/cuda/nvtx.h>
 #include <ember/ember.h>
 #include <ember/examples/models/bert.h>
 #include <ember/tools/common/arg_parser.h>
+
+#include "profile_step.h"
 
 using namespace ember;
 
@@ -109,23 +110,6 @@ std::pair<double, double> time_steps(const Config& c, const Device& device, cons
   return {ms[ms.size() / 2], peak};
 }
 
-// One more step under the profiler; its tables (by kernel, then by kernel and input shapes) go
-// to stderr.
-void profile_step(const Device& device, const std::string& name, const std::function<void()>& step) {
-  profiler::ProfileOptions options;
-  options.record_shapes = true;
-  profiler::Profile prof(options);
-  step();
-  synchronize(device);
-  prof.stop();
-  // On the CPU there is no device time: sort by host time then.
-  const char* sort_by = prof.profiles_device() ? "device_time_total" : "self_cpu_time_total";
-  std::fprintf(stderr, "== %s: one step, kernels by %s\n%s\n", name.c_str(), sort_by,
-               prof.key_averages().table(sort_by, 25).c_str());
-  std::fprintf(stderr, "== %s: by input shapes\n%s\n", name.c_str(),
-               prof.key_averages(/*group_by_input_shape=*/true).table(sort_by, 40).c_str());
-}
-
 void run_mode(const Config& c, const Device& device, const std::string& mode) {
   std::stringstream parts(mode);
   std::string precision;
@@ -173,7 +157,7 @@ void run_mode(const Config& c, const Device& device, const std::string& mode) {
     }
     auto [ms, peak] = time_steps(c, device, timed, !graphed);
     // The profiler times kernels per op call: a replay makes none, so a graph mode has no table.
-    if (c.profile && !graphed) profile_step(device, name.str(), step);
+    if (c.profile && !graphed) bench::profile_step(device, name.str(), step);
     std::printf("{\"case\": \"%s\", \"ms\": %.3f, \"tokens_per_s\": %.1f", name.str().c_str(), ms,
                 static_cast<double>(c.batch * c.seq) / ms * 1000);
     if (peak >= 0) std::printf(", \"peak_mib\": %.0f", peak);
