@@ -41,28 +41,40 @@ void record_masked_scale(const char* op, const Tensor& input, const Tensor& out,
          });
 }
 
-// The mask and out = mask ? (gelu ? gelu(x) : x) * scale : 0, unrecorded.
-std::tuple<Tensor, Tensor> masked_forward(const Tensor& x, double p, Generator* gen, bool gelu) {
+// The kernels walk memory in order: out and mask take x's strides (x made dense if it is not),
+// so an NHWC x gives an NHWC output, as PyTorch.
+Tensor dense_like(const Tensor& x) { return x.is_non_overlapping_and_dense() ? x : x.contiguous(); }
+
+// out = mask ? (gelu ? gelu(x) : x) * scale : 0 and, with `with_mask`, the mask, unrecorded; the
+// generator state it drew from.
+std::tuple<Tensor, Tensor, PhiloxState> masked_forward(const Tensor& x, double p, Generator* gen, bool gelu,
+                                                       bool with_mask) {
   // One generator offset per call, even for an empty x: as bernoulli_, so RNG replay agrees.
   const PhiloxState rng = (gen ? *gen : default_generator(x.device().type)).next();
-  // The kernels walk memory in order: out and mask take x's strides (x made dense if it is not),
-  // so an NHWC x gives an NHWC output, as PyTorch.
-  Tensor dense = x.is_non_overlapping_and_dense() ? x : x.contiguous();
+  Tensor dense = dense_like(x);
   Tensor out = empty_like(dense);
-  Tensor mask = empty_like(dense, TensorOptions(kBool).device(x.device()));
+  Tensor mask = with_mask ? empty_like(dense, TensorOptions(kBool).device(x.device())) : Tensor();
   if (x.numel() > 0) {
     NoGradGuard no_grad;  // recorded by the caller, on x itself
     native_dropout_stub(x.device())(out, mask, dense, p, rng, gelu);
   }
-  return {out, mask};
+  return {out, mask, rng};
 }
 
 }  // namespace
 
+Tensor dropout_keep_mask(const Tensor& x, double p, PhiloxState rng) {
+  NoGradGuard no_grad;
+  Tensor dense = dense_like(x), out = empty_like(dense);
+  Tensor mask = empty_like(dense, TensorOptions(kBool).device(x.device()));
+  if (x.numel() > 0) native_dropout_stub(x.device())(out, mask, dense, p, rng, false);
+  return mask;
+}
+
 std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, bool training, Generator* gen) {
   check_args("native_dropout", x, p);
   if (!training || p == 0) return {x.clone(), ones(x.sizes(), TensorOptions(kBool).device(x.device()))};
-  auto [out, mask] = masked_forward(x, p, gen, false);
+  auto [out, mask, rng] = masked_forward(x, p, gen, false, true);
   if (needs_grad({x})) record_masked_scale("native_dropout", x, out, mask, ops::dropout_scale(p));
   return {out, mask};
 }
@@ -70,18 +82,21 @@ std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, bool traini
 Tensor gelu_dropout(const Tensor& x, double p, bool training, Generator* gen) {
   check_args("gelu_dropout", x, p);
   if (!training || p == 0) return gelu(x);
-  auto [out, mask] = masked_forward(x, p, gen, true);
+  auto [out, mask, rng] = masked_forward(x, p, gen, true, false);
   if (needs_grad({x}))
     record("gelu_dropout", {x}, {out},
-           [scale = ops::dropout_scale(p), sm = SavedTensor(mask, false),
-            sx = SavedTensor(x, false)](const GradContext& g) -> std::vector<Tensor> {
-             const Tensor grad = g.grad(), m = g(sm), input = g(sx);
+           [p, rng, sx = SavedTensor(x, false)](const GradContext& g) -> std::vector<Tensor> {
+             const Tensor grad = g.grad(), input = g(sx);
              // create_graph: the two ops' differentiable backwards.
              if (GradMode::is_enabled())
-               return {gelu_backward(native_dropout_backward(grad, m, scale), input)};
-             Tensor grad_input = empty_like_layout(grad.sizes(), grad.options(), {grad, input});
-             if (grad.numel() > 0)
-               gelu_dropout_backward_stub(grad.device())(grad_input, grad, m, input, scale);
+               return {gelu_backward(
+                   native_dropout_backward(grad, dropout_keep_mask(input, p, rng), ops::dropout_scale(p)),
+                   input)};
+             // The kernel walks the three in the memory order the forward drew the mask in.
+             const Tensor dense = dense_like(input);
+             const Tensor gd = grad.strides().equals(dense.strides()) ? grad : empty_like(dense).copy_(grad);
+             Tensor grad_input = empty_like(dense);
+             if (grad.numel() > 0) gelu_dropout_backward_stub(grad.device())(grad_input, gd, dense, p, rng);
              return {grad_input};
            });
   return out;

@@ -27,18 +27,25 @@ Tensor native_dropout_backward(const Tensor& grad_output, const Tensor& mask, do
 
 // dropout(gelu(x), p, training, gen) (GELU's exact form, as TransformerEncoderLayer's "gelu")
 // in one pass each way: the same mask from the same generator offset, GELU computed in float
-// (double for float64) and rounded once. The backward reads x and the mask.
+// (double for float64) and rounded once. Nothing holds the mask: the backward reads x and draws
+// the mask again from the forward's Philox state.
 Tensor gelu_dropout(const Tensor& x, double p, bool training = true, Generator* gen = nullptr);
 
-// The kernels see a dense floating x, and fresh out (x's dtype) and mask (bool) with x's strides:
-// all three are walked as flat memory. With `gelu` the kept values are gelu(x) * scale.
+// native_dropout's keep mask for x and `rng` (the draw its kernels make), unrecorded: for the
+// backwards that draw their mask again instead of keeping it.
+Tensor dropout_keep_mask(const Tensor& x, double p, PhiloxState rng);
+
+// The kernels see a dense floating x, and fresh out (x's dtype) and mask (bool; undefined: not
+// written) with x's strides: all are walked as flat memory. With `gelu` the kept values are
+// gelu(x) * scale.
 using NativeDropoutFn = void (*)(const Tensor& out, const Tensor& mask, const Tensor& x, double p,
                                  PhiloxState rng, bool gelu);
 using NativeDropoutBackwardFn = void (*)(const Tensor& grad_input, const Tensor& grad_output,
                                          const Tensor& mask, double scale);
-// grad_input = mask ? gelu'(x) * grad_output * scale : 0, all of one shape.
-using GeluDropoutBackwardFn = void (*)(const Tensor& grad_input, const Tensor& grad_output,
-                                       const Tensor& mask, const Tensor& x, double scale);
+// grad_input = keep ? gelu'(x) * grad_output * scale : 0 with keep drawn from `rng` as the
+// forward drew it; all three dense with x's strides, walked as flat memory.
+using GeluDropoutBackwardFn = void (*)(const Tensor& grad_input, const Tensor& grad_output, const Tensor& x,
+                                       double p, PhiloxState rng);
 extern DispatchStub<NativeDropoutFn> native_dropout_stub;
 extern DispatchStub<NativeDropoutBackwardFn> native_dropout_backward_stub;
 extern DispatchStub<GeluDropoutBackwardFn> gelu_dropout_backward_stub;

@@ -26,15 +26,6 @@ const OpRegistrar registrar({
 
 constexpr int64_t kFusedRowMax = 8192;
 
-// native_dropout's bool mask for `rng` (the draw the kernels make), for the create_graph path.
-Tensor keep_mask(const Tensor& x, double p, PhiloxState rng) {
-  NoGradGuard no_grad;
-  Tensor dense = x.contiguous(), out = empty_like(dense);
-  Tensor mask = empty(dense.sizes(), TensorOptions(kBool).device(x.device()));
-  if (x.numel() > 0) native_dropout_stub(x.device())(out, mask, dense, p, rng, false);
-  return mask;
-}
-
 }  // namespace
 
 Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& residual_in, const Tensor& weight,
@@ -83,7 +74,8 @@ Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& residual_in, const 
            const double scale = dropout ? ops::dropout_scale(p) : 1.0;
            const DimVector wsizes{N};
            if (needs_grad({gy, x, residual, w})) {  // create_graph: the composite's recorded formulas
-             Tensor kept = dropout ? native_dropout_backward(x, keep_mask(x, p, rng), scale) : x;
+             Tensor kept =
+                 dropout ? native_dropout_backward(x, dropout_keep_mask(x.contiguous(), p, rng), scale) : x;
              Tensor s = residual.to(cd) + kept.to(cd);
              std::vector<Tensor> ln =
                  nn_detail::layer_norm_backward_graph(gy, s, g(smean), g(srstd), w, M, N, wsizes, cd, eps,
@@ -91,7 +83,8 @@ Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& residual_in, const 
              const Tensor& ds = ln[0];
              Tensor dx, dres;
              if (g.needs(0))
-               dx = dropout ? native_dropout_backward(ds, keep_mask(x, p, rng), scale).to(x.dtype())
+               dx = dropout ? native_dropout_backward(ds, dropout_keep_mask(x.contiguous(), p, rng), scale)
+                                  .to(x.dtype())
                             : ds.to(x.dtype());
              if (g.needs(1)) dres = ds.to(residual.dtype());
              return {dx, dres, ln[1], ln[2]};

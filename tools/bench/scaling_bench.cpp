@@ -74,7 +74,8 @@ std::optional<Args> parse(int argc, char** argv) {
       .option("--precision", &a.precision, "bf16 (autocast) or f32")
       .option("--device", &a.device, "cuda or cpu")
       .flag("--channels-last", &a.channels_last, "ResNet: model and images in channels-last memory")
-      .flag("--cuda-graphs", &a.cuda_graphs, "capture the step into a CUDA graph and time its replays (world 1)")
+      .flag("--cuda-graphs", &a.cuda_graphs,
+            "capture the step into a CUDA graph and time its replays (world 1)")
       .flag("--profile", &a.profile, "profile one more eager step (tables to stderr; world 1)");
   if (!args.parse(argc, argv)) return std::nullopt;
   const std::vector<std::string> models{"resnet18", "resnet34", "resnet50", "resnet101", "bert-base"};
@@ -176,7 +177,8 @@ int main(int argc, char** argv) {
     for (int i = 0; i < a.warmup; ++i) step();
     sync(device);
     if (ddp) dist::barrier();
-    EMBER_CHECK(!a.cuda_graphs || (device.is_cuda() && !ddp), "scaling_bench: --cuda-graphs needs CUDA and world 1");
+    EMBER_CHECK(!a.cuda_graphs || (device.is_cuda() && !ddp),
+                "scaling_bench: --cuda-graphs needs CUDA and world 1");
     EMBER_CHECK(!a.profile || !ddp, "scaling_bench: --profile needs world 1");
     cuda::CUDAGraph graph;
     if (a.cuda_graphs) {
