@@ -43,6 +43,7 @@ const OpRegistrar registrar({
     {"where", NONE, true},
     {"masked_fill", NONE, true},
     {"gelu_backward", NONE, true},
+    {"threshold_backward", NONE, true},
 });
 
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1 / sqrt(2 pi)
@@ -136,6 +137,10 @@ std::vector<Tensor> binary_backward(BinaryOp op, const GradContext& ctx, const T
     case BinaryOp::GeluBackward:  // a = grad, b = x: linear in a; d/dx (Phi + x phi) = phi (2 - x^2)
       ga = ctx.needs(0) ? gelu_backward(g, b) : Tensor();
       gb = ctx.needs(1) ? g * a * exp(b * b * -0.5) * kInvSqrt2Pi * (2 - b * b) : Tensor();
+      break;
+    case BinaryOp::ThresholdBackward:  // a = self, b = grad, alpha = threshold: flat in a, linear in b
+      ga = ctx.needs(0) ? zeros_like(a) : Tensor();
+      gb = ctx.needs(1) ? threshold_backward(g, a, alpha) : Tensor();
       break;
     default:
       break;
@@ -240,6 +245,14 @@ Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, const std::s
   Tensor t = tanh((x + x2 * x * 0.044715) * kSqrt2OverPi);
   Tensor dinner = (x2 * (3 * 0.044715) + 1) * kSqrt2OverPi;
   return grad_output * ((t + 1) * 0.5 + x * (1 - t * t) * dinner * 0.5);
+}
+Tensor threshold_backward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold) {
+  constexpr const char* kOp = "threshold_backward";
+  const ScalarType common = result_type(grad_output, self);
+  EMBER_CHECK(is_floating_point(common), kOp, ": expected floating point inputs, got grad_output ",
+              grad_output.dtype(), " and self ", self.dtype());
+  // self first: the result takes its layout, as PyTorch's (relu's output, NHWC in a channels-last net).
+  return run(kOp, BinaryOp::ThresholdBackward, self, grad_output, common, {threshold.to_double()});
 }
 Tensor mul(const Tensor& a, const Scalar& b) { return run("mul", BinaryOp::Mul, a, b); }
 Tensor div(const Tensor& a, const Tensor& b) { return run("div", BinaryOp::Div, a, b, result_type(a, b)); }

@@ -63,6 +63,9 @@ Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 // grad_output times the derivative of gelu(self, approximate), as torch.ops.aten.gelu_backward;
 // one fused kernel for the erf form.
 Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, const std::string& approximate = "none");
+// grad_output where self > threshold, else 0, as torch.ops.aten.threshold_backward: relu's backward
+// (self its output, threshold 0) in one pass, in the operands' layout.
+Tensor threshold_backward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold);
 Tensor silu(const Tensor& x);
 Tensor softplus(const Tensor& x, double beta = 1, double threshold = 20);
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);

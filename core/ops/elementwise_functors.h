@@ -57,8 +57,9 @@ enum class BinaryOp : uint8_t {
   Ge,  // bool result
   LogicalAnd,
   LogicalOr,
-  LogicalXor,    // bool in, bool out
-  GeluBackward,  // floating only: grad * d/dx gelu(x), the erf form
+  LogicalXor,         // bool in, bool out
+  GeluBackward,       // floating only: grad * d/dx gelu(x), the erf form
+  ThresholdBackward,  // floating only: (self, grad) -> self <= threshold ? 0 : grad (relu's backward)
 };
 
 constexpr bool is_float_only(UnaryOp op) { return op >= UnaryOp::Exp; }
@@ -245,6 +246,11 @@ struct GeluBackward {  // g * (Phi(x) + x phi(x)), as PyTorch's gelu_backward
   }
 };
 template <class T>
+struct ThresholdBackward {  // a NaN self passes the gradient, as PyTorch's threshold_backward
+  T threshold;
+  EMBER_HOST_DEVICE T operator()(T x, T g) const { return x <= threshold ? T(0) : g; }
+};
+template <class T>
 struct Maximum {  // propagates NaN, as torch.maximum
   EMBER_HOST_DEVICE T operator()(T a, T b) const { return is_nan(a) ? a : (is_nan(b) ? b : (a > b ? a : b)); }
 };
@@ -402,6 +408,7 @@ void visit_binary(BinaryOp op, const ElementwiseParams& p, F&& f) {
   }
   if constexpr (std::is_floating_point_v<T>) {
     if (op == BinaryOp::GeluBackward) return f(GeluBackward<T>{});
+    if (op == BinaryOp::ThresholdBackward) return f(ThresholdBackward<T>{static_cast<T>(p.a)});
   }
 }
 

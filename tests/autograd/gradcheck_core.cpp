@@ -37,6 +37,13 @@ const GradcheckRegistrar registrar({
      -2,
      2,
      true},
+    // Linear in the gradient, piecewise constant in self (values away from the threshold).
+    {"threshold_backward",
+     [](const auto& x) { return threshold_backward(x[0], x[1], 0.25); },
+     {{3, 4}, {4}},
+     -2,
+     2,
+     true},
     {"softplus", [](const auto& x) { return softplus(x[0], 2, 2); }, {{3, 4}}},
     {"leaky_relu", [](const auto& x) { return leaky_relu(x[0], 0.1); }, {{3, 4}}, 0.1, 2},
     {"clamp", [](const auto& x) { return clamp(x[0], -1.3, 1.1); }, {{3, 4}}},

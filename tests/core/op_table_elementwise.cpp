@@ -50,6 +50,8 @@ const OpTableRegistrar registrar({
     // The erf form only: the tanh form is a composite of a dozen ops, each rounding in f16 and bf16
     // (the gradcheck covers it in float64).
     binary("gelu_backward", [](const Tensor& g, const Tensor& x) { return gelu_backward(g, x); }),
+    binary("threshold_backward",
+           [](const Tensor& g, const Tensor& x) { return threshold_backward(g, x, 0.5); }),
     binary(
         "div", [](const Tensor& a, const Tensor& b) { return a / b; }, 0.5, 3),
     binary(

@@ -180,6 +180,8 @@ const std::vector<BadInput> kBadInputs = {
     {"clamp", [] { return clamp(f32({3}), std::nullopt, std::nullopt); }},
     {"gelu", [] { return gelu(f32({3}), "bogus"); }},
     {"gelu_backward", [] { return gelu_backward(f32({3}), f32({4})); }},
+    {"threshold_backward", [] { return threshold_backward(f32({3}), f32({4}), 0); }},
+    {"threshold_backward", [] { return threshold_backward(i64({3}), i64({3}), 0); }},
     {"copy_", [] { return f32({3}).copy_(f32({4})); }},
     {"copy_", [] { return f32({3}).copy_(f32({2, 3})); }},
 

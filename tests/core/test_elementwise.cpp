@@ -41,6 +41,24 @@ TEST(Elementwise, GeluBackwardMatchesPyTorch) {
   EXPECT_CLOSE(autograd::grad({gelu(xr)}, {xr}, {g})[0], gelu_backward(g, x));
 }
 
+TEST(Elementwise, ThresholdBackwardMatchesPyTorch) {
+  // torch.ops.aten.threshold_backward(g, x, 0.5): 0 where x <= 0.5 (the threshold itself too), g
+  // elsewhere, and where x is NaN.
+  Tensor x = tensor({-1.0f, 0.5f, 0.75f, NAN, 2.0f}), g = tensor({1.0f, 2.0f, -3.0f, 4.0f, 5.0f});
+  EXPECT_CLOSE(threshold_backward(g, x, 0.5), tensor({0.0f, 0.0f, -3.0f, 4.0f, 5.0f}));
+  // relu's backward is it, with its output and threshold 0, in bf16 too.
+  for (ScalarType dt : {kFloat32, kBFloat16}) {
+    Tensor xr = tensor({-1.0f, 0.0f, 0.5f, 3.0f}).to(dt).requires_grad_();
+    Tensor gy = tensor({1.0f, 2.0f, 3.0f, 4.0f}).to(dt);
+    Tensor gx = autograd::grad({relu(xr)}, {xr}, {gy})[0];
+    EXPECT_EQ(gx.dtype(), dt);
+    EXPECT_CLOSE(gx, threshold_backward(gy, relu(xr.detach()), 0));
+    EXPECT_CLOSE(gx.to(kFloat32), tensor({0.0f, 0.0f, 3.0f, 4.0f}));
+  }
+  EXPECT_EMBER_ERROR(threshold_backward(ones({2}, kInt64), ones({2}, kInt64), 0), "threshold_backward",
+                     "int64");
+}
+
 TEST(Elementwise, NaNPropagates) {
   Tensor n = tensor({NAN, 1.0});
   EXPECT_TRUE(std::isnan(maximum(n, tensor({0.0, 0.0}))[0].item<double>()));
