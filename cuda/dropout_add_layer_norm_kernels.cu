@@ -339,13 +339,13 @@ void forward_cuda(const Tensor& out, const Tensor& mean, const Tensor& rstd, con
                   const Tensor& residual, const Tensor& weight, const Tensor& bias, bool dropout, double p,
                   PhiloxState rng, double eps) {
   const Tensor& param = weight.defined() ? weight : bias;
+  const Shape sh = shape_for(x.size(1));
   visit_types("dropout_add_layer_norm", x, residual, param.defined() ? param.dtype() : x.dtype(),
               [&](auto tt, auto rt, auto pt) {
                 using T = decltype(tt);
                 using R = decltype(rt);
                 using P = decltype(pt);
                 using A = Acc<T>;
-                const Shape sh = shape_for(x.size(1));
                 const P *pw = param_ptr<P>(weight), *pb = param_ptr<P>(bias);
                 const Rows<A> r = rows_of<A>(
                     x, sh, {out.data_ptr(), x.data_ptr(), residual.data_ptr(), pw, pb}, dropout, p, rng);
@@ -364,13 +364,13 @@ void backward_cuda(const Tensor& dx, const Tensor& dres, const Tensor& dw, const
                    const Tensor& x, const Tensor& residual, const Tensor& mean, const Tensor& rstd,
                    const Tensor& weight, bool dropout, double p, PhiloxState rng) {
   const Tensor& param = weight.defined() ? weight : dw.defined() ? dw : db;
+  const Shape sh = shape_for(x.size(1));
   visit_types("dropout_add_layer_norm_backward", x, residual, param.defined() ? param.dtype() : x.dtype(),
               [&](auto tt, auto rt, auto pt) {
                 using T = decltype(tt);
                 using R = decltype(rt);
                 using P = decltype(pt);
                 using A = Acc<T>;
-                const Shape sh = shape_for(x.size(1));
                 const P* pw = param_ptr<P>(weight);
                 T* pdx = dx.defined() ? static_cast<T*>(dx.data_ptr()) : nullptr;
                 R* pdres = dres.defined() ? static_cast<R*>(dres.data_ptr()) : nullptr;
