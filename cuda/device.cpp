@@ -137,6 +137,8 @@ std::pair<int, int> get_device_capability(int device) {
   return {p.major, p.minor};
 }
 
+bool is_bf16_supported() { return is_available() && get_device_capability().first >= 8; }
+
 std::pair<size_t, size_t> mem_get_info(int device) {
   DeviceGuard guard(detail::resolve_device("mem_get_info", device));
   size_t free = 0, total = 0;

@@ -48,6 +48,9 @@ struct DeviceProperties {
 const DeviceProperties& get_device_properties(int device = -1);
 std::string get_device_name(int device = -1);
 std::pair<int, int> get_device_capability(int device = -1);  // {major, minor}
+// torch.cuda.is_bf16_supported(): a GPU with native bfloat16 arithmetic (compute capability 8.0 or
+// later) is available.
+bool is_bf16_supported();
 
 // {free, total} bytes of the device as the driver sees it (cudaMemGetInfo).
 std::pair<size_t, size_t> mem_get_info(int device = -1);

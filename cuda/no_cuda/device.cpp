@@ -19,6 +19,7 @@ DeviceGuard::~DeviceGuard() = default;
 const DeviceProperties& get_device_properties(int) { detail::throw_no_cuda("get_device_properties"); }
 std::string get_device_name(int) { detail::throw_no_cuda("get_device_name"); }
 std::pair<int, int> get_device_capability(int) { detail::throw_no_cuda("get_device_capability"); }
+bool is_bf16_supported() { return false; }
 std::pair<size_t, size_t> mem_get_info(int) { detail::throw_no_cuda("mem_get_info"); }
 void synchronize(int) { detail::throw_no_cuda("synchronize"); }
 

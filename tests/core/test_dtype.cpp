@@ -91,4 +91,36 @@ TEST(TypePromotion, ResultTypeFollowsPyTorch) {
   EXPECT_EQ((b + b).dtype(), kBool);
 }
 
+// torch.finfo / torch.iinfo's figures (PyTorch 2.x prints them), and each float's limits survive a
+// round trip through the dtype.
+TEST(Dtype, FinfoAndIinfoAreTorchs) {
+  EXPECT_EQ(finfo(kFloat16).eps, 0.0009765625);
+  EXPECT_EQ(finfo(kFloat16).max, 65504.0);
+  EXPECT_EQ(finfo(kFloat16).tiny, 6.103515625e-05);
+  EXPECT_EQ(finfo(kFloat16).resolution, 0.001);
+  EXPECT_EQ(finfo(kBFloat16).eps, 0.0078125);
+  EXPECT_EQ(finfo(kBFloat16).max, 3.3895313892515355e+38);
+  EXPECT_EQ(finfo(kBFloat16).tiny, 1.1754943508222875e-38);
+  EXPECT_EQ(finfo(kFloat32).eps, 1.1920928955078125e-07);
+  EXPECT_EQ(finfo(kFloat32).max, 3.4028234663852886e+38);
+  EXPECT_EQ(finfo(kFloat64).eps, 2.220446049250313e-16);
+  EXPECT_EQ(finfo(kFloat64).tiny, 2.2250738585072014e-308);
+  for (ScalarType t : {kFloat16, kBFloat16, kFloat32, kFloat64}) {
+    SCOPED_TRACE(std::string(to_string(t)));
+    const FInfo f = finfo(t);
+    EXPECT_EQ(f.min, -f.max);
+    EXPECT_EQ(f.bits, static_cast<int>(element_size(t) * 8));
+    EXPECT_EQ(full({}, f.max, t).to(kFloat64).item<double>(), f.max);
+    EXPECT_EQ(full({}, f.tiny, t).to(kFloat64).item<double>(), f.tiny);
+    EXPECT_GT((ones({}, t) + f.eps).to(kFloat64).item<double>(), 1.0);
+  }
+  EXPECT_EQ(iinfo(kUInt8).max, 255);
+  EXPECT_EQ(iinfo(kInt32).min, -2147483648LL);
+  EXPECT_EQ(iinfo(kInt64).max, 9223372036854775807LL);
+  EXPECT_EQ(iinfo(kInt64).bits, 64);
+  EXPECT_EMBER_ERROR(finfo(kInt64), "finfo", "int64");
+  EXPECT_EMBER_ERROR(iinfo(kBool), "iinfo", "bool");
+  EXPECT_EMBER_ERROR(iinfo(kFloat32), "iinfo", "float32", "finfo");
+}
+
 }  // namespace ember::testing

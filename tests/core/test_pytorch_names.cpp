@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -44,7 +45,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 227;
+constexpr int64_t kPresentRows = 229;
 
 using Sizes = std::vector<int64_t>;
 Sizes shape(const Tensor& t) { return t.sizes().vec(); }
@@ -232,6 +233,8 @@ TEST(PytorchNames, TorchFunctions) {
             MemoryFormat::ChannelsLast);
   EXPECT_EQ(promote_types(kInt64, kFloat16), kFloat16);
   EXPECT_EQ(result_type(x, ones({1}, kFloat64)), kFloat64);
+  EXPECT_EQ(finfo(kFloat32).eps, std::numeric_limits<float>::epsilon());
+  EXPECT_EQ(iinfo(kInt32).max, std::numeric_limits<int32_t>::max());
 }
 
 TEST(PytorchNames, NnFunctional) {
@@ -617,6 +620,7 @@ TEST(PytorchNames, Cuda) {
   on_gpu([] { EXPECT_FALSE(cuda::get_device_name().empty()); });
   on_gpu([] { EXPECT_GT(cuda::get_device_properties().total_memory, 0u); });
   on_gpu([] { EXPECT_GT(cuda::get_device_capability().first, 0); });
+  EXPECT_EQ(cuda::is_bf16_supported(), cuda::is_available() && cuda::get_device_capability().first >= 8);
   on_gpu([] { cuda::synchronize(); });
   on_gpu([] { EXPECT_GT(cuda::mem_get_info().second, 0u); });
   on_gpu([] { EXPECT_LE(cuda::memory_allocated(), cuda::max_memory_allocated()); });
