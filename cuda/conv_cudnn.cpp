@@ -40,7 +40,7 @@ namespace ember::cuda {
 
 namespace cudnn {
 namespace {
-std::atomic<bool> g_allow_tf32{false}, g_benchmark{false};
+std::atomic<bool> g_allow_tf32{true}, g_benchmark{false};
 }  // namespace
 void set_allow_tf32(bool allow) { g_allow_tf32.store(allow, std::memory_order_relaxed); }
 bool allow_tf32() { return g_allow_tf32.load(std::memory_order_relaxed); }

@@ -8,7 +8,8 @@
 namespace ember::cuda::cudnn {
 
 // Whether float32 convolutions may run on TF32 tensor cores, as torch.backends.cudnn.allow_tf32.
-// Off by default (PyTorch's default is on): float32 results then match the CPU closely.
+// On by default, as in PyTorch (a float32 ResNet-50 step runs 3x faster); off, float32 results
+// match the CPU's to float32 precision.
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 

@@ -9,7 +9,7 @@
 
 namespace ember::cuda {
 namespace {
-std::atomic<bool> g_matmul_tf32{false}, g_cudnn_tf32{false}, g_cudnn_benchmark{false}, g_flash{true},
+std::atomic<bool> g_matmul_tf32{false}, g_cudnn_tf32{true}, g_cudnn_benchmark{false}, g_flash{true},
     g_cudnn_sdp{true};
 }  // namespace
 

@@ -630,6 +630,9 @@ TEST(PytorchNames, Cuda) {
   on_gpu([] { cuda::reset_peak_memory_stats(); });
   cuda::empty_cache();
   manual_seed_then_restore(2);
+  // PyTorch's defaults: TF32 for cuDNN's float32 convolutions, not for float32 matmuls.
+  EXPECT_FALSE(cuda::matmul::allow_tf32());
+  EXPECT_TRUE(cuda::cudnn::allow_tf32());
   cuda::matmul::set_allow_tf32(cuda::matmul::allow_tf32());
   cuda::cudnn::set_allow_tf32(cuda::cudnn::allow_tf32());
   cuda::cudnn::set_benchmark(cuda::cudnn::benchmark());

@@ -1,6 +1,8 @@
 // CUDA suite main: every op-table entry runs on the GPU against the same op on the CPU
 // (OpTableCuda.<op>), and every gradcheck case compares its CUDA gradients with the CPU ones
 // (GradCuda.<op>). Without a GPU each test reports itself skipped.
+#include <ember/cuda/conv_cudnn.h>
+
 #include "cuda_test_util.h"
 
 namespace ember::testing {
@@ -73,6 +75,8 @@ void run_grad_cuda(const GradcheckCase& c) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  // The suite compares float32 convolutions with the CPU's at float32 tolerances.
+  ember::cuda::cudnn::set_allow_tf32(false);
   using namespace ember::testing;
   register_table_tests<CudaTest>("OpTableCuda", run_entry_cuda, "GradCuda", run_grad_cuda);
   return RUN_ALL_TESTS();

@@ -263,6 +263,7 @@ int main(int argc, char** argv) {
     std::printf("cuda_ops_bench: no CUDA device\n");
     return 1;
   }
+  cuda::cudnn::set_allow_tf32(false);  // as torch_ops_bench.py: float32 is float32
   matmul_cases();
   linear_cases();
   elementwise_cases();

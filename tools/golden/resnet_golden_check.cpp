@@ -17,6 +17,7 @@
 #include <string>
 
 #include <ember/core/autocast_mode.h>
+#include <ember/cuda/conv_cudnn.h>
 #include <ember/ember.h>
 #include <ember/examples/models/resnet.h>
 
@@ -100,6 +101,7 @@ int main(int argc, char** argv) try {
   }
   EMBER_CHECK(cuda::is_available(), "resnet_golden_check: needs a GPU");
   const Device dev(kCUDA);
+  cuda::cudnn::set_allow_tf32(false);  // as the golden's PyTorch run
   StateDict golden = load(argv[1]);
   bool ok = true;
   {
