@@ -16,6 +16,7 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kMergeThreads = 128;
+constexpr int kRows = 4;  // rows a column reduction's thread loads at once
 
 // Element i of a floating tensor of runtime dtype `dt` set to v.
 template <class A>
@@ -44,9 +45,9 @@ __device__ __forceinline__ void load_acc(const T* p, Acc<T> (&out)[VEC]) {
 }
 
 // --- Reductions. An Op says what a channel accumulates: State (with identity, shfl_xor and the
-// Combine functor), init(c), add_plane (VEC values of one channel), add_row (value j of channel
-// c0 + j; all VEC states have seen the same number of values), its kFields partial values and
-// finish(c, state), the merge's output. ---
+// Combine functor), init(c), add_plane (VEC values of one channel), add_rows (R rows of VEC
+// channels: value [i][j] belongs to channel c0 + j; all VEC states have seen the same number of
+// values), its kFields partial values and finish(c, state), the merge's output. ---
 
 // Training statistics: Welford moments; the merge writes mean, invstd and the running stats.
 template <class A>
@@ -73,15 +74,22 @@ struct StatsOp {
     for (int j = 0; j < VEC; ++j) m2 += (x[j] - mv) * (x[j] - mv);
     s = Combine{}(s, State{mv, m2, A(VEC)});
   }
-  // Welford's update with one division for the VEC channels.
-  template <int VEC>
-  __device__ void add_row(State (&s)[VEC], const A (&x)[VEC], const A (&)[VEC]) const {
-    const A n = s[0].n + A(1), rn = A(1) / n;
+  // The R rows' own mean and squared deviations per channel (exact), merged in (Chan et al.):
+  // one division for the R * VEC values, and short dependency chains.
+  template <int R, int VEC>
+  __device__ void add_rows(State (&s)[VEC], const A (&x)[R][VEC], const A (&)[R][VEC]) const {
+    const A n = s[0].n + A(R), wb = A(R) / n;
 #pragma unroll
     for (int j = 0; j < VEC; ++j) {
-      const A d = x[j] - s[j].mean;
-      s[j].mean += d * rn;
-      s[j].m2 += d * (x[j] - s[j].mean);
+      A sum = A(0), m2 = A(0);
+#pragma unroll
+      for (int i = 0; i < R; ++i) sum += x[i][j];
+      const A gm = sum * (A(1) / A(R));
+#pragma unroll
+      for (int i = 0; i < R; ++i) m2 += (x[i][j] - gm) * (x[i][j] - gm);
+      const A d = gm - s[j].mean;
+      s[j].mean += d * wb;
+      s[j].m2 += m2 + d * d * s[j].n * wb;
       s[j].n = n;
     }
   }
@@ -142,10 +150,12 @@ struct GradOp {
 #pragma unroll
     for (int j = 0; j < VEC; ++j) s.a += g[j], s.b += g[j] * (x[j] - s.m);
   }
-  template <int VEC>
-  __device__ void add_row(State (&s)[VEC], const A (&g)[VEC], const A (&x)[VEC]) const {
+  template <int R, int VEC>
+  __device__ void add_rows(State (&s)[VEC], const A (&g)[R][VEC], const A (&x)[R][VEC]) const {
 #pragma unroll
-    for (int j = 0; j < VEC; ++j) s[j].a += g[j], s[j].b += g[j] * (x[j] - s[j].m);
+    for (int i = 0; i < R; ++i)
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) s[j].a += g[i][j], s[j].b += g[i][j] * (x[i][j] - s[j].m);
   }
   __device__ void store(A* p, int64_t k, int64_t stride, const State& s) const {
     p[k] = s.a, p[stride + k] = s.b;
@@ -183,8 +193,8 @@ __global__ void plane_reduce_kernel(Acc<T>* partial, const T* x, const T* y, int
 }
 
 // Threads (tx, ty) of block (i, s): thread x holds channels [c0, c0 + VEC) of the i-th column
-// tile and walks down rows ty apart within the s-th chunk of rows; the ty partials are then
-// added in order (C % VEC == 0).
+// tile and walks down rows ty apart within the s-th chunk of rows, kRows rows' loads in flight at
+// a time; the ty partials are then combined in a fixed tree (C % VEC == 0, ty a power of 2).
 template <class T, int VEC, class Op>
 __global__ void column_reduce_kernel(Acc<T>* partial, const T* x, const T* y, int64_t rows, int64_t C,
                                      int64_t chunk, Op op) {
@@ -197,22 +207,38 @@ __global__ void column_reduce_kernel(Acc<T>* partial, const T* x, const T* y, in
   S st[VEC];
 #pragma unroll
   for (int j = 0; j < VEC; ++j) st[j] = active ? op.init(c0 + j) : S::identity();
-  if (active)
-    for (int64_t r = begin + threadIdx.y; r < end; r += blockDim.y) {
-      A xs[VEC], ys[VEC];
-      load_acc<T, VEC>(x + r * C + c0, xs);
-      if constexpr (Op::kInputs == 2) load_acc<T, VEC>(y + r * C + c0, ys);
-      op.template add_row<VEC>(st, xs, ys);
+  // R rows at once: one input's single load per row left the reduction at half the bandwidth.
+  auto load_and_add = [&]<int R>(int64_t r, int64_t step) {
+    A xs[R][VEC], ys[R][VEC];
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      load_acc<T, VEC>(x + (r + i * step) * C + c0, xs[i]);
+      if constexpr (Op::kInputs == 2) load_acc<T, VEC>(y + (r + i * step) * C + c0, ys[i]);
     }
+    op.template add_rows<R, VEC>(st, xs, ys);
+  };
+  if (active) {
+    const int64_t step = blockDim.y;
+    int64_t r = begin + threadIdx.y;
+    for (; r + (kRows - 1) * step < end; r += kRows * step) load_and_add.template operator()<kRows>(r, step);
+    for (; r < end; r += step) load_and_add.template operator()<1>(r, step);
+  }
   const int lin = threadIdx.y * blockDim.x + threadIdx.x;
 #pragma unroll
   for (int j = 0; j < VEC; ++j) shared[lin * VEC + j] = st[j];
   __syncthreads();
-  if (threadIdx.y != 0 || !active) return;
-  for (unsigned t = 1; t < blockDim.y; ++t)
+  for (unsigned half = blockDim.y / 2; half > 0; half /= 2) {
+    if (threadIdx.y < half && active) {
 #pragma unroll
-    for (int j = 0; j < VEC; ++j)
-      st[j] = typename Op::Combine{}(st[j], shared[(t * blockDim.x + threadIdx.x) * VEC + j]);
+      for (int j = 0; j < VEC; ++j) {
+        st[j] = typename Op::Combine{}(st[j],
+                                       shared[((threadIdx.y + half) * blockDim.x + threadIdx.x) * VEC + j]);
+        shared[lin * VEC + j] = st[j];
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.y != 0 || !active) return;
   const int64_t splits = gridDim.y;
 #pragma unroll
   for (int j = 0; j < VEC; ++j) op.store(partial, (c0 + j) * splits + blockIdx.y, C * splits, st[j]);
@@ -328,10 +354,10 @@ void batch_norm_backward_reduce_cuda(const Tensor& sum_dy, const Tensor& sum_dy_
   });
 }
 
-// --- Elementwise: out = (in0 - p - (in1 - m) * q) * sc + b with per-channel coefficients. The
-// forward is (x - mean) * invstd * w + b; the backward's dx (dy - mean(dy) - (x - mean) *
-// invstd^2 * mean(dy * (x - mean))) * invstd * w through batch statistics, dy * invstd * w
-// through constant ones. ---
+// --- Elementwise, with per-channel coefficients. The forward is (x - mean) * invstd * w + b, plus
+// the residual in1 when there is one, then the ReLU when asked; the backward's dx is (dy -
+// mean(dy) - (x - mean) * invstd^2 * mean(dy * (x - mean))) * invstd * w through batch statistics
+// (x is in1), dy * invstd * w through constant ones: (in0 - p - (in1 - m) * q) * sc. ---
 
 template <class A>
 struct ChannelCoef {
@@ -345,7 +371,7 @@ struct ElemtArgs {
   const void* weight;
   const void* bias;
   ScalarType weight_dtype, bias_dtype;
-  bool backward;
+  bool backward, relu;
   const A* sum_dy;  // backward through batch statistics when set
   const A* sum_dy_xmu;
   A inv_count;
@@ -359,11 +385,12 @@ struct ElemtArgs {
   }
 };
 
-// kTwo: in1 (x) enters, the backward through batch statistics.
+// kTwo: in1 enters (the residual, or x in the backward through batch statistics).
 template <bool kTwo, class A>
-__device__ __forceinline__ A apply(const ChannelCoef<A>& k, A v0, A v1) {
-  const A d = kTwo ? v0 - k.p - (v1 - k.m) * k.q : v0 - k.p;
-  return d * k.sc + k.b;
+__device__ __forceinline__ A apply(const ElemtArgs<A>& args, const ChannelCoef<A>& k, A v0, A v1) {
+  if (args.backward) return (kTwo ? v0 - k.p - (v1 - k.m) * k.q : v0 - k.p) * k.sc;
+  const A y = (v0 - k.p) * k.sc + k.b + (kTwo ? v1 : A(0));
+  return args.relu && y <= A(0) ? A(0) : y;  // a NaN stays NaN, as relu's
 }
 
 // Flat over [A, C, B] in vectors (B % VEC == 0: a vector lies in one channel).
@@ -385,7 +412,7 @@ __global__ void plane_elemt_kernel(T* out, const T* in0, const T* in1, int64_t n
     if constexpr (kTwo) load_acc<T, VEC>(in1 + v * VEC, v1);
     V o;
 #pragma unroll
-    for (int j = 0; j < VEC; ++j) o.v[j] = from_acc<T>(apply<kTwo>(k, v0[j], kTwo ? v1[j] : A(0)));
+    for (int j = 0; j < VEC; ++j) o.v[j] = from_acc<T>(apply<kTwo>(args, k, v0[j], kTwo ? v1[j] : A(0)));
     reinterpret_cast<V*>(out)[v] = o;
   }
 }
@@ -409,7 +436,7 @@ __global__ void column_elemt_kernel(T* out, const T* in0, const T* in1, int64_t 
     if constexpr (kTwo) load_acc<T, VEC>(in1 + r * C + c0, v1);
     V o;
 #pragma unroll
-    for (int j = 0; j < VEC; ++j) o.v[j] = from_acc<T>(apply<kTwo>(k[j], v0[j], kTwo ? v1[j] : A(0)));
+    for (int j = 0; j < VEC; ++j) o.v[j] = from_acc<T>(apply<kTwo>(args, k[j], v0[j], kTwo ? v1[j] : A(0)));
     *reinterpret_cast<V*>(out + r * C + c0) = o;
   }
 }
@@ -453,7 +480,7 @@ void launch_elemt(const Tensor& out, const Tensor& in0, const Tensor& in1, const
 // ElemtArgs of the forward (sum_dy undefined) or the backward, for x's dtype T.
 template <class T>
 ElemtArgs<Acc<T>> elemt_args(const Tensor& mean, const Tensor& invstd, const Tensor& weight,
-                             const Tensor& bias, bool backward, const Tensor& sum_dy,
+                             const Tensor& bias, bool backward, bool relu, const Tensor& sum_dy,
                              const Tensor& sum_dy_xmu, double inv_count) {
   using A = Acc<T>;
   return {static_cast<const A*>(mean.data_ptr()),
@@ -463,16 +490,17 @@ ElemtArgs<Acc<T>> elemt_args(const Tensor& mean, const Tensor& invstd, const Ten
           weight.defined() ? weight.dtype() : mean.dtype(),
           bias.defined() ? bias.dtype() : mean.dtype(),
           backward,
+          relu,
           sum_dy.defined() ? static_cast<const A*>(sum_dy.data_ptr()) : nullptr,
           sum_dy_xmu.defined() ? static_cast<const A*>(sum_dy_xmu.data_ptr()) : nullptr,
           static_cast<A>(inv_count)};
 }
 
 void batch_norm_elemt_cuda(const Tensor& out, const Tensor& x, const Tensor& mean, const Tensor& invstd,
-                           const Tensor& weight, const Tensor& bias) {
+                           const Tensor& weight, const Tensor& bias, const Tensor& residual, bool relu) {
   visit_float_dtype("batch_norm_elemt", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    launch_elemt<T>(out, x, Tensor(), elemt_args<T>(mean, invstd, weight, bias, false, {}, {}, 0));
+    launch_elemt<T>(out, x, residual, elemt_args<T>(mean, invstd, weight, bias, false, relu, {}, {}, 0));
   });
 }
 
@@ -482,7 +510,7 @@ void batch_norm_backward_elemt_cuda(const Tensor& dx, const Tensor& dy, const Te
   visit_float_dtype("batch_norm_backward_elemt", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     launch_elemt<T>(dx, dy, sum_dy.defined() ? x : Tensor(),
-                    elemt_args<T>(mean, invstd, weight, {}, true, sum_dy, sum_dy_xmu, inv_count));
+                    elemt_args<T>(mean, invstd, weight, {}, true, false, sum_dy, sum_dy_xmu, inv_count));
   });
 }
 

@@ -79,7 +79,7 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
   if (count > 0)
     batch_norm_elemt_stub(x.device())(out.view({A, C, B}), in.view({A, C, B}), mean, invstd,
                                       weight.defined() ? weight.contiguous() : weight,
-                                      bias.defined() ? bias.contiguous() : bias);
+                                      bias.defined() ? bias.contiguous() : bias, Tensor(), false);
   if (!grad) return out;
 
   SavedTensor sx(x, false), sw(weight, false), smean(mean, false), sinvstd(invstd, false), sn(n, false);

@@ -61,10 +61,11 @@ double BatchNormImplBase::count_batch() {
   return momentum;
 }
 
-Tensor BatchNormImplBase::batch_norm_forward(const Tensor& input) {
+Tensor BatchNormImplBase::batch_norm_forward(const Tensor& input, bool relu, const Tensor& residual) {
   check_input(input);
   if (is_training() && sync)
-    if (std::optional<Tensor> out = sync->forward(*this, input)) return *out;
+    if (std::optional<Tensor> out = sync->forward(*this, input))
+      return relu ? ember::relu(residual.defined() ? *out + residual : *out) : *out;
   if (is_training()) {
     EMBER_CHECK(input.numel() / input.size(1) > 1, name(),
                 ": expected more than 1 value per channel when training, got input ", input.sizes());
@@ -72,7 +73,14 @@ Tensor BatchNormImplBase::batch_norm_forward(const Tensor& input) {
   double momentum = count_batch();
   // Batch statistics in training, and in eval when none are tracked.
   bool use_batch_stats = is_training() || !options.track_running_stats();
+  if (relu)
+    return batch_norm_relu(input, running_mean, running_var, weight, bias, use_batch_stats, momentum,
+                           options.eps(), residual);
   return batch_norm(input, running_mean, running_var, weight, bias, use_batch_stats, momentum, options.eps());
+}
+
+Tensor BatchNormImplBase::forward_relu(const Tensor& input, const Tensor& residual) {
+  return batch_norm_forward(input, true, residual);
 }
 
 std::string BatchNormImplBase::extra_repr() const {

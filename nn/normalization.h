@@ -49,6 +49,9 @@ class BatchNormImplBase : public Module {
   void check_input(const Tensor& input) const;
   // Training with tracked stats: counts the batch and returns the momentum for the running stats.
   double count_batch();
+  // relu(forward(input) + residual) (residual undefined for none), fused into batch_norm's
+  // elementwise pass (batch_norm_relu); a synchronized layer (SyncBatchNorm) runs the three ops.
+  Tensor forward_relu(const Tensor& input, const Tensor& residual = {});
 
   BatchNormOptions options;
   Tensor weight, bias;                  // [num_features] with affine
@@ -58,7 +61,7 @@ class BatchNormImplBase : public Module {
 
  protected:
   BatchNormImplBase(std::string name, const BatchNormOptions& options);
-  Tensor batch_norm_forward(const Tensor& input);
+  Tensor batch_norm_forward(const Tensor& input, bool relu = false, const Tensor& residual = {});
 };
 
 // Input [N, C] or [N, C, L].

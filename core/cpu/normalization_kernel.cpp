@@ -40,7 +40,8 @@ void layer_norm_kernel(const Tensor& out, const Tensor& mean, const Tensor& rstd
     C* mp = mean.data_ptr<C>();
     C* rp = rstd.data_ptr<C>();
     std::vector<C> wbuf(N), bbuf(N);  // the parameters in C, when they come in x's dtype
-    const C* w = weight.defined() ? load_compute<C>(weight.data_ptr(), weight.dtype(), N, wbuf.data()) : nullptr;
+    const C* w =
+        weight.defined() ? load_compute<C>(weight.data_ptr(), weight.dtype(), N, wbuf.data()) : nullptr;
     const C* bs = bias.defined() ? load_compute<C>(bias.data_ptr(), bias.dtype(), N, bbuf.data()) : nullptr;
     parallel_for(0, M, rows_per_task(N), [&](int64_t b, int64_t e) {
       std::vector<C> ibuf(dt == dtype_of<C> ? 0 : N), obuf(ibuf.size());
@@ -77,9 +78,9 @@ void layer_norm_backward_kernel(const Tensor& dx, const Tensor& dw, const Tensor
     const C* mp = mean.data_ptr<C>();
     const C* rp = rstd.data_ptr<C>();
     ArrayX<C> wbuf = ArrayX<C>::Ones(N);  // the weight in C (ones without one)
-    ConstArrayMap<C> w(weight.defined() ? load_compute<C>(weight.data_ptr(), weight.dtype(), N, wbuf.data())
-                                        : wbuf.data(),
-                       N);
+    ConstArrayMap<C> w(
+        weight.defined() ? load_compute<C>(weight.data_ptr(), weight.dtype(), N, wbuf.data()) : wbuf.data(),
+        N);
     Eigen::Array<C, Eigen::Dynamic, Eigen::Dynamic> pw, pb;  // [N, chunks]
     if (params) pw.setZero(N, chunks), pb.setZero(N, chunks);
     parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
@@ -149,8 +150,8 @@ void for_each_channel_block(const Tensor& x, const Tensor& y, const Tensor& out,
       using Arr = Eigen::Array<C, Eigen::Dynamic, Eigen::Dynamic, kOrder>;
       const int64_t n = Cn * cols;
       Eigen::Map<const Arr> xa(load_compute<C>(byte_ptr(x, off), dt, n, xb.data()), Cn, cols);
-      Eigen::Map<const Arr> ya(
-          y.defined() ? load_compute<C>(byte_ptr(y, off), dt, n, yb.data()) : xa.data(), Cn, cols);
+      Eigen::Map<const Arr> ya(y.defined() ? load_compute<C>(byte_ptr(y, off), dt, n, yb.data()) : xa.data(),
+                               Cn, cols);
       C* op = out.defined() ? out_compute<C>(byte_ptr(out, off), dt, ob.data()) : nullptr;
       Eigen::Map<Arr> oa(op, Cn, op ? cols : 0);
       f(k, xa, ya, oa);
@@ -161,8 +162,7 @@ void for_each_channel_block(const Tensor& x, const Tensor& y, const Tensor& out,
       if (B == 1)
         run.template operator()<Eigen::ColMajor>(k, a0 * Cn, a1 - a0);
       else
-        for (int64_t a = a0; a < a1; ++a)
-          run.template operator()<Eigen::RowMajor>(k, a * Cn * B, B);
+        for (int64_t a = a0; a < a1; ++a) run.template operator()<Eigen::RowMajor>(k, a * Cn * B, B);
     }
   });
 }
@@ -186,21 +186,20 @@ template <class C>
 ArrayX<C> load_channels(const Tensor& t, int64_t n, C fill) {
   ArrayX<C> v = ArrayX<C>::Constant(n, fill);
   if (t.defined())
-    load_as<C>(static_cast<const char*>(t.data_ptr()), static_cast<int64_t>(t.element_size()),
-               t.dtype(), n, v.data());
+    load_as<C>(static_cast<const char*>(t.data_ptr()), static_cast<int64_t>(t.element_size()), t.dtype(), n,
+               v.data());
   return v;
 }
 
 template <class C>
 void store_channels(const Tensor& t, const ArrayX<C>& v) {
   if (t.defined())
-    store_as<C>(v.data(), static_cast<char*>(t.data_ptr()), static_cast<int64_t>(t.element_size()),
-                t.dtype(), v.size());
+    store_as<C>(v.data(), static_cast<char*>(t.data_ptr()), static_cast<int64_t>(t.element_size()), t.dtype(),
+                v.size());
 }
 
 void batch_norm_stats_kernel(const Tensor& mean, const Tensor& invstd, const Tensor& running_mean,
-                             const Tensor& running_var, const Tensor& x, double momentum,
-                             double eps) {
+                             const Tensor& running_var, const Tensor& x, double momentum, double eps) {
   const int64_t Cn = mean.size(0);
   visit_float_compute(mean.dtype(), [&](auto tag) {
     using C = decltype(tag);
@@ -217,19 +216,18 @@ void batch_norm_stats_kernel(const Tensor& mean, const Tensor& invstd, const Ten
                 .col(0) /
             count)
                .template cast<C>();
-      var = (channel_sums<1, C>(
-                 x, {},
-                 [&](auto p, const auto& xa, const auto&) {
-                   p.col(0) += (xa.colwise() - mu).square().rowwise().sum().template cast<double>();
-                 })
+      var = (channel_sums<1, C>(x, {},
+                                [&](auto p, const auto& xa, const auto&) {
+                                  p.col(0) +=
+                                      (xa.colwise() - mu).square().rowwise().sum().template cast<double>();
+                                })
                  .col(0) /
              count)
                 .template cast<C>();
       if (running_mean.defined()) {
         const C m = static_cast<C>(momentum), unbiased = static_cast<C>(count / (count - 1));
         store_channels<C>(running_mean, (1 - m) * load_channels<C>(running_mean, Cn, 0) + m * mu);
-        store_channels<C>(running_var,
-                          (1 - m) * load_channels<C>(running_var, Cn, 0) + m * unbiased * var);
+        store_channels<C>(running_var, (1 - m) * load_channels<C>(running_var, Cn, 0) + m * unbiased * var);
       }
     }
     ArrayMap<C>(mean.data_ptr<C>(), Cn) = mu;
@@ -237,24 +235,26 @@ void batch_norm_stats_kernel(const Tensor& mean, const Tensor& invstd, const Ten
   });
 }
 
-void batch_norm_elemt_kernel(const Tensor& out, const Tensor& x, const Tensor& mean,
-                             const Tensor& invstd, const Tensor& weight, const Tensor& bias) {
+void batch_norm_elemt_kernel(const Tensor& out, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                             const Tensor& weight, const Tensor& bias, const Tensor& residual, bool relu) {
   const int64_t Cn = mean.size(0);
   visit_float_compute(mean.dtype(), [&](auto tag) {
     using C = decltype(tag);
     ConstArrayMap<C> mu(mean.data_ptr<C>(), Cn);
-    const ArrayX<C> scale =
-        ConstArrayMap<C>(invstd.data_ptr<C>(), Cn) * load_channels<C>(weight, Cn, 1);
+    const ArrayX<C> scale = ConstArrayMap<C>(invstd.data_ptr<C>(), Cn) * load_channels<C>(weight, Cn, 1);
     const ArrayX<C> shift = load_channels<C>(bias, Cn, 0);
-    for_each_channel_block<C>(x, {}, out, [&](int64_t, const auto& xa, const auto&, auto& oa) {
+    const bool add = residual.defined();
+    for_each_channel_block<C>(x, residual, out, [&](int64_t, const auto& xa, const auto& ra, auto& oa) {
       oa = ((xa.colwise() - mu).colwise() * scale).colwise() + shift;
+      if (add) oa += ra;
+      if (relu) oa = (oa <= C(0)).select(C(0), oa);
     });
   });
 }
 
-void batch_norm_backward_reduce_kernel(const Tensor& sum_dy, const Tensor& sum_dy_xmu,
-                                       const Tensor& dw, const Tensor& db, const Tensor& dy,
-                                       const Tensor& x, const Tensor& mean, const Tensor& invstd) {
+void batch_norm_backward_reduce_kernel(const Tensor& sum_dy, const Tensor& sum_dy_xmu, const Tensor& dw,
+                                       const Tensor& db, const Tensor& dy, const Tensor& x,
+                                       const Tensor& mean, const Tensor& invstd) {
   const int64_t Cn = mean.size(0);
   visit_float_compute(mean.dtype(), [&](auto tag) {
     using C = decltype(tag);
@@ -271,9 +271,8 @@ void batch_norm_backward_reduce_kernel(const Tensor& sum_dy, const Tensor& sum_d
   });
 }
 
-void batch_norm_backward_elemt_kernel(const Tensor& dx, const Tensor& dy, const Tensor& x,
-                                      const Tensor& mean, const Tensor& invstd,
-                                      const Tensor& weight, const Tensor& sum_dy,
+void batch_norm_backward_elemt_kernel(const Tensor& dx, const Tensor& dy, const Tensor& x, const Tensor& mean,
+                                      const Tensor& invstd, const Tensor& weight, const Tensor& sum_dy,
                                       const Tensor& sum_dy_xmu, double inv_count) {
   const int64_t Cn = mean.size(0);
   visit_float_compute(mean.dtype(), [&](auto tag) {
@@ -281,9 +280,8 @@ void batch_norm_backward_elemt_kernel(const Tensor& dx, const Tensor& dy, const 
     ConstArrayMap<C> mu(mean.data_ptr<C>(), Cn), is(invstd.data_ptr<C>(), Cn);
     const ArrayX<C> scale = is * load_channels<C>(weight, Cn, 1);
     if (!sum_dy.defined()) {
-      for_each_channel_block<C>(dy, {}, dx, [&](int64_t, const auto& ga, const auto&, auto& oa) {
-        oa = ga.colwise() * scale;
-      });
+      for_each_channel_block<C>(
+          dy, {}, dx, [&](int64_t, const auto& ga, const auto&, auto& oa) { oa = ga.colwise() * scale; });
       return;
     }
     // dx = (dy - mean(dy) - (x - mean) * proj) * scale, proj = invstd^2 * mean(dy * (x - mean)).
@@ -296,8 +294,7 @@ void batch_norm_backward_elemt_kernel(const Tensor& dx, const Tensor& dy, const 
   });
 }
 
-void channel_affine_kernel(const Tensor& out, const Tensor& x, const Tensor& scale,
-                           const Tensor& shift) {
+void channel_affine_kernel(const Tensor& out, const Tensor& x, const Tensor& scale, const Tensor& shift) {
   int64_t A = x.size(0), Cn = x.size(1), B = x.size(2);
   ScalarType dt = x.dtype();
   // Tasks are blocks of cb channels of one a: [cb, B] contiguous.
@@ -326,16 +323,14 @@ KernelRegistrar<LayerNormFn> reg_layer_norm(layer_norm_stub, kCPU, &layer_norm_k
 KernelRegistrar<LayerNormBackwardFn> reg_layer_norm_backward(layer_norm_backward_stub, kCPU,
                                                              &layer_norm_backward_kernel);
 KernelRegistrar<RowMomentsFn> reg_row_moments(row_moments_stub, kCPU, &row_moments_kernel);
-KernelRegistrar<ChannelAffineFn> reg_channel_affine(channel_affine_stub, kCPU,
-                                                    &channel_affine_kernel);
-KernelRegistrar<BatchNormStatsFn> reg_batch_norm_stats(batch_norm_stats_stub, kCPU,
-                                                       &batch_norm_stats_kernel);
-KernelRegistrar<BatchNormElemtFn> reg_batch_norm_elemt(batch_norm_elemt_stub, kCPU,
-                                                       &batch_norm_elemt_kernel);
-KernelRegistrar<BatchNormBackwardReduceFn> reg_batch_norm_backward_reduce(
-    batch_norm_backward_reduce_stub, kCPU, &batch_norm_backward_reduce_kernel);
-KernelRegistrar<BatchNormBackwardElemtFn> reg_batch_norm_backward_elemt(
-    batch_norm_backward_elemt_stub, kCPU, &batch_norm_backward_elemt_kernel);
+KernelRegistrar<ChannelAffineFn> reg_channel_affine(channel_affine_stub, kCPU, &channel_affine_kernel);
+KernelRegistrar<BatchNormStatsFn> reg_batch_norm_stats(batch_norm_stats_stub, kCPU, &batch_norm_stats_kernel);
+KernelRegistrar<BatchNormElemtFn> reg_batch_norm_elemt(batch_norm_elemt_stub, kCPU, &batch_norm_elemt_kernel);
+KernelRegistrar<BatchNormBackwardReduceFn> reg_batch_norm_backward_reduce(batch_norm_backward_reduce_stub,
+                                                                          kCPU,
+                                                                          &batch_norm_backward_reduce_kernel);
+KernelRegistrar<BatchNormBackwardElemtFn> reg_batch_norm_backward_elemt(batch_norm_backward_elemt_stub, kCPU,
+                                                                        &batch_norm_backward_elemt_kernel);
 
 }  // namespace
 }  // namespace ember::cpu

@@ -39,6 +39,7 @@ const OpRegistrar registrar({
     {"layer_norm", AutocastPolicy::Float32, true},
     // On neither of PyTorch's autocast lists: it runs in its input's dtype (statistics in float32).
     {"batch_norm", AutocastPolicy::None, true},
+    {"batch_norm_relu", AutocastPolicy::None, true},
     {"group_norm", AutocastPolicy::Float32, true},
 });
 
@@ -134,34 +135,110 @@ std::vector<Tensor> batch_norm_backward_fused(const Tensor& gy, const Tensor& x,
   return {dx, dw, db};
 }
 
-// Records batch_norm's backward. In the [A, C, B] view of x: y = xhat * w + b with statistics
-// per channel (over dims 0 and 2); running statistics are constants, making the op affine in x.
-void record_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out,
-                       const Tensor& mean, const Tensor& invstd, bool batch_stats, double eps) {
-  int64_t A = x.size(0), C = x.size(1), B = numel_of(IntArrayRef(x.sizes().data() + 2, x.dim() - 2));
-  ScalarType cd = mean.dtype(), bias_dtype = bias.defined() ? bias.dtype() : cd;
+// batch_norm's gradients (x, weight, bias) from gy, each only when `want` says so. In the
+// [A, C, B] view of x: y = xhat * w + b with statistics per channel (over dims 0 and 2); running
+// statistics are constants, making the op affine in x. First order (the usual backward): the
+// fused kernels; under create_graph, the formula records its own graph.
+std::vector<Tensor> batch_norm_grads(const Tensor& gy, const Tensor& x0, const Tensor& w, const Tensor& mean0,
+                                     const Tensor& invstd0, ScalarType bias_dtype, bool batch_stats,
+                                     double eps, std::array<bool, 3> want) {
+  if (!needs_grad({gy, x0, w}))
+    return batch_norm_backward_fused(gy, x0, mean0, invstd0, w, bias_dtype, batch_stats, want);
+  int64_t A = x0.size(0), C = x0.size(1), B = numel_of(IntArrayRef(x0.sizes().data() + 2, x0.dim() - 2));
+  Tensor x = x0.reshape({A, C, B}).to(mean0.dtype()), g = gy.reshape({A, C, B});
+  Tensor mean = mean0.view({1, C, 1}), invstd = invstd0.view({1, C, 1});
+  if (batch_stats) std::tie(mean, invstd) = backward_stats(x, {0, 2}, eps, mean, invstd);
+  Tensor xhat = (x - mean) * invstd;
+  Tensor gxhat = w.defined() ? g * w.view({1, C, 1}) : g;
+  Tensor dx;
+  if (want[0])
+    dx = (batch_stats ? normalize_backward(gxhat, xhat, invstd, {0, 2}) : gxhat * invstd).reshape(x0.sizes());
+  return {dx, param_grad(want[1], g * xhat, {0, 2}, {C}), param_grad(want[2], g, {0, 2}, {C})};
+}
+
+// Records the backward of batch_norm (op "batch_norm", inputs x, weight, bias) or of
+// batch_norm_relu (inputs x, residual, weight, bias): the gradient through the ReLU is the
+// incoming one where the saved output is positive, and it is also the residual's.
+void record_batch_norm(const char* op, const Tensor& x, const Tensor& residual, bool relu,
+                       const Tensor& weight, const Tensor& bias, const Tensor& out, const Tensor& mean,
+                       const Tensor& invstd, bool batch_stats, double eps) {
+  ScalarType bias_dtype = bias.defined() ? bias.dtype() : mean.dtype();
   SavedTensor sx(x, false), sw(weight, false), smean(mean, false), sinvstd(invstd, false);
-  record(
-      "batch_norm", {x, weight, bias}, {out},
-      [sx, sw, smean, sinvstd, A, B, C, cd, bias_dtype, eps,
-       batch_stats](const GradContext& g) -> std::vector<Tensor> {
-        // First order (the usual backward): the fused kernels. Under create_graph, the formula
-        // below records its own graph.
-        Tensor x0 = g(sx), w = g(sw);
-        if (!needs_grad({g.grad(), x0, w}))
-          return batch_norm_backward_fused(g.grad(), x0, g(smean), g(sinvstd), w, bias_dtype, batch_stats,
-                                           {g.needs(0), g.needs(1), g.needs(2)});
-        Tensor x = x0.reshape({A, C, B}).to(cd), gy = g.grad().reshape({A, C, B});
-        Tensor mean = g(smean).view({1, C, 1}), invstd = g(sinvstd).view({1, C, 1});
-        if (batch_stats) std::tie(mean, invstd) = backward_stats(x, {0, 2}, eps, mean, invstd);
-        Tensor xhat = (x - mean) * invstd;
-        Tensor gxhat = w.defined() ? gy * w.view({1, C, 1}) : gy;
-        Tensor dx;
-        if (g.needs(0))
-          dx = (batch_stats ? normalize_backward(gxhat, xhat, invstd, {0, 2}) : gxhat * invstd)
-                   .reshape(x0.sizes());
-        return {dx, param_grad(g.needs(1), gy * xhat, {0, 2}, {C}), param_grad(g.needs(2), gy, {0, 2}, {C})};
-      });
+  SavedTensor sout = relu ? SavedTensor(out, true) : SavedTensor();
+  const bool add = residual.defined();
+  std::vector<Tensor> inputs{x, weight, bias};
+  if (add) inputs.insert(inputs.begin() + 1, residual);
+  record(op, inputs, {out},
+         [sx, sw, smean, sinvstd, sout, add, relu, bias_dtype, eps,
+          batch_stats](const GradContext& g) -> std::vector<Tensor> {
+           Tensor gy = relu ? threshold_backward(g.grad(), g(sout), 0) : g.grad();
+           const int k = add ? 1 : 0;
+           std::vector<Tensor> grads =
+               batch_norm_grads(gy, g(sx), g(sw), g(smean), g(sinvstd), bias_dtype, batch_stats, eps,
+                                {g.needs(0), g.needs(1 + k), g.needs(2 + k)});
+           if (add) grads.insert(grads.begin() + 1, g.needs(1) ? gy : Tensor());
+           return grads;
+         });
+}
+
+// batch_norm, then (batch_norm_relu) the residual and the ReLU in the same elementwise pass.
+std::tuple<Tensor, Tensor, Tensor> batch_norm_impl(const char* op, const Tensor& x, const Tensor& residual,
+                                                   bool relu, const Tensor& running_mean,
+                                                   const Tensor& running_var, const Tensor& weight,
+                                                   const Tensor& bias, bool training, double momentum,
+                                                   double eps) {
+  check_nc_input(op, x);
+  EMBER_CHECK(running_mean.defined() == running_var.defined(), op,
+              ": running_mean and running_var must both be given or both be undefined");
+  if (residual.defined())
+    EMBER_CHECK(residual.sizes().equals(x.sizes()) && residual.dtype() == x.dtype() &&
+                    residual.device() == x.device(),
+                op, ": expected a residual like the input (", x.sizes(), ", ", x.dtype(), ", ", x.device(),
+                "), got ", residual.sizes(), ", ", residual.dtype(), ", ", residual.device());
+  int64_t C = x.size(1);
+  ScalarType cd = compute_dtype(x.dtype());
+  bool grad = needs_grad({x, residual, weight, bias});
+  NoGradGuard no_grad;  // the forward (running stats included) is recorded as one op
+  // All read (and the running stats updated in place) in their own dtypes.
+  nn_detail::check_param(op, weight, "weight", {C}, x);
+  nn_detail::check_param(op, bias, "bias", {C}, x);
+  nn_detail::check_param(op, running_mean, "running_mean", {C}, x);
+  nn_detail::check_param(op, running_var, "running_var", {C}, x);
+
+  bool batch_stats = training || !running_mean.defined();
+  ChannelLayout lay(x);
+  int64_t count = lay.A * lay.B;
+  EMBER_CHECK(!training || count != 1, op,
+              ": expected more than 1 value per channel when training, got input of shape ", x.sizes());
+  TensorOptions co = TensorOptions(cd).device(x.device());
+  if (x.numel() == 0) {
+    Tensor none = empty({0}, co);
+    Tensor out = lay.empty_like(x);
+    if (grad) {
+      Tensor stat = zeros({C}, co);
+      record_batch_norm(op, x, residual, relu, weight, bias, out, stat, stat, batch_stats, eps);
+    }
+    return {out, none, none};
+  }
+
+  Tensor in = lay.view(x), out = lay.empty_like(x);
+  Tensor mean = empty({C}, co), invstd = empty({C}, co);
+  // Eval takes the statistics from the running stats (an undefined input tells the stub);
+  // training updates them, through a contiguous copy for a strided one.
+  auto dense = [](const Tensor& t) { return t.defined() ? t.contiguous() : t; };
+  Tensor rm = dense(running_mean), rv = dense(running_var);
+  batch_norm_stats_stub(x.device())(mean, invstd, rm, rv, batch_stats ? in : Tensor(), momentum, eps);
+  for (auto [r, t] : {std::pair{&running_mean, &rm}, {&running_var, &rv}}) {
+    if (!training || !t->defined()) continue;
+    if (t->is_same(*r))
+      r->bump_version();  // written by the kernel
+    else
+      r->copy_(*t);
+  }
+  batch_norm_elemt_stub(x.device())(lay.view(out), in, mean, invstd, dense(weight), dense(bias),
+                                    residual.defined() ? lay.view(residual) : residual, relu);
+  if (grad) record_batch_norm(op, x, residual, relu, weight, bias, out, mean, invstd, batch_stats, eps);
+  return {out, mean, invstd};
 }
 
 }  // namespace
@@ -265,58 +342,20 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& x, const Tens
                                                      const Tensor& running_var, const Tensor& weight,
                                                      const Tensor& bias, bool training, double momentum,
                                                      double eps) {
-  const char* op = "batch_norm";
-  check_nc_input(op, x);
-  EMBER_CHECK(running_mean.defined() == running_var.defined(), op,
-              ": running_mean and running_var must both be given or both be undefined");
-  int64_t C = x.size(1);
-  ScalarType cd = compute_dtype(x.dtype());
-  bool grad = needs_grad({x, weight, bias});
-  NoGradGuard no_grad;  // the forward (running stats included) is recorded as one op
-  // All read (and the running stats updated in place) in their own dtypes.
-  nn_detail::check_param(op, weight, "weight", {C}, x);
-  nn_detail::check_param(op, bias, "bias", {C}, x);
-  nn_detail::check_param(op, running_mean, "running_mean", {C}, x);
-  nn_detail::check_param(op, running_var, "running_var", {C}, x);
-
-  bool batch_stats = training || !running_mean.defined();
-  ChannelLayout lay(x);
-  int64_t count = lay.A * lay.B;
-  EMBER_CHECK(!training || count != 1, op,
-              ": expected more than 1 value per channel when training, got input of shape ", x.sizes());
-  TensorOptions co = TensorOptions(cd).device(x.device());
-  if (x.numel() == 0) {
-    Tensor none = empty({0}, co);
-    Tensor out = lay.empty_like(x);
-    if (grad) {
-      Tensor stat = zeros({C}, co);
-      record_batch_norm(x, weight, bias, out, stat, stat, batch_stats, eps);
-    }
-    return {out, none, none};
-  }
-
-  Tensor in = lay.view(x), out = lay.empty_like(x);
-  Tensor mean = empty({C}, co), invstd = empty({C}, co);
-  // Eval takes the statistics from the running stats (an undefined input tells the stub);
-  // training updates them, through a contiguous copy for a strided one.
-  auto dense = [](const Tensor& t) { return t.defined() ? t.contiguous() : t; };
-  Tensor rm = dense(running_mean), rv = dense(running_var);
-  batch_norm_stats_stub(x.device())(mean, invstd, rm, rv, batch_stats ? in : Tensor(), momentum, eps);
-  for (auto [r, t] : {std::pair{&running_mean, &rm}, {&running_var, &rv}}) {
-    if (!training || !t->defined()) continue;
-    if (t->is_same(*r))
-      r->bump_version();  // written by the kernel
-    else
-      r->copy_(*t);
-  }
-  batch_norm_elemt_stub(x.device())(lay.view(out), in, mean, invstd, dense(weight), dense(bias));
-  if (grad) record_batch_norm(x, weight, bias, out, mean, invstd, batch_stats, eps);
-  return {out, mean, invstd};
+  return batch_norm_impl("batch_norm", x, Tensor(), false, running_mean, running_var, weight, bias, training,
+                         momentum, eps);
 }
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps) {
   return std::get<0>(native_batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps));
+}
+
+Tensor batch_norm_relu(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                       const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps,
+                       const Tensor& residual) {
+  return std::get<0>(batch_norm_impl("batch_norm_relu", x, residual, true, running_mean, running_var, weight,
+                                     bias, training, momentum, eps));
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& x, int64_t num_groups,

@@ -34,6 +34,13 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& x, const Tens
                                                      const Tensor& bias, bool training, double momentum,
                                                      double eps);
 
+// relu(batch_norm(x, ...) + residual), residual (x's sizes, dtype and device; undefined for none)
+// added in the compute dtype, in one pass over x: the ResNet blocks' batch norm, ReLU and
+// residual join. The backward keeps the output for ReLU's mask, not a second activation.
+Tensor batch_norm_relu(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                       const Tensor& weight = {}, const Tensor& bias = {}, bool training = false,
+                       double momentum = 0.1, double eps = 1e-5, const Tensor& residual = {});
+
 // x is (N, C, *); C must be divisible by num_groups. weight and bias are (C).
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = {}, const Tensor& bias = {},
                   double eps = 1e-5);
@@ -91,9 +98,11 @@ using ChannelAffineFn = void (*)(const Tensor& out, const Tensor& x, const Tenso
 // variance for running_var. With x undefined (eval), mean and invstd of the running stats.
 using BatchNormStatsFn = void (*)(const Tensor& mean, const Tensor& invstd, const Tensor& running_mean,
                                   const Tensor& running_var, const Tensor& x, double momentum, double eps);
-// out = (x - mean) * invstd * weight + bias.
+// out = (x - mean) * invstd * weight + bias, plus residual (of x's dtype; undefined for none),
+// then max(out, 0) when `relu` (NaN stays NaN).
 using BatchNormElemtFn = void (*)(const Tensor& out, const Tensor& x, const Tensor& mean,
-                                  const Tensor& invstd, const Tensor& weight, const Tensor& bias);
+                                  const Tensor& invstd, const Tensor& weight, const Tensor& bias,
+                                  const Tensor& residual, bool relu);
 // Per channel sum_dy = sum(dy) and sum_dy_xmu = sum(dy * (x - mean)) over A and B, and, when
 // defined, dw = sum_dy_xmu * invstd and db = sum_dy.
 using BatchNormBackwardReduceFn = void (*)(const Tensor& sum_dy, const Tensor& sum_dy_xmu, const Tensor& dw,

@@ -14,10 +14,8 @@ nn::Conv2d conv1x1(int64_t in, int64_t out, int64_t stride = 1) {
   return nn::Conv2d(nn::Conv2dOptions(in, out, 1).stride(stride).bias(false));
 }
 
-// relu(branch + identity), the identity through downsample when there is one.
-Tensor residual(const Tensor& branch, const Tensor& x, const nn::Sequential& downsample) {
-  return relu(branch + (downsample ? downsample(x) : x));
-}
+// The identity of a block's input: through downsample when there is one.
+Tensor identity(const Tensor& x, const nn::Sequential& downsample) { return downsample ? downsample(x) : x; }
 
 }  // namespace
 
@@ -31,8 +29,8 @@ BasicBlockImpl::BasicBlockImpl(int64_t inplanes, int64_t planes, int64_t stride,
 }
 
 Tensor BasicBlockImpl::forward(const Tensor& x) {
-  Tensor out = relu(bn1(conv1(x)));
-  return residual(bn2(conv2(out)), x, downsample);
+  Tensor out = bn1->forward_relu(conv1(x));
+  return bn2->forward_relu(conv2(out), identity(x, downsample));
 }
 
 BottleneckImpl::BottleneckImpl(int64_t inplanes, int64_t planes, int64_t stride, nn::Sequential downsample)
@@ -47,9 +45,9 @@ BottleneckImpl::BottleneckImpl(int64_t inplanes, int64_t planes, int64_t stride,
 }
 
 Tensor BottleneckImpl::forward(const Tensor& x) {
-  Tensor out = relu(bn1(conv1(x)));
-  out = relu(bn2(conv2(out)));
-  return residual(bn3(conv3(out)), x, downsample);
+  Tensor out = bn1->forward_relu(conv1(x));
+  out = bn2->forward_relu(conv2(out));
+  return bn3->forward_relu(conv3(out), identity(x, downsample));
 }
 
 ResNetImpl::ResNetImpl(ResNetBlock block, std::array<int64_t, 4> layers, const ResNetOptions& options)
@@ -113,7 +111,7 @@ nn::Sequential ResNetImpl::make_layer(ResNetBlock block, int64_t planes, int64_t
 Tensor ResNetImpl::forward(const Tensor& x) {
   EMBER_CHECK(x.dim() == 4 && x.size(1) == in_channels_, "ResNet: expected input [N, ", in_channels_,
               ", H, W], got ", x.sizes());
-  Tensor out = relu(bn1(conv1(x)));
+  Tensor out = bn1->forward_relu(conv1(x));
   if (maxpool) out = maxpool(out);
   for (const nn::Sequential& stage : {layer1, layer2, layer3, layer4})
     out = gradient_checkpointing_ && is_training()

@@ -105,6 +105,24 @@ const GradcheckRegistrar registrar({
      -2,
      2,
      true},
+    {"batch_norm_relu",  // x, residual, weight, bias
+     [](const auto& x) { return batch_norm_relu(x[0], {}, {}, x[2], x[3], true, 0.1, 1e-5, x[1]); },
+     {{3, 2, 2}, {3, 2, 2}, {2}, {2}},
+     -2,
+     2,
+     true},
+    {"batch_norm_relu",  // channels-last, no residual
+     [](const auto& x) {
+       Tensor cl = x[0].permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+       return batch_norm_relu(cl, {}, {}, x[1], x[2], true);
+     },
+     {{2, 4, 3, 2}, {4}, {4}}},
+    {"batch_norm_relu",  // eval, with running statistics
+     [](const auto& x) {
+       return batch_norm_relu(x[0], f64({0.5, -1}, x[0]), f64({2, 0.5}, x[0]), x[1], x[2], false, 0.1, 1e-5,
+                              x[3]);
+     },
+     {{2, 2, 3}, {2}, {2}, {2, 2, 3}}},
     {"group_norm",
      [](const auto& x) { return group_norm(x[0], 2, x[1], x[2]); },
      {{2, 4, 3}, {4}, {4}},

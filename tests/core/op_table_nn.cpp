@@ -130,6 +130,14 @@ std::vector<Sample> batch_norm_samples(ScalarType dt) {
   return s;
 }
 
+// batch_norm's samples with a residual of x's shape and layout before the config.
+std::vector<Sample> batch_norm_relu_samples(ScalarType dt) {
+  std::vector<Sample> s = batch_norm_samples(dt);
+  for (Sample& c : s)
+    c.inputs.insert(c.inputs.end() - 1, empty_like(c.inputs[0]).copy_(rnd(dt, c.inputs[0].sizes())));
+  return s;
+}
+
 // Config: num_groups.
 std::vector<Sample> group_norm_samples(ScalarType dt) {
   auto make = [&](DimVector shape, int64_t groups) {
@@ -301,6 +309,14 @@ const OpTableRegistrar registrar({
        both[0].copy_(batch_norm(in[0], rm, rv, in[1], in[2], true, 0.3));
        both[1].copy_(batch_norm(in[0], rm, rv, in[1], in[2], false));
        return both;
+     }},
+    {"batch_norm_relu", batch_norm_relu_samples,
+     [](const Inputs& in) {
+       Tensor rm = in[3].clone(), rv = in[4].clone();
+       bool training = config_of(in) == 0;
+       // The output, then (training) the updated running statistics.
+       Tensor out = batch_norm_relu(in[0], rm, rv, in[1], in[2], training, 0.3, 1e-5, in[5]);
+       return training ? cat({out.flatten(), rm.to(out.dtype()), rv.to(out.dtype())}) : out;
      }},
     {"group_norm", group_norm_samples,
      [](const Inputs& in) { return group_norm(in[0], config_of(in), in[1], in[2]); }},

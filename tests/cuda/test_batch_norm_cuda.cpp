@@ -2,7 +2,8 @@
 // backward (dx, dw, db) in NCHW (vector and scalar planes) and channels-last or [N, C] (column
 // reductions, vector and scalar), float32 and bfloat16 (with float32 or bfloat16 parameters),
 // misaligned data, batches large enough to split each channel over many blocks, and sync-free
-// running-stat updates in their own dtype.
+// running-stat updates in their own dtype; batch_norm_relu (with and without a residual) the same
+// way, and against the ops it fuses on the GPU.
 #include "cuda_test_util.h"
 
 namespace ember::testing {
@@ -29,14 +30,17 @@ struct Case {
   DimVector shape;
   ScalarType dtype, param_dtype;
   bool training, affine, cl, misalign;
+  bool relu = false, residual = false;  // batch_norm_relu, with a residual
 };
 
 struct Result {
-  Tensor y, rm, rv, dx, dw, db;
+  Tensor y, rm, rv, dx, dw, db, dr;
 };
 
-// batch_norm and its gradients on device d for host inputs x and gy.
-Result run(const Case& c, const Tensor& x, const Tensor& gy, const Tensor& w, const Tensor& b, Device d) {
+// batch_norm (or batch_norm_relu) and its gradients on device d for host inputs x, gy and the
+// residual r.
+Result run(const Case& c, const Tensor& x, const Tensor& gy, const Tensor& w, const Tensor& b,
+           const Tensor& r, Device d) {
   auto place = [&](const Tensor& t) {
     Tensor on = t.to(d);
     if (c.cl) return channels_last(on);
@@ -48,11 +52,14 @@ Result run(const Case& c, const Tensor& x, const Tensor& gy, const Tensor& w, co
   const int64_t C = c.shape[1];
   Tensor rm = full({C}, 0.25, TensorOptions(c.param_dtype).device(d));
   Tensor rv = full({C}, 1.5, TensorOptions(c.param_dtype).device(d));
-  Tensor y = batch_norm(xd, rm, rv, wd, bd, c.training, 0.1, 1e-5);
+  Tensor rd = c.residual ? place(r).requires_grad_() : Tensor();
+  Tensor y = c.relu ? batch_norm_relu(xd, rm, rv, wd, bd, c.training, 0.1, 1e-5, rd)
+                    : batch_norm(xd, rm, rv, wd, bd, c.training, 0.1, 1e-5);
   // Channels-last in, channels-last out (C = 1 is both layouts at once).
   EXPECT_EQ(is_channels_last_dense(y), is_channels_last_dense(xd));
   std::vector<Tensor> leaves = {xd};
   if (c.affine) leaves.insert(leaves.end(), {wd, bd});
+  if (c.residual) leaves.push_back(rd);
   auto g = autograd::grad({y}, leaves, {place(gy)});
   EXPECT_EQ(is_channels_last_dense(g[0]), is_channels_last_dense(xd));
   if (c.cl && c.shape[1] > 1) {
@@ -60,6 +67,7 @@ Result run(const Case& c, const Tensor& x, const Tensor& gy, const Tensor& w, co
   }
   Result r{y.cpu(), rm.cpu(), rv.cpu(), g[0].cpu(), Tensor(), Tensor()};
   if (c.affine) r.dw = g[1].cpu(), r.db = g[2].cpu();
+  if (c.residual) r.dr = g.back().cpu();
   return r;
 }
 
@@ -67,17 +75,19 @@ void expect_matches_cpu(const Case& c) {
   SCOPED_TRACE(::testing::PrintToString(c.shape) + " " + std::string(to_string(c.dtype)) + " params " +
                std::string(to_string(c.param_dtype)) + (c.training ? " training" : " eval") +
                (c.affine ? " affine" : "") + (c.cl ? " channels-last" : "") +
-               (c.misalign ? " misaligned" : ""));
+               (c.misalign ? " misaligned" : "") + (c.relu ? " relu" : "") + (c.residual ? " residual" : ""));
   Tensor x = (random_tensor(c.shape, kFloat32) * 2 + 3).to(c.dtype);
   Tensor gy = random_tensor(c.shape, kFloat32).to(c.dtype);
   Tensor w = random_tensor({c.shape[1]}, kFloat32).to(c.param_dtype);
   Tensor b = random_tensor({c.shape[1]}, kFloat32).to(c.param_dtype);
-  Result got = run(c, x, gy, w, b, Device(kCUDA)), want = run(c, x, gy, w, b, Device(kCPU));
+  Tensor r = random_tensor(c.shape, kFloat32).to(c.dtype);
+  Result got = run(c, x, gy, w, b, r, Device(kCUDA)), want = run(c, x, gy, w, b, r, Device(kCPU));
   Tolerance tol = cuda_tolerance(c.dtype), ptol = cuda_tolerance(c.param_dtype);
   EXPECT_CLOSE(got.y, want.y, tol);
   EXPECT_CLOSE(got.dx, want.dx, Tolerance{tol.rtol, tol.atol * 4});
   EXPECT_CLOSE(got.rm, want.rm, ptol);
   EXPECT_CLOSE(got.rv, want.rv, ptol);
+  if (c.residual) EXPECT_CLOSE(got.dr, want.dr, tol);
   if (c.affine) {
     // Sums over N * H * W elements: an absolute error grows with their number.
     const double n = static_cast<double>(x.numel() / c.shape[1]);
@@ -121,6 +131,41 @@ TEST_F(BatchNormCuda, ManyBlocksPerChannel) {
   for (bool cl : {false, true})
     for (ScalarType dt : {kFloat32, kBFloat16})
       expect_matches_cpu({{32, 64, 32, 32}, dt, kFloat32, true, true, cl, false});
+}
+
+TEST_F(BatchNormCuda, FusedReluAndResidualAgainstCpu) {
+  for (bool cl : {false, true})
+    for (DimVector shape : {DimVector{8, 32, 14, 14}, DimVector{4, 6, 7, 7}})
+      for (ScalarType dt : {kFloat32, kBFloat16})
+        for (bool training : {true, false})
+          for (bool residual : {true, false})
+            expect_matches_cpu({shape, dt, kFloat32, training, true, cl, false, true, residual});
+  expect_matches_cpu({{4, 8, 6, 6}, kFloat64, kFloat64, true, false, true, false, true, true});
+  expect_matches_cpu({{4, 8, 6, 6}, kFloat16, kFloat32, true, true, false, true, true, true});
+}
+
+// The fused op against batch_norm, add and relu on the GPU (float32: a ReLU mask flips only
+// where the two roundings straddle zero, about 1e-7 from it).
+TEST_F(BatchNormCuda, FusedReluMatchesTheOpsItFusesOnTheGpu) {
+  const DimVector shape{16, 64, 14, 14};
+  Tensor x = random_tensor(shape, kFloat32), gy = random_tensor(shape, kFloat32);
+  Tensor w = random_tensor({64}, kFloat32), b = random_tensor({64}, kFloat32),
+         r = random_tensor(shape, kFloat32);
+  Case c{shape, kFloat32, kFloat32, true, true, true, false, true, true};
+  Result fused = run(c, x, gy, w, b, r, Device(kCUDA));
+  Tensor xd = channels_last(x.cuda()).requires_grad_(), rd = channels_last(r.cuda()).requires_grad_();
+  Tensor wd = w.cuda().requires_grad_(), bd = b.cuda().requires_grad_();
+  Tensor rm = full({64}, 0.25, TensorOptions(kFloat32).device(kCUDA)), rv = full({64}, 1.5, rm.options());
+  Tensor y = relu(batch_norm(xd, rm, rv, wd, bd, true, 0.1, 1e-5) + rd);
+  auto g = autograd::grad({y}, {xd, wd, bd, rd}, {channels_last(gy.cuda())});
+  const Tolerance tol = cuda_tolerance(kFloat32);
+  EXPECT_CLOSE(fused.y, y.cpu(), tol);
+  EXPECT_TRUE(fused.rm.equal(rm.cpu()));  // the same statistics kernel
+  EXPECT_TRUE(fused.rv.equal(rv.cpu()));
+  EXPECT_CLOSE(fused.dx, g[0].cpu(), tol);
+  EXPECT_CLOSE(fused.dw, g[1].cpu(), Tolerance{tol.rtol, 1e-3});
+  EXPECT_CLOSE(fused.db, g[2].cpu(), Tolerance{tol.rtol, 1e-3});
+  EXPECT_CLOSE(fused.dr, g[3].cpu(), tol);
 }
 
 TEST_F(BatchNormCuda, StatisticsWithALargeOffset) {
