@@ -75,7 +75,7 @@ class SequentialImpl : public detail::ModuleSequence {
                   "Sequential: a module in a Sequential needs Tensor forward(const Tensor&)");
     M* raw = module.get();
     append(std::move(name), std::move(module));  // keeps `raw` alive as long as this
-    forwards_.emplace_back([raw](const Tensor& x) -> Tensor { return raw->forward(x); });
+    forwards_.emplace_back([raw](const Tensor& x) -> Tensor { return detail::call_module(*raw, x); });
   }
   template <AnyModuleHolder H>
   void push_back(const H& holder) {

@@ -15,6 +15,7 @@
 #include "ember/core/ordered_dict.h"
 #include "ember/core/state_dict.h"
 #include "ember/core/tensor.h"
+#include "ember/nn/forward_hooks.h"
 #include "ember/nn/module_holder.h"
 
 namespace ember::nn {
@@ -99,6 +100,16 @@ class Module : public std::enable_shared_from_this<Module> {
     return load_state_dict(state.tensors, strict);
   }
 
+  // --- Forward hooks (nn/forward_hooks.h), run in registration order. ---
+  RemovableHandle register_forward_pre_hook(ForwardPreHook hook);
+  RemovableHandle register_forward_hook(ForwardHook hook);
+  bool has_forward_hooks() const noexcept {
+    return hooks_ && (!hooks_->pre.empty() || !hooks_->post.empty());
+  }
+  void run_forward_pre_hooks(const std::vector<Tensor>& inputs);
+  // The last replacement a hook returned, if any.
+  std::optional<Tensor> run_forward_hooks(const std::vector<Tensor>& inputs, std::vector<Tensor> outputs);
+
   // --- Printing: `os << *module` gives PyTorch's repr, a tree of `name()(extra_repr())`. ---
   virtual std::string extra_repr() const { return ""; }
   virtual void pretty_print(std::ostream& os) const;
@@ -129,8 +140,38 @@ class Module : public std::enable_shared_from_this<Module> {
   std::unordered_set<std::string> non_persistent_buffers_;
   OrderedDict<std::shared_ptr<Module>> children_;
   bool is_training_ = true;
+  std::shared_ptr<detail::ForwardHooks> hooks_;  // created by the first registration
 };
 
 std::ostream& operator<<(std::ostream& os, const Module& module);
+
+namespace detail {
+template <class M, class... Args>
+auto call_module(M& m, Args&&... args) {
+  using R = decltype(m.forward(std::forward<Args>(args)...));
+  if (!m.has_forward_hooks()) return m.forward(std::forward<Args>(args)...);
+  std::vector<Tensor> inputs;
+  (append_tensors(inputs, args), ...);
+  m.run_forward_pre_hooks(inputs);
+  if constexpr (std::is_void_v<R>) {
+    m.forward(std::forward<Args>(args)...);
+    m.run_forward_hooks(inputs, {});
+  } else {
+    std::decay_t<R> out = m.forward(std::forward<Args>(args)...);
+    std::vector<Tensor> outputs;
+    append_tensors(outputs, out);
+    std::optional<Tensor> replaced = m.run_forward_hooks(inputs, std::move(outputs));
+    if (replaced) {
+      if constexpr (std::is_same_v<std::decay_t<R>, Tensor>)
+        out = *replaced;
+      else
+        EMBER_CHECK(false, m.name(),
+                    ": a forward hook returned a replacement output, but this module's forward ",
+                    "does not return a Tensor");
+    }
+    return out;
+  }
+}
+}  // namespace detail
 
 }  // namespace ember::nn

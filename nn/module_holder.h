@@ -14,6 +14,12 @@
 
 namespace ember::nn {
 
+namespace detail {
+// Calls m.forward(args...) with m's forward hooks around it (nn/module.h).
+template <class M, class... Args>
+auto call_module(M& m, Args&&... args);
+}  // namespace detail
+
 template <class Contained>
 class ModuleHolder {
  public:
@@ -41,10 +47,10 @@ class ModuleHolder {
   }
   const std::shared_ptr<Contained>& ptr() const { return impl_; }
 
-  // Calls the module's forward.
+  // Calls the module: its forward, with its forward hooks around it.
   template <class... Args>
-  decltype(auto) operator()(Args&&... args) const {
-    return get()->forward(std::forward<Args>(args)...);
+  auto operator()(Args&&... args) const {
+    return detail::call_module(*get(), std::forward<Args>(args)...);
   }
   // Indexes containers: `seq[0]`, `dict["fc"]`.
   template <class Arg>

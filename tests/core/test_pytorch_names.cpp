@@ -45,7 +45,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 229;
+constexpr int64_t kPresentRows = 230;
 
 using Sizes = std::vector<int64_t>;
 Sizes shape(const Tensor& t) { return t.sizes().vec(); }
@@ -313,6 +313,18 @@ TEST(PytorchNames, NnModules) {
   std::ostringstream printed;
   printed << *net;
   EXPECT_NE(printed.str().find("Linear"), std::string::npos);
+  int hooked = 0;
+  nn::Linear hooked_lin(4, 2);
+  nn::RemovableHandle pre =
+      hooked_lin->register_forward_pre_hook([&](nn::Module&, const std::vector<Tensor>&) { ++hooked; });
+  hooked_lin->register_forward_hook(
+      [&](nn::Module&, const std::vector<Tensor>&, const std::vector<Tensor>&) -> std::optional<Tensor> {
+        ++hooked;
+        return std::nullopt;
+      });
+  hooked_lin(ones({3, 4}));
+  pre.remove();
+  EXPECT_EQ(hooked, 2);
 
   nn::Sequential seq(nn::Linear(4, 8), nn::ReLU(), nn::Linear(8, 2));
   EXPECT_EQ(shape(seq(ones({3, 4}))), (Sizes{3, 2}));
