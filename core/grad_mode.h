@@ -20,6 +20,10 @@ class NoGradGuard {
   bool prev_;
 };
 
+// torch.inference_mode() / c10::InferenceMode: here the same as NoGradGuard (ember has no
+// inference tensors; under either, nothing is recorded).
+class InferenceMode : public NoGradGuard {};
+
 class EnableGradGuard {
  public:
   EnableGradGuard() : prev_(GradMode::is_enabled()) { GradMode::set_enabled(true); }

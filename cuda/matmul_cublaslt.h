@@ -4,6 +4,8 @@
 // addmm, baddbmm, einsum) and the batched GEMM that other CUDA kernels (attention) build on.
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "ember/core/tensor.h"
 
@@ -15,6 +17,25 @@ namespace matmul {
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 }  // namespace matmul
+
+}  // namespace ember::cuda
+
+namespace ember {
+
+// torch.set_float32_matmul_precision: "highest" keeps float32 products in float32; "high" and
+// "medium" let them run on TF32 (ember has no bfloat16 decomposition for "medium"). The same
+// switch as cuda::matmul::set_allow_tf32.
+inline void set_float32_matmul_precision(std::string_view precision) {
+  EMBER_CHECK(precision == "highest" || precision == "high" || precision == "medium",
+              "set_float32_matmul_precision: expected \"highest\", \"high\" or \"medium\", got \"", precision,
+              "\"");
+  cuda::matmul::set_allow_tf32(precision != "highest");
+}
+inline std::string get_float32_matmul_precision() { return cuda::matmul::allow_tf32() ? "high" : "highest"; }
+
+}  // namespace ember
+
+namespace ember::cuda {
 
 // What cuBLASLt does with each product besides storing it: nothing, + bias, or + bias then GELU
 // (tanh approximation, F.gelu(approximate="tanh")); or, RowSumsOfA, writing a summed over K into

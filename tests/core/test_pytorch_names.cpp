@@ -45,7 +45,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 230;
+constexpr int64_t kPresentRows = 232;
 
 using Sizes = std::vector<int64_t>;
 Sizes shape(const Tensor& t) { return t.sizes().vec(); }
@@ -490,6 +490,10 @@ TEST(PytorchNames, Autograd) {
     EnableGradGuard grad;
     EXPECT_TRUE((w * 2).requires_grad());
   }
+  {
+    InferenceMode inference;
+    EXPECT_FALSE((w * 2).requires_grad());
+  }
   GradMode::set_enabled(false);
   EXPECT_FALSE(GradMode::is_enabled());
   GradMode::set_enabled(true);
@@ -646,6 +650,12 @@ TEST(PytorchNames, Cuda) {
   EXPECT_FALSE(cuda::matmul::allow_tf32());
   EXPECT_TRUE(cuda::cudnn::allow_tf32());
   cuda::matmul::set_allow_tf32(cuda::matmul::allow_tf32());
+  set_float32_matmul_precision("high");
+  EXPECT_TRUE(cuda::matmul::allow_tf32());
+  EXPECT_EQ(get_float32_matmul_precision(), "high");
+  set_float32_matmul_precision("highest");
+  EXPECT_FALSE(cuda::matmul::allow_tf32());
+  EXPECT_EMBER_ERROR(set_float32_matmul_precision("fast"), "set_float32_matmul_precision", "fast");
   cuda::cudnn::set_allow_tf32(cuda::cudnn::allow_tf32());
   cuda::cudnn::set_benchmark(cuda::cudnn::benchmark());
   cuda::enable_flash_sdp(cuda::flash_sdp_enabled());
