@@ -3,6 +3,8 @@
 #include <limits>
 
 #include "ember/core/autocast_mode.h"
+#include "ember/core/autograd_meta.h"
+#include "ember/core/grad_mode.h"
 #include "ember/core/ops/linalg.h"
 #include "ember/core/ops/reduce.h"
 #include "ember/core/shape.h"
@@ -71,6 +73,65 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, std::string_vie
   Tensor d = (input - target).abs();
   if (beta == 0) return reduce(d, r);
   return reduce(where(d.lt(beta), d.square() * (0.5 / beta), d - 0.5 * beta), r);
+}
+
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                            std::string_view reduction) {
+  constexpr const char* kOp = "binary_cross_entropy";
+  Reduction r = parse_reduction(kOp, reduction);
+  check_loss_inputs(kOp, input, target);
+  EMBER_CHECK(input.sizes().equals(target.sizes()), kOp, ": expected a target of the input's size ",
+              input.sizes(), ", got ", target.sizes());
+  if (weight.defined()) {
+    EMBER_CHECK(weight.device() == input.device(), kOp, ": input is on ", input.device(), " but weight on ",
+                weight.device());
+    bool fits = weight.dim() <= input.dim();
+    for (int64_t d = 1; fits && d <= weight.dim(); ++d)
+      fits = weight.size(-d) == 1 || weight.size(-d) == input.size(-d);
+    EMBER_CHECK(fits, kOp, ": a weight of shape ", weight.sizes(), " does not broadcast to the input's ",
+                input.sizes());
+  }
+  Tensor w = weight.defined() ? weight.detach() : weight;  // no gradient, as in PyTorch
+  Tensor loss;
+  {
+    NoGradGuard no_grad;  // recorded below with PyTorch's formulas, finite at 0 and 1
+    loss = -(target * input.log().clamp(-100) + (1 - target) * (-input).log1p().clamp(-100));
+    if (w.defined()) loss = loss * w;
+    loss = reduce(loss, r);
+  }
+  if (needs_grad({input, target})) {
+    SavedTensor sx(input, false), st(target, false);
+    const int64_t n = input.numel();
+    record(kOp, {input, target}, {loss}, [sx, st, w, r, n](const GradContext& g) -> std::vector<Tensor> {
+      Tensor x = g(sx), t = g(st);
+      Tensor ge = r == Reduction::Mean ? g.grad() / static_cast<double>(n) : g.grad();
+      if (w.defined()) ge = ge * w;
+      Tensor dx = g.needs(0) ? ge * (x - t) / (x * (1 - x)).clamp(1e-12) : Tensor();
+      Tensor dt = g.needs(1) ? ge * ((-x).log1p().clamp(-100) - x.log().clamp(-100)) : Tensor();
+      return {dx, dt};
+    });
+  }
+  return loss;
+}
+
+Tensor kl_div(const Tensor& input, const Tensor& target, std::string_view reduction, bool log_target) {
+  constexpr const char* kOp = "kl_div";
+  const bool batchmean = reduction == "batchmean";
+  EMBER_CHECK(batchmean || reduction == "none" || reduction == "mean" || reduction == "sum", kOp,
+              ": reduction must be 'none', 'mean', 'sum' or 'batchmean', got '", reduction, "'");
+  Reduction r = batchmean ? Reduction::Sum : parse_reduction(kOp, reduction);
+  check_loss_inputs(kOp, input, target);
+  Tensor loss;
+  if (log_target) {
+    loss = target.exp() * (target - input);
+  } else {
+    // target * log(target), 0 at target 0 with a finite gradient (log of 1 there).
+    Tensor positive = target.gt(0);
+    loss = target * (where(positive, target, 1.0).log() - input);
+  }
+  loss = reduce(loss, r);
+  if (batchmean && input.dim() > 0) loss = loss / static_cast<double>(input.size(0));
+  return loss;
 }
 
 Tensor rms_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight,

@@ -57,6 +57,18 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, std::string_view reduc
 // 0.5 d^2 / beta where d = |input - target| < beta, else d - 0.5 beta (beta = 0: l1_loss).
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction = "mean",
                       double beta = 1.0);
+// -weight * (target * log(input) + (1 - target) * log(1 - input)) for probabilities `input` and
+// a target of its size, each log clamped at -100 as PyTorch's (a probability of exactly 0 or 1
+// costs 100, and its gradient stays finite); weight broadcasts to the input. Inputs outside
+// [0, 1] give NaN (checking them would read the GPU back).
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                            std::string_view reduction = "mean");
+// The KL divergence of `input` (log-probabilities) from `target` (probabilities, or
+// log-probabilities with log_target), pointwise target * (log(target) - input), 0 where target is
+// 0; reduction "none", "mean" (over elements), "sum" or "batchmean" (the sum over input.size(0),
+// the true KL divergence of a batch).
+Tensor kl_div(const Tensor& input, const Tensor& target, std::string_view reduction = "mean",
+              bool log_target = false);
 // x / sqrt(mean(x^2) + eps) over the trailing dims `normalized_shape`, times weight (that shape,
 // optional). Computes in float32 for half inputs; eps defaults to the compute dtype's epsilon.
 Tensor rms_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight = {},

@@ -57,6 +57,24 @@ Tensor SmoothL1LossImpl::forward(const Tensor& input, const Tensor& target) {
   return functional::smooth_l1_loss(input, target, reduction_name(options.reduction()), options.beta());
 }
 
+BCELossImpl::BCELossImpl(const BCELossOptions& options_) : Module("BCELoss"), options(options_) {
+  weight = register_buffer("weight", options.weight());
+}
+
+Tensor BCELossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::binary_cross_entropy(input, target, weight, reduction_name(options.reduction()));
+}
+
+KLDivLossImpl::KLDivLossImpl(const KLDivLossOptions& options_) : Module("KLDivLoss"), options(options_) {
+  const std::string& r = options.reduction();
+  EMBER_CHECK(r == "none" || r == "mean" || r == "sum" || r == "batchmean",
+              "KLDivLoss: reduction must be 'none', 'mean', 'sum' or 'batchmean', got '", r, "'");
+}
+
+Tensor KLDivLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::kl_div(input, target, options.reduction(), options.log_target());
+}
+
 BCEWithLogitsLossImpl::BCEWithLogitsLossImpl(const BCEWithLogitsLossOptions& options_)
     : Module("BCEWithLogitsLoss"), options(options_) {
   weight = register_buffer("weight", options.weight());

@@ -1,7 +1,10 @@
 #pragma once
 
-// Losses as modules: CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss and
-// BCEWithLogitsLoss, each forward(input, target). Class weights are buffers, as in PyTorch.
+// Losses as modules: CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCELoss,
+// BCEWithLogitsLoss and KLDivLoss, each forward(input, target). Class weights are buffers, as in
+// PyTorch.
+
+#include <string>
 
 #include "ember/core/ops/loss.h"
 #include "ember/nn/module.h"
@@ -91,6 +94,37 @@ class SmoothL1LossImpl : public Module {
   SmoothL1LossOptions options;
 };
 EMBER_MODULE(SmoothL1Loss);
+
+struct BCELossOptions {
+  EMBER_ARG(Tensor, weight);  // broadcast to the input, or undefined
+  EMBER_ARG(Reduction, reduction) = kMean;
+};
+
+// Binary cross-entropy of probabilities (functional::binary_cross_entropy).
+class BCELossImpl : public Module {
+ public:
+  explicit BCELossImpl(const BCELossOptions& options = {});
+  Tensor forward(const Tensor& input, const Tensor& target);
+
+  BCELossOptions options;
+  Tensor weight;
+};
+EMBER_MODULE(BCELoss);
+
+struct KLDivLossOptions {
+  EMBER_ARG(std::string, reduction) = "mean";  // "none", "mean", "sum" or "batchmean"
+  EMBER_ARG(bool, log_target) = false;
+};
+
+// KL divergence of log-probabilities from a target (functional::kl_div).
+class KLDivLossImpl : public Module {
+ public:
+  explicit KLDivLossImpl(const KLDivLossOptions& options = {});
+  Tensor forward(const Tensor& input, const Tensor& target);
+
+  KLDivLossOptions options;
+};
+EMBER_MODULE(KLDivLoss);
 
 struct BCEWithLogitsLossOptions {
   EMBER_ARG(Tensor, weight);  // broadcast to the input, or undefined

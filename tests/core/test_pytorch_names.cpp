@@ -45,7 +45,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 232;
+constexpr int64_t kPresentRows = 235;
 
 using Sizes = std::vector<int64_t>;
 Sizes shape(const Tensor& t) { return t.sizes().vec(); }
@@ -276,6 +276,8 @@ TEST(PytorchNames, NnFunctional) {
   EXPECT_EQ(F::l1_loss(x, x).item<float>(), 0.0f);
   EXPECT_EQ(F::smooth_l1_loss(x, x).item<float>(), 0.0f);
   EXPECT_EQ(F::binary_cross_entropy_with_logits(x, ones_like(x)).dim(), 0);
+  EXPECT_EQ(F::binary_cross_entropy(x.sigmoid(), ones_like(x)).dim(), 0);
+  EXPECT_NEAR(F::kl_div(x.log_softmax(1), x.softmax(1), "batchmean").item<float>(), 0.0f, 1e-6);
 }
 
 TEST(PytorchNames, NnModules) {
@@ -373,6 +375,9 @@ TEST(PytorchNames, NnModules) {
   EXPECT_EQ(nn::L1Loss()(logits, logits).item<float>(), 0.0f);
   EXPECT_EQ(nn::SmoothL1Loss()(logits, logits).item<float>(), 0.0f);
   EXPECT_EQ(nn::BCEWithLogitsLoss()(logits, ones_like(logits)).dim(), 0);
+  EXPECT_EQ(nn::BCELoss()(logits.sigmoid(), ones_like(logits)).dim(), 0);
+  nn::KLDivLoss kl_div(nn::KLDivLossOptions().reduction("batchmean"));
+  EXPECT_NEAR(kl_div(logits.log_softmax(1), logits.softmax(1)).item<float>(), 0.0f, 1e-6);
 
   Tensor weight = empty({4, 3}), bias = empty({4});
   nn::init::xavier_uniform_(weight);

@@ -123,5 +123,60 @@ TEST(NnFunctional, LossErrors) {
   EXPECT_EMBER_ERROR(F::rms_norm(targets().view({2, 2}), {2}), "rms_norm: expected a floating point input");
 }
 
+// Reference values from PyTorch's documented formulas, in float64 (Python's math module).
+TEST(NnBCELoss, MatchesTheFormulaWithClampedLogs) {
+  Tensor x = f64({{0.2, 0.7, 0.0}, {1.0, 0.5, 0.9}}), t = f64({{0, 1, 0}, {1, 0.3, 0.6}});
+  EXPECT_CLOSE(F::binary_cross_entropy(x, t, {}, "none"), f64({{0.2231435513142097, 0.35667494393873245, 0},
+                                                               {0, 0.6931471805599453, 0.9842503465923143}}));
+  EXPECT_NEAR(value(nn::BCELoss()(x, t)), 0.37620267040086697, 1e-12);
+  EXPECT_NEAR(value(nn::BCELoss(nn::BCELossOptions().reduction(nn::kSum))(x, t)), 2.257216022405202, 1e-12);
+  nn::BCELoss weighted(nn::BCELossOptions().weight(f64({0.5, 1, 2})));
+  EXPECT_NEAR(value(weighted(x, t)), 0.5216490988900685, 1e-12);
+  EXPECT_EQ(keys_of(weighted->state_dict()), std::vector<std::string>{"weight"});
+  // d/dx = (x - t) / max(x (1 - x), 1e-12) / n: finite at 0 and 1, as PyTorch's.
+  Tensor xg = x.clone().requires_grad_();
+  nn::BCELoss()(xg, t).backward();
+  EXPECT_CLOSE(xg.grad(), f64({{0.2083333333333333, -0.2380952380952381, 0},
+                               {0, 0.13333333333333333, 0.5555555555555557}}));
+  // A certain wrong answer costs 100 (the clamped log), with a large finite gradient.
+  Tensor sure = f64({0.0}).requires_grad_();
+  Tensor l = F::binary_cross_entropy(sure, f64({1.0}));
+  EXPECT_NEAR(value(l), 100.0, 1e-12);
+  l.backward();
+  EXPECT_NEAR(sure.grad().item<double>(), -1e12, 1);
+  // Gradients of input and target (away from 0 and 1), also through create_graph.
+  Tensor xi = f64({{0.2, 0.7, 0.4}, {0.35, 0.5, 0.9}}).requires_grad_(), ti = t.clone().requires_grad_();
+  auto fn = [&](const std::vector<Tensor>& in) { return weighted(in[0], in[1]); };
+  EXPECT_TRUE(autograd::gradcheck(fn, {xi, ti}));
+  EXPECT_TRUE(autograd::gradgradcheck(fn, {xi, ti}));
+  EXPECT_EMBER_ERROR(F::binary_cross_entropy(x, f64({1, 0})), "binary_cross_entropy", "[2, 3]", "[2]");
+  EXPECT_EMBER_ERROR(F::binary_cross_entropy(x, t, f64({{1}, {1}, {1}})), "binary_cross_entropy", "weight");
+}
+
+TEST(NnKLDivLoss, MatchesTheFormula) {
+  Tensor p = f64({{0.2, 0.3, 0.5}, {0.6, 0.1, 0.3}}), t = f64({{0.1, 0.0, 0.9}, {0.25, 0.25, 0.5}});
+  Tensor log_p = p.log();
+  EXPECT_CLOSE(F::kl_div(log_p, t, "none"),
+               f64({{-0.06931471805599453, 0, 0.5290079984119072},
+                    {-0.21886718433847496, 0.22907268296853872, 0.2554128118829954}}));
+  EXPECT_NEAR(value(nn::KLDivLoss()(log_p, t)), 0.12088526514482863, 1e-12);
+  EXPECT_NEAR(value(F::kl_div(log_p, t, "sum")), 0.7253115908689718, 1e-12);
+  nn::KLDivLoss batchmean(nn::KLDivLossOptions().reduction("batchmean"));
+  EXPECT_NEAR(value(batchmean(log_p, t)), 0.3626557954344859, 1e-12);
+  // log_target: the same divergence from log-probabilities (t > 0 here).
+  Tensor tp = f64({{0.1, 0.4, 0.5}, {0.25, 0.25, 0.5}});
+  EXPECT_CLOSE(F::kl_div(log_p, tp.log(), "sum", /*log_target=*/true), F::kl_div(log_p, tp, "sum"));
+  // A zero target contributes 0 and a finite gradient.
+  Tensor tz = t.clone().requires_grad_(), lp = log_p.clone().requires_grad_();
+  batchmean(lp, tz).backward();
+  EXPECT_TRUE(tz.grad().isfinite().all().item<bool>());
+  EXPECT_CLOSE(lp.grad(), -t / 2);
+  EXPECT_TRUE(autograd::gradcheck([&](const std::vector<Tensor>& in) { return batchmean(in[0], in[1]); },
+                                  {log_p.clone().requires_grad_(), tp.clone().requires_grad_()}));
+  EXPECT_EMBER_ERROR(nn::KLDivLoss(nn::KLDivLossOptions().reduction("batch")), "KLDivLoss", "batchmean",
+                     "batch");
+  EXPECT_EMBER_ERROR(F::kl_div(log_p, t, "avg"), "kl_div", "'avg'");
+}
+
 }  // namespace
 }  // namespace ember::testing
