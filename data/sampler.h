@@ -45,6 +45,27 @@ class RandomSampler : public Sampler {
   int64_t epoch_ = 0;
 };
 
+// num_samples indices drawn with probability proportional to `weights` (non-negative, finite,
+// not all 0), with replacement or without (then each index at most once, num_samples at most the
+// count of positive weights), as torch.utils.data.WeightedRandomSampler. Like RandomSampler, the
+// draw is a function of (seed, epoch).
+class WeightedRandomSampler : public Sampler {
+ public:
+  WeightedRandomSampler(std::vector<double> weights, int64_t num_samples, bool replacement = true,
+                        uint64_t seed = 0);
+  int64_t size() const override { return num_samples_; }
+  std::vector<int64_t> indices() const override;
+  void set_epoch(int64_t epoch) override { epoch_ = epoch; }
+
+ private:
+  std::vector<double> weights_, cumulative_;  // and their running sums
+  int64_t last_positive_ = 0;                 // the last index of a positive weight
+  int64_t num_samples_;
+  bool replacement_;
+  uint64_t seed_;
+  int64_t epoch_ = 0;
+};
+
 // Groups a sampler's indices into batches of batch_size; the last one is smaller unless
 // drop_last drops it (torch.utils.data.BatchSampler).
 class BatchSampler {

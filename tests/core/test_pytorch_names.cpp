@@ -45,7 +45,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 235;
+constexpr int64_t kPresentRows = 236;
 
 using Sizes = std::vector<int64_t>;
 Sizes shape(const Tensor& t) { return t.sizes().vec(); }
@@ -566,6 +566,7 @@ TEST(PytorchNames, UtilsData) {
   data::DistributedSampler sampler(10, 2, 1);
   sampler.set_epoch(1);
   EXPECT_EQ(sampler.indices().size(), 5u);
+  EXPECT_EQ(data::WeightedRandomSampler({0.1, 0.9}, 8).indices().size(), 8u);
 }
 
 TEST(PytorchNames, Distributed) {
