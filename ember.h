@@ -74,5 +74,6 @@
 #include "ember/optim/lr_scheduler.h"
 #include "ember/optim/optimizer.h"
 #include "ember/optim/reduce_lr_on_plateau.h"
+#include "ember/optim/rmsprop.h"
 #include "ember/optim/sgd.h"
 #include "ember/text/bert_tokenizer.h"

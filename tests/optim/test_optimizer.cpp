@@ -185,6 +185,12 @@ std::vector<ResumeCase> resume_cases() {
                        return std::make_unique<optim::AdamW>(ps, optim::AdamWOptions(0.1).fused(fused));
                      }});
   }
+  cases.push_back(
+      {"rmsprop centered momentum", [=](std::vector<Tensor> ps) -> std::unique_ptr<optim::Optimizer> {
+         return std::make_unique<optim::RMSprop>(
+             groups(ps, optim::RMSpropOptions(0.1).momentum(0.9).centered(true),
+                    optim::RMSpropOptions(0.01).alpha(0.9).weight_decay(0.1)));
+       }});
   return cases;
 }
 
@@ -341,6 +347,28 @@ TEST(OptimizerStateDict, LoadRefusesWhatDoesNotMatch) {
   EXPECT_EQ(target->param_groups()[0].options().get_lr(), 0.1);
   target->load_state_dict(good);
   EXPECT_EQ(target->state().size(), 3u);
+}
+
+// Against PyTorch's _single_tensor_rmsprop evaluated in float64 (Python), three steps with the
+// gradients (0.1, -0.3, 0.2) * t.
+TEST(RMSprop, MatchesPyTorchsUpdate) {
+  auto run = [](const optim::RMSpropOptions& o) {
+    Tensor p = tensor({1.0, -2.0, 0.5}, kFloat64).requires_grad_();
+    optim::RMSprop opt({p}, o);
+    for (int t = 1; t <= 3; ++t) {
+      p.set_grad(tensor({0.1, -0.3, 0.2}, kFloat64) * t);
+      opt.step();
+    }
+    return p.detach();
+  };
+  EXPECT_CLOSE(run(optim::RMSpropOptions()),
+               tensor({0.7301174159932009, -1.7301173082594379, 0.23011733519288902}, kFloat64));
+  EXPECT_CLOSE(run(optim::RMSpropOptions(0.05).alpha(0.9).weight_decay(0.1).momentum(0.9).centered(true)),
+               tensor({0.1363879678529052, -1.1233641927152505, -0.3859465347443805}, kFloat64));
+  EXPECT_CLOSE(run(optim::RMSpropOptions().maximize(true)),
+               tensor({1.269882584006799, -2.269882691740562, 0.7698826648071111}, kFloat64));
+  EXPECT_EMBER_ERROR(optim::RMSprop({tensor({1.0}).requires_grad_()}, optim::RMSpropOptions(-1)), "RMSprop",
+                     "learning rate");
 }
 
 }  // namespace
