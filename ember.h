@@ -68,6 +68,7 @@
 #include "ember/nn/pad_sequence.h"
 #include "ember/nn/pooling.h"
 #include "ember/nn/transformer.h"
+#include "ember/optim/adagrad.h"
 #include "ember/optim/adam.h"
 #include "ember/optim/checkpoint.h"
 #include "ember/optim/grad_scaler.h"

@@ -45,7 +45,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 237;
+constexpr int64_t kPresentRows = 238;
 
 using Sizes = std::vector<int64_t>;
 Sizes shape(const Tensor& t) { return t.sizes().vec(); }
@@ -424,6 +424,8 @@ TEST(PytorchNames, OptimAndLrScheduler) {
   EXPECT_EQ(grouped.state().at(model->weight.unsafe_impl()).buffers.size(), 2u);  // exp_avg, exp_avg_sq
   optim::RMSprop rmsprop(model->parameters(), optim::RMSpropOptions(1e-2).momentum(0.9).centered(true));
   rmsprop.step();
+  optim::Adagrad adagrad(model->parameters(), optim::AdagradOptions(1e-2).lr_decay(0.1));
+  adagrad.step();
 
   optim::StepLR step(sgd, 2);
   optim::MultiStepLR multi_step(sgd, {30, 60});

@@ -185,6 +185,11 @@ std::vector<ResumeCase> resume_cases() {
                        return std::make_unique<optim::AdamW>(ps, optim::AdamWOptions(0.1).fused(fused));
                      }});
   }
+  cases.push_back({"adagrad", [=](std::vector<Tensor> ps) -> std::unique_ptr<optim::Optimizer> {
+                     return std::make_unique<optim::Adagrad>(
+                         groups(ps, optim::AdagradOptions(0.1).lr_decay(0.1).initial_accumulator_value(0.5),
+                                optim::AdagradOptions(0.01).weight_decay(0.1)));
+                   }});
   cases.push_back(
       {"rmsprop centered momentum", [=](std::vector<Tensor> ps) -> std::unique_ptr<optim::Optimizer> {
          return std::make_unique<optim::RMSprop>(
@@ -369,6 +374,27 @@ TEST(RMSprop, MatchesPyTorchsUpdate) {
                tensor({1.269882584006799, -2.269882691740562, 0.7698826648071111}, kFloat64));
   EXPECT_EMBER_ERROR(optim::RMSprop({tensor({1.0}).requires_grad_()}, optim::RMSpropOptions(-1)), "RMSprop",
                      "learning rate");
+}
+
+// Against PyTorch's _single_tensor_adagrad evaluated in float64 (Python), the same three steps.
+TEST(Adagrad, MatchesPyTorchsUpdate) {
+  auto run = [](const optim::AdagradOptions& o) {
+    Tensor p = tensor({1.0, -2.0, 0.5}, kFloat64).requires_grad_();
+    optim::Adagrad opt({p}, o);
+    for (int t = 1; t <= 3; ++t) {
+      p.set_grad(tensor({0.1, -0.3, 0.2}, kFloat64) * t);
+      opt.step();
+    }
+    return p.detach();
+  };
+  EXPECT_CLOSE(run(optim::AdagradOptions()),
+               tensor({0.973037890848771, -1.973037890838009, 0.4730378908406995}, kFloat64));
+  EXPECT_CLOSE(run(optim::AdagradOptions(0.1).lr_decay(0.5).weight_decay(0.1).initial_accumulator_value(0.2)),
+               tensor({0.8964291009046572, -1.838415691972729, 0.37315784367948857}, kFloat64));
+  EXPECT_CLOSE(run(optim::AdagradOptions().maximize(true)),
+               tensor({1.026962109151229, -2.0269621091619907, 0.5269621091593005}, kFloat64));
+  EXPECT_EMBER_ERROR(optim::Adagrad({tensor({1.0}).requires_grad_()}, optim::AdagradOptions().lr_decay(-1)),
+                     "Adagrad", "lr_decay");
 }
 
 }  // namespace
