@@ -354,46 +354,43 @@ TEST(OptimizerStateDict, LoadRefusesWhatDoesNotMatch) {
   EXPECT_EQ(target->state().size(), 3u);
 }
 
-// Against PyTorch's _single_tensor_rmsprop evaluated in float64 (Python), three steps with the
-// gradients (0.1, -0.3, 0.2) * t.
+// Three steps from (1, -2, 0.5) with the gradients (0.1, -0.3, 0.2) * t, as the references below
+// took them: PyTorch's _single_tensor_rmsprop and _single_tensor_adagrad evaluated in float64
+// (Python).
+template <class Opt, class Options>
+Tensor three_steps(const Options& o) {
+  Tensor p = tensor({1.0, -2.0, 0.5}, kFloat64).requires_grad_();
+  Opt opt({p}, o);
+  for (int t = 1; t <= 3; ++t) {
+    p.set_grad(tensor({0.1, -0.3, 0.2}, kFloat64) * t);
+    opt.step();
+  }
+  return p.detach();
+}
+
 TEST(RMSprop, MatchesPyTorchsUpdate) {
-  auto run = [](const optim::RMSpropOptions& o) {
-    Tensor p = tensor({1.0, -2.0, 0.5}, kFloat64).requires_grad_();
-    optim::RMSprop opt({p}, o);
-    for (int t = 1; t <= 3; ++t) {
-      p.set_grad(tensor({0.1, -0.3, 0.2}, kFloat64) * t);
-      opt.step();
-    }
-    return p.detach();
-  };
-  EXPECT_CLOSE(run(optim::RMSpropOptions()),
+  using optim::RMSpropOptions;
+  auto run = three_steps<optim::RMSprop, RMSpropOptions>;
+  EXPECT_CLOSE(run(RMSpropOptions()),
                tensor({0.7301174159932009, -1.7301173082594379, 0.23011733519288902}, kFloat64));
-  EXPECT_CLOSE(run(optim::RMSpropOptions(0.05).alpha(0.9).weight_decay(0.1).momentum(0.9).centered(true)),
+  EXPECT_CLOSE(run(RMSpropOptions(0.05).alpha(0.9).weight_decay(0.1).momentum(0.9).centered(true)),
                tensor({0.1363879678529052, -1.1233641927152505, -0.3859465347443805}, kFloat64));
-  EXPECT_CLOSE(run(optim::RMSpropOptions().maximize(true)),
+  EXPECT_CLOSE(run(RMSpropOptions().maximize(true)),
                tensor({1.269882584006799, -2.269882691740562, 0.7698826648071111}, kFloat64));
-  EXPECT_EMBER_ERROR(optim::RMSprop({tensor({1.0}).requires_grad_()}, optim::RMSpropOptions(-1)), "RMSprop",
+  EXPECT_EMBER_ERROR(optim::RMSprop({tensor({1.0}).requires_grad_()}, RMSpropOptions(-1)), "RMSprop",
                      "learning rate");
 }
 
-// Against PyTorch's _single_tensor_adagrad evaluated in float64 (Python), the same three steps.
 TEST(Adagrad, MatchesPyTorchsUpdate) {
-  auto run = [](const optim::AdagradOptions& o) {
-    Tensor p = tensor({1.0, -2.0, 0.5}, kFloat64).requires_grad_();
-    optim::Adagrad opt({p}, o);
-    for (int t = 1; t <= 3; ++t) {
-      p.set_grad(tensor({0.1, -0.3, 0.2}, kFloat64) * t);
-      opt.step();
-    }
-    return p.detach();
-  };
-  EXPECT_CLOSE(run(optim::AdagradOptions()),
+  using optim::AdagradOptions;
+  auto run = three_steps<optim::Adagrad, AdagradOptions>;
+  EXPECT_CLOSE(run(AdagradOptions()),
                tensor({0.973037890848771, -1.973037890838009, 0.4730378908406995}, kFloat64));
-  EXPECT_CLOSE(run(optim::AdagradOptions(0.1).lr_decay(0.5).weight_decay(0.1).initial_accumulator_value(0.2)),
+  EXPECT_CLOSE(run(AdagradOptions(0.1).lr_decay(0.5).weight_decay(0.1).initial_accumulator_value(0.2)),
                tensor({0.8964291009046572, -1.838415691972729, 0.37315784367948857}, kFloat64));
-  EXPECT_CLOSE(run(optim::AdagradOptions().maximize(true)),
+  EXPECT_CLOSE(run(AdagradOptions().maximize(true)),
                tensor({1.026962109151229, -2.0269621091619907, 0.5269621091593005}, kFloat64));
-  EXPECT_EMBER_ERROR(optim::Adagrad({tensor({1.0}).requires_grad_()}, optim::AdagradOptions().lr_decay(-1)),
+  EXPECT_EMBER_ERROR(optim::Adagrad({tensor({1.0}).requires_grad_()}, AdagradOptions().lr_decay(-1)),
                      "Adagrad", "lr_decay");
 }
 
