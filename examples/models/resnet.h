@@ -15,6 +15,10 @@
 // stride-2 convolution and the max-pool by one 3x3 stride-1 convolution, as CIFAR ResNets do:
 // the stem otherwise shrinks a 28x28 image to 7x7 before the first block. The names stay
 // torchvision's (conv1, bn1), so only conv1's weight has another shape.
+//
+// The stem's and the blocks' BatchNorms (not a downsample's) run with the ReLU after them and the
+// residual join fused in (BatchNorm2d::forward_relu): their own outputs never exist, so forward
+// hooks on them do not run; hooks on convolutions, blocks, stages and fc do.
 #include <array>
 #include <cstdint>
 
