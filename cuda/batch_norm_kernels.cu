@@ -16,7 +16,6 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kMergeThreads = 128;
-constexpr int kRows = 4;  // rows a column reduction's thread loads at once
 
 // Element i of a floating tensor of runtime dtype `dt` set to v.
 template <class A>
@@ -44,17 +43,36 @@ __device__ __forceinline__ void load_acc(const T* p, Acc<T> (&out)[VEC]) {
   for (int j = 0; j < VEC; ++j) out[j] = to_acc(v.v[j]);
 }
 
+// A channel's forward scale, invstd * weight, as the forward computes it.
+template <class A>
+__device__ __forceinline__ A channel_scale(const A* invstd, const void* weight, ScalarType weight_dtype,
+                                           int64_t c) {
+  return weight ? invstd[c] * load_float_as<A>(weight, weight_dtype, c) : invstd[c];
+}
+
+// The forward's affine map (x - mean) * scale + shift, contracted explicitly: the backward's
+// ReLU mask recomputes it and must see the very value the forward rounded.
+template <class A>
+__device__ __forceinline__ A channel_affine(A x, A mean, A scale, A shift) {
+  return fma(x - mean, scale, shift);
+}
+
 // --- Reductions. An Op says what a channel accumulates: State (with identity, shfl_xor and the
-// Combine functor), init(c), add_plane (VEC values of one channel), add_rows (R rows of VEC
-// channels: value [i][j] belongs to channel c0 + j; all VEC states have seen the same number of
-// values), its kFields partial values and finish(c, state), the merge's output. ---
+// Combine functor), Channel (per-channel constants, from channel(c)), add_plane (VEC values of
+// one channel), add_rows (R rows of VEC channels: value [i][j] belongs to channel c0 + j; all VEC
+// states have seen the same number of values; kRows at a time in column reductions), its kFields
+// partial values and finish(c, state), the merge's output. ---
+
+struct NoConstants {};
 
 // Training statistics: Welford moments; the merge writes mean, invstd and the running stats.
 template <class A>
 struct StatsOp {
   using State = Welford<A>;
   using Combine = WelfordCombine;
-  static constexpr int kInputs = 1, kFields = 3;
+  using Channel = NoConstants;
+  // Four rows at once: one load per row left the reduction at half the bandwidth.
+  static constexpr int kInputs = 1, kFields = 3, kRows = 4;
   A* mean;
   A* invstd;
   void* running_mean;
@@ -62,10 +80,10 @@ struct StatsOp {
   ScalarType running_dtype;
   A momentum, eps;
 
-  __device__ State init(int64_t) const { return State::identity(); }
+  __device__ Channel channel(int64_t) const { return {}; }
   // The vector's own mean and squared deviations (exact), merged in: one division per vector.
   template <int VEC>
-  __device__ void add_plane(State& s, const A (&x)[VEC], const A (&)[VEC]) const {
+  __device__ void add_plane(State& s, const Channel&, const A (&x)[VEC], const A (&)[VEC]) const {
     A sum = A(0), m2 = A(0);
 #pragma unroll
     for (int j = 0; j < VEC; ++j) sum += x[j];
@@ -77,7 +95,8 @@ struct StatsOp {
   // The R rows' own mean and squared deviations per channel (exact), merged in (Chan et al.):
   // one division for the R * VEC values, and short dependency chains.
   template <int R, int VEC>
-  __device__ void add_rows(State (&s)[VEC], const A (&x)[R][VEC], const A (&)[R][VEC]) const {
+  __device__ void add_rows(State (&s)[VEC], const Channel (&)[VEC], const A (&x)[R][VEC],
+                           const A (&)[R][VEC]) const {
     const A n = s[0].n + A(R), wb = A(R) / n;
 #pragma unroll
     for (int j = 0; j < VEC; ++j) {
@@ -112,30 +131,34 @@ struct StatsOp {
   }
 };
 
-// The backward's sums: a = sum(dy), b = sum(dy * (x - m)), with m the channel's mean (carried
-// along, not reduced).
+// The backward's sums: a = sum(dy), b = sum(dy * (x - mean)).
 template <class A>
 struct GradSums {
-  A a, b, m;
-  __device__ static GradSums identity() { return {A(0), A(0), A(0)}; }
+  A a, b;
+  __device__ static GradSums identity() { return {A(0), A(0)}; }
   __device__ GradSums shfl_xor(int offset) const {
-    return {cuda::shfl_xor(a, offset), cuda::shfl_xor(b, offset), m};
+    return {cuda::shfl_xor(a, offset), cuda::shfl_xor(b, offset)};
   }
 };
 
 struct GradSumsCombine {
   template <class A>
   __device__ GradSums<A> operator()(const GradSums<A>& x, const GradSums<A>& y) const {
-    return {x.a + y.a, x.b + y.b, x.m};
+    return {x.a + y.a, x.b + y.b};
   }
 };
 
-// Inputs dy and x; the merge writes sum_dy, sum_dy_xmu and (when wanted) dw and db.
+// Inputs dy and x; the merge writes sum_dy, sum_dy_xmu and (when wanted) dw and db. With relu,
+// dy counts where the forward's output (channel_affine, then rounded to x's dtype) was positive.
 template <class A>
 struct GradOp {
   using State = GradSums<A>;
   using Combine = GradSumsCombine;
-  static constexpr int kInputs = 2, kFields = 2;
+  struct Channel {
+    A mean, scale, shift;
+  };
+  // Two inputs and the mask's constants: one row at a time (four were slower).
+  static constexpr int kInputs = 2, kFields = 2, kRows = 1;
   const A* mean;
   const A* invstd;
   A* sum_dy;
@@ -143,24 +166,43 @@ struct GradOp {
   void* dw;
   void* db;
   ScalarType dw_dtype, db_dtype;
+  const void* weight;
+  const void* bias;
+  ScalarType weight_dtype, bias_dtype;
+  bool relu;
+  A relu_bound;
 
-  __device__ State init(int64_t c) const { return {A(0), A(0), mean[c]}; }
+  __device__ Channel channel(int64_t c) const {
+    if (!relu) return {mean[c], A(0), A(0)};
+    return {mean[c], channel_scale(invstd, weight, weight_dtype, c),
+            bias ? load_float_as<A>(bias, bias_dtype, c) : A(0)};
+  }
+  __device__ A masked(const Channel& k, A g, A x) const {
+    return relu && !(channel_affine(x, k.mean, k.scale, k.shift) > relu_bound) ? A(0) : g;
+  }
   template <int VEC>
-  __device__ void add_plane(State& s, const A (&g)[VEC], const A (&x)[VEC]) const {
+  __device__ void add_plane(State& s, const Channel& k, const A (&g)[VEC], const A (&x)[VEC]) const {
 #pragma unroll
-    for (int j = 0; j < VEC; ++j) s.a += g[j], s.b += g[j] * (x[j] - s.m);
+    for (int j = 0; j < VEC; ++j) {
+      const A gj = masked(k, g[j], x[j]);
+      s.a += gj, s.b += gj * (x[j] - k.mean);
+    }
   }
   template <int R, int VEC>
-  __device__ void add_rows(State (&s)[VEC], const A (&g)[R][VEC], const A (&x)[R][VEC]) const {
+  __device__ void add_rows(State (&s)[VEC], const Channel (&k)[VEC], const A (&g)[R][VEC],
+                           const A (&x)[R][VEC]) const {
 #pragma unroll
     for (int i = 0; i < R; ++i)
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) s[j].a += g[i][j], s[j].b += g[i][j] * (x[i][j] - s[j].m);
+      for (int j = 0; j < VEC; ++j) {
+        const A gij = masked(k[j], g[i][j], x[i][j]);
+        s[j].a += gij, s[j].b += gij * (x[i][j] - k[j].mean);
+      }
   }
   __device__ void store(A* p, int64_t k, int64_t stride, const State& s) const {
     p[k] = s.a, p[stride + k] = s.b;
   }
-  __device__ State load(const A* p, int64_t k, int64_t stride) const { return {p[k], p[stride + k], A(0)}; }
+  __device__ State load(const A* p, int64_t k, int64_t stride) const { return {p[k], p[stride + k]}; }
   __device__ void finish(int64_t c, const State& s) const {
     sum_dy[c] = s.a, sum_dy_xmu[c] = s.b;
     if (dw) store_float_as(dw, dw_dtype, c, s.b * invstd[c]);
@@ -179,22 +221,23 @@ __global__ void plane_reduce_kernel(Acc<T>* partial, const T* x, const T* y, int
   const int64_t c = blockIdx.x, splits = gridDim.y, plane_vecs = B / VEC;
   const int64_t begin = blockIdx.y * chunk, end = begin + chunk < nvec ? begin + chunk : nvec;
   const bool narrow = nvec <= static_cast<int64_t>(UINT32_MAX);
-  S st = op.init(c);
+  const typename Op::Channel k = op.channel(c);
+  S st = S::identity();
   for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
     const int64_t a = narrow ? static_cast<uint32_t>(j) / static_cast<uint32_t>(plane_vecs) : j / plane_vecs;
     const int64_t off = (a * C + c) * B + (j - a * plane_vecs) * VEC;
     A xs[VEC], ys[VEC];
     load_acc<T, VEC>(x + off, xs);
     if constexpr (Op::kInputs == 2) load_acc<T, VEC>(y + off, ys);
-    op.template add_plane<VEC>(st, xs, ys);
+    op.template add_plane<VEC>(st, k, xs, ys);
   }
   st = block_allreduce(st, typename Op::Combine{}, shared);
   if (threadIdx.x == 0) op.store(partial, c * splits + blockIdx.y, C * splits, st);
 }
 
 // Threads (tx, ty) of block (i, s): thread x holds channels [c0, c0 + VEC) of the i-th column
-// tile and walks down rows ty apart within the s-th chunk of rows, kRows rows' loads in flight at
-// a time; the ty partials are then combined in a fixed tree (C % VEC == 0, ty a power of 2).
+// tile and walks down rows ty apart within the s-th chunk of rows, Op::kRows rows' loads in
+// flight at a time; the ty partials are then combined in a fixed tree (C % VEC == 0, ty a power of 2).
 template <class T, int VEC, class Op>
 __global__ void column_reduce_kernel(Acc<T>* partial, const T* x, const T* y, int64_t rows, int64_t C,
                                      int64_t chunk, Op op) {
@@ -205,9 +248,12 @@ __global__ void column_reduce_kernel(Acc<T>* partial, const T* x, const T* y, in
   const int64_t begin = blockIdx.y * chunk, end = begin + chunk < rows ? begin + chunk : rows;
   const bool active = c0 < C;
   S st[VEC];
+  typename Op::Channel k[VEC];
 #pragma unroll
-  for (int j = 0; j < VEC; ++j) st[j] = active ? op.init(c0 + j) : S::identity();
-  // R rows at once: one input's single load per row left the reduction at half the bandwidth.
+  for (int j = 0; j < VEC; ++j) {
+    st[j] = S::identity();
+    if (active) k[j] = op.channel(c0 + j);
+  }
   auto load_and_add = [&]<int R>(int64_t r, int64_t step) {
     A xs[R][VEC], ys[R][VEC];
 #pragma unroll
@@ -215,13 +261,15 @@ __global__ void column_reduce_kernel(Acc<T>* partial, const T* x, const T* y, in
       load_acc<T, VEC>(x + (r + i * step) * C + c0, xs[i]);
       if constexpr (Op::kInputs == 2) load_acc<T, VEC>(y + (r + i * step) * C + c0, ys[i]);
     }
-    op.template add_rows<R, VEC>(st, xs, ys);
+    op.template add_rows<R, VEC>(st, k, xs, ys);
   };
   if (active) {
     const int64_t step = blockDim.y;
     int64_t r = begin + threadIdx.y;
-    for (; r + (kRows - 1) * step < end; r += kRows * step) load_and_add.template operator()<kRows>(r, step);
-    for (; r < end; r += step) load_and_add.template operator()<1>(r, step);
+    constexpr int R = Op::kRows;
+    for (; r + (R - 1) * step < end; r += R * step) load_and_add.template operator()<R>(r, step);
+    if constexpr (R > 1)
+      for (; r < end; r += step) load_and_add.template operator()<1>(r, step);
   }
   const int lin = threadIdx.y * blockDim.x + threadIdx.x;
 #pragma unroll
@@ -340,24 +388,45 @@ void batch_norm_stats_cuda(const Tensor& mean, const Tensor& invstd, const Tenso
   });
 }
 
+// A defined tensor's data and dtype; null and `fallback` for an undefined one.
+std::pair<void*, ScalarType> data_and_dtype(const Tensor& t, ScalarType fallback) {
+  return t.defined() ? std::pair{t.data_ptr(), t.dtype()} : std::pair{nullptr, fallback};
+}
+
 void batch_norm_backward_reduce_cuda(const Tensor& sum_dy, const Tensor& sum_dy_xmu, const Tensor& dw,
                                      const Tensor& db, const Tensor& dy, const Tensor& x, const Tensor& mean,
-                                     const Tensor& invstd) {
+                                     const Tensor& invstd, const Tensor& weight, const Tensor& bias,
+                                     bool relu) {
   visit_float_dtype("batch_norm_backward_reduce", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using A = Acc<T>;
-    const GradOp<A> op{static_cast<const A*>(mean.data_ptr()),   static_cast<const A*>(invstd.data_ptr()),
-                       static_cast<A*>(sum_dy.data_ptr()),       static_cast<A*>(sum_dy_xmu.data_ptr()),
-                       dw.defined() ? dw.data_ptr() : nullptr,   db.defined() ? db.data_ptr() : nullptr,
-                       dw.defined() ? dw.dtype() : mean.dtype(), db.defined() ? db.dtype() : mean.dtype()};
+    const auto [pdw, dw_dtype] = data_and_dtype(dw, mean.dtype());
+    const auto [pdb, db_dtype] = data_and_dtype(db, mean.dtype());
+    const auto [pw, w_dtype] = data_and_dtype(weight, mean.dtype());
+    const auto [pb, b_dtype] = data_and_dtype(bias, mean.dtype());
+    const GradOp<A> op{static_cast<const A*>(mean.data_ptr()),
+                       static_cast<const A*>(invstd.data_ptr()),
+                       static_cast<A*>(sum_dy.data_ptr()),
+                       static_cast<A*>(sum_dy_xmu.data_ptr()),
+                       pdw,
+                       pdb,
+                       dw_dtype,
+                       db_dtype,
+                       pw,
+                       pb,
+                       w_dtype,
+                       b_dtype,
+                       relu,
+                       static_cast<A>(relu_zero_bound(x.dtype()))};
     reduce_channels<T>(dy, x, op, mean.options());
   });
 }
 
 // --- Elementwise, with per-channel coefficients. The forward is (x - mean) * invstd * w + b, plus
 // the residual in1 when there is one, then the ReLU when asked; the backward's dx is (dy -
-// mean(dy) - (x - mean) * invstd^2 * mean(dy * (x - mean))) * invstd * w through batch statistics
-// (x is in1), dy * invstd * w through constant ones: (in0 - p - (in1 - m) * q) * sc. ---
+// mean(dy) - (x - mean) * invstd^2 * mean(dy * (x - mean))) * invstd * w through batch statistics,
+// dy * invstd * w through constant ones: (in0 - p - (in1 - m) * q) * sc, with in1 = x. With relu,
+// the backward's dy first takes the ReLU's mask, recomputed from x (in1) as GradOp's. ---
 
 template <class A>
 struct ChannelCoef {
@@ -374,22 +443,24 @@ struct ElemtArgs {
   bool backward, relu;
   const A* sum_dy;  // backward through batch statistics when set
   const A* sum_dy_xmu;
-  A inv_count;
+  A inv_count, relu_bound;
 
   __device__ ChannelCoef<A> at(int64_t c) const {
-    const A is = invstd[c];
-    const A sc = weight ? is * load_float_as<A>(weight, weight_dtype, c) : is;
-    if (!backward) return {mean[c], A(0), A(0), sc, bias ? load_float_as<A>(bias, bias_dtype, c) : A(0)};
-    if (!sum_dy) return {A(0), A(0), A(0), sc, A(0)};
-    return {sum_dy[c] * inv_count, mean[c], is * is * sum_dy_xmu[c] * inv_count, sc, A(0)};
+    const A sc = channel_scale(invstd, weight, weight_dtype, c);
+    const A b = (!backward || relu) && bias ? load_float_as<A>(bias, bias_dtype, c) : A(0);
+    if (!backward || !sum_dy) return {A(0), mean[c], A(0), sc, b};
+    return {sum_dy[c] * inv_count, mean[c], invstd[c] * invstd[c] * sum_dy_xmu[c] * inv_count, sc, b};
   }
 };
 
-// kTwo: in1 enters (the residual, or x in the backward through batch statistics).
+// kTwo: in1 enters (the residual, or x in the backward).
 template <bool kTwo, class A>
 __device__ __forceinline__ A apply(const ElemtArgs<A>& args, const ChannelCoef<A>& k, A v0, A v1) {
-  if (args.backward) return (kTwo ? v0 - k.p - (v1 - k.m) * k.q : v0 - k.p) * k.sc;
-  const A y = (v0 - k.p) * k.sc + k.b + (kTwo ? v1 : A(0));
+  if (args.backward) {
+    if (args.relu && !(channel_affine(v1, k.m, k.sc, k.b) > args.relu_bound)) v0 = A(0);
+    return (args.sum_dy ? v0 - k.p - (v1 - k.m) * k.q : v0) * k.sc;
+  }
+  const A y = channel_affine(v0, k.m, k.sc, k.b) + (kTwo ? v1 : A(0));
   return args.relu && y <= A(0) ? A(0) : y;  // a NaN stays NaN, as relu's
 }
 
@@ -493,7 +564,8 @@ ElemtArgs<Acc<T>> elemt_args(const Tensor& mean, const Tensor& invstd, const Ten
           relu,
           sum_dy.defined() ? static_cast<const A*>(sum_dy.data_ptr()) : nullptr,
           sum_dy_xmu.defined() ? static_cast<const A*>(sum_dy_xmu.data_ptr()) : nullptr,
-          static_cast<A>(inv_count)};
+          static_cast<A>(inv_count),
+          static_cast<A>(relu_zero_bound(dtype_of<T>))};
 }
 
 void batch_norm_elemt_cuda(const Tensor& out, const Tensor& x, const Tensor& mean, const Tensor& invstd,
@@ -505,12 +577,13 @@ void batch_norm_elemt_cuda(const Tensor& out, const Tensor& x, const Tensor& mea
 }
 
 void batch_norm_backward_elemt_cuda(const Tensor& dx, const Tensor& dy, const Tensor& x, const Tensor& mean,
-                                    const Tensor& invstd, const Tensor& weight, const Tensor& sum_dy,
-                                    const Tensor& sum_dy_xmu, double inv_count) {
+                                    const Tensor& invstd, const Tensor& weight, const Tensor& bias,
+                                    const Tensor& sum_dy, const Tensor& sum_dy_xmu, double inv_count,
+                                    bool relu) {
   visit_float_dtype("batch_norm_backward_elemt", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    launch_elemt<T>(dx, dy, sum_dy.defined() ? x : Tensor(),
-                    elemt_args<T>(mean, invstd, weight, {}, true, false, sum_dy, sum_dy_xmu, inv_count));
+    launch_elemt<T>(dx, dy, sum_dy.defined() || relu ? x : Tensor(),
+                    elemt_args<T>(mean, invstd, weight, bias, true, relu, sum_dy, sum_dy_xmu, inv_count));
   });
 }
 

@@ -98,7 +98,7 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
         Tensor db = g.needs(2) ? empty({C}, mean.options().dtype(bias_dtype)) : Tensor();
         if (x.numel() > 0) {
           batch_norm_backward_reduce_stub(x.device())(sums.narrow(0, 0, C), sums.narrow(0, C, C), dw, db, gy,
-                                                      x3, mean, invstd);
+                                                      x3, mean, invstd, w, Tensor(), false);
         } else {
           sums.zero_();
           for (Tensor* t : {&dw, &db})
@@ -110,8 +110,9 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
           sums.div_(g(sn));
           dx = empty(x.sizes(), x.options());
           if (x.numel() > 0)
-            batch_norm_backward_elemt_stub(x.device())(dx.view({A, C, B}), gy, x3, mean, invstd, w,
-                                                       sums.narrow(0, 0, C), sums.narrow(0, C, C), 1.0);
+            batch_norm_backward_elemt_stub(x.device())(dx.view({A, C, B}), gy, x3, mean, invstd, w, Tensor(),
+                                                       sums.narrow(0, 0, C), sums.narrow(0, C, C), 1.0,
+                                                       false);
         }
         return {dx, dw, db};
       });

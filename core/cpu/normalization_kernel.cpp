@@ -252,16 +252,46 @@ void batch_norm_elemt_kernel(const Tensor& out, const Tensor& x, const Tensor& m
   });
 }
 
+// dy where batch_norm_relu's forward output was positive (batch_norm_elemt_kernel's arithmetic,
+// in its order: without -mfma nothing is contracted, so the values are the forward's), else 0.
+template <class C>
+struct ReluMask {
+  ConstArrayMap<C> mu;
+  ArrayX<C> scale, shift;
+  C bound;
+
+  ReluMask(const Tensor& mean, const Tensor& invstd, const Tensor& weight, const Tensor& bias, ScalarType dt)
+      : mu(mean.data_ptr<C>(), mean.size(0)),
+        scale(ConstArrayMap<C>(invstd.data_ptr<C>(), mean.size(0)) *
+              load_channels<C>(weight, mean.size(0), 1)),
+        shift(load_channels<C>(bias, mean.size(0), 0)),
+        bound(static_cast<C>(relu_zero_bound(dt))) {}
+
+  // In ga's storage order, so that the sums that read it add in the unmasked path's order.
+  template <class G, class X>
+  typename G::PlainObject operator()(const G& ga, const X& xa) const {
+    return ((((xa.colwise() - mu).colwise() * scale).colwise() + shift) > bound).select(ga, C(0));
+  }
+};
+
 void batch_norm_backward_reduce_kernel(const Tensor& sum_dy, const Tensor& sum_dy_xmu, const Tensor& dw,
                                        const Tensor& db, const Tensor& dy, const Tensor& x,
-                                       const Tensor& mean, const Tensor& invstd) {
+                                       const Tensor& mean, const Tensor& invstd, const Tensor& weight,
+                                       const Tensor& bias, bool relu) {
   const int64_t Cn = mean.size(0);
   visit_float_compute(mean.dtype(), [&](auto tag) {
     using C = decltype(tag);
     ConstArrayMap<C> mu(mean.data_ptr<C>(), Cn);
+    const ReluMask<C> mask(mean, invstd, weight, bias, x.dtype());
     Eigen::ArrayXXd sums = channel_sums<2, C>(dy, x, [&](auto p, const auto& ga, const auto& xa) {
-      p.col(0) += ga.rowwise().sum().template cast<double>();
-      p.col(1) += (ga * (xa.colwise() - mu)).rowwise().sum().template cast<double>();
+      auto add = [&](const auto& g) {
+        p.col(0) += g.rowwise().sum().template cast<double>();
+        p.col(1) += (g * (xa.colwise() - mu)).rowwise().sum().template cast<double>();
+      };
+      if (relu)
+        add(mask(ga, xa));
+      else
+        add(ga);
     });
     ArrayX<C> sdy = sums.col(0).template cast<C>(), sdx = sums.col(1).template cast<C>();
     ArrayMap<C>(sum_dy.data_ptr<C>(), Cn) = sdy;
@@ -272,25 +302,35 @@ void batch_norm_backward_reduce_kernel(const Tensor& sum_dy, const Tensor& sum_d
 }
 
 void batch_norm_backward_elemt_kernel(const Tensor& dx, const Tensor& dy, const Tensor& x, const Tensor& mean,
-                                      const Tensor& invstd, const Tensor& weight, const Tensor& sum_dy,
-                                      const Tensor& sum_dy_xmu, double inv_count) {
+                                      const Tensor& invstd, const Tensor& weight, const Tensor& bias,
+                                      const Tensor& sum_dy, const Tensor& sum_dy_xmu, double inv_count,
+                                      bool relu) {
   const int64_t Cn = mean.size(0);
   visit_float_compute(mean.dtype(), [&](auto tag) {
     using C = decltype(tag);
     ConstArrayMap<C> mu(mean.data_ptr<C>(), Cn), is(invstd.data_ptr<C>(), Cn);
     const ArrayX<C> scale = is * load_channels<C>(weight, Cn, 1);
-    if (!sum_dy.defined()) {
-      for_each_channel_block<C>(
-          dy, {}, dx, [&](int64_t, const auto& ga, const auto&, auto& oa) { oa = ga.colwise() * scale; });
-      return;
-    }
-    // dx = (dy - mean(dy) - (x - mean) * proj) * scale, proj = invstd^2 * mean(dy * (x - mean)).
+    const ReluMask<C> mask(mean, invstd, weight, bias, x.dtype());
+    // dx = (dy - mean(dy) - (x - mean) * proj) * scale, proj = invstd^2 * mean(dy * (x - mean)),
+    // or dy * scale through constant statistics.
+    const bool stats = sum_dy.defined();
     const C k = static_cast<C>(inv_count);
-    const ArrayX<C> mean_dy = ConstArrayMap<C>(sum_dy.data_ptr<C>(), Cn) * k;
-    const ArrayX<C> proj = is.square() * ConstArrayMap<C>(sum_dy_xmu.data_ptr<C>(), Cn) * k;
-    for_each_channel_block<C>(dy, x, dx, [&](int64_t, const auto& ga, const auto& xa, auto& oa) {
-      oa = ((ga.colwise() - mean_dy) - (xa.colwise() - mu).colwise() * proj).colwise() * scale;
-    });
+    const ArrayX<C> mean_dy = stats ? ArrayX<C>(ConstArrayMap<C>(sum_dy.data_ptr<C>(), Cn) * k) : ArrayX<C>();
+    const ArrayX<C> proj =
+        stats ? ArrayX<C>(is.square() * ConstArrayMap<C>(sum_dy_xmu.data_ptr<C>(), Cn) * k) : ArrayX<C>();
+    for_each_channel_block<C>(
+        dy, stats || relu ? x : Tensor(), dx, [&](int64_t, const auto& ga, const auto& xa, auto& oa) {
+          auto write = [&](const auto& g) {
+            if (stats)
+              oa = ((g.colwise() - mean_dy) - (xa.colwise() - mu).colwise() * proj).colwise() * scale;
+            else
+              oa = g.colwise() * scale;
+          };
+          if (relu)
+            write(mask(ga, xa));
+          else
+            write(ga);
+        });
   });
 }
 

@@ -108,9 +108,11 @@ Tensor param_grad(bool needed, const Tensor& t, IntArrayRef dims, IntArrayRef si
 
 // batch_norm's gradients (x, weight, bias) from the fused kernels, each computed only when `want`
 // says so; first order only (nothing recorded). dw and db come in weight's and bias's dtypes.
+// With relu, gy is the gradient of relu(batch_norm(x)), which the kernels mask themselves.
 std::vector<Tensor> batch_norm_backward_fused(const Tensor& gy, const Tensor& x, const Tensor& mean,
-                                              const Tensor& invstd, const Tensor& w, ScalarType bias_dtype,
-                                              bool batch_stats, std::array<bool, 3> want) {
+                                              const Tensor& invstd, const Tensor& w, const Tensor& b,
+                                              ScalarType bias_dtype, bool batch_stats, bool relu,
+                                              std::array<bool, 3> want) {
   ChannelLayout lay(x);
   TensorOptions co = mean.options();
   Tensor dw = want[1] ? empty({lay.C}, w.options()) : Tensor();
@@ -122,28 +124,35 @@ std::vector<Tensor> batch_norm_backward_fused(const Tensor& gy, const Tensor& x,
     return {dx, dw, db};
   }
   Tensor xv = lay.view(x), gv = lay.view(gy.to(x.dtype()));
+  auto dense = [](const Tensor& t) { return t.defined() ? t.contiguous() : t; };
+  Tensor wc = dense(w), bc = relu ? dense(b) : Tensor();
   Tensor sum_dy, sum_dy_xmu;
   if (want[1] || want[2] || (want[0] && batch_stats)) {
     sum_dy = empty({lay.C}, co);
     sum_dy_xmu = empty({lay.C}, co);
-    batch_norm_backward_reduce_stub(x.device())(sum_dy, sum_dy_xmu, dw, db, gv, xv, mean, invstd);
+    batch_norm_backward_reduce_stub(x.device())(sum_dy, sum_dy_xmu, dw, db, gv, xv, mean, invstd, wc, bc,
+                                                relu);
   }
   if (want[0])
-    batch_norm_backward_elemt_stub(x.device())(
-        lay.view(dx), gv, xv, mean, invstd, w.defined() ? w.contiguous() : w, batch_stats ? sum_dy : Tensor(),
-        sum_dy_xmu, 1.0 / static_cast<double>(lay.A * lay.B));
+    batch_norm_backward_elemt_stub(x.device())(lay.view(dx), gv, xv, mean, invstd, wc, bc,
+                                               batch_stats ? sum_dy : Tensor(), sum_dy_xmu,
+                                               1.0 / static_cast<double>(lay.A * lay.B), relu);
   return {dx, dw, db};
 }
 
-// batch_norm's gradients (x, weight, bias) from gy, each only when `want` says so. In the
-// [A, C, B] view of x: y = xhat * w + b with statistics per channel (over dims 0 and 2); running
-// statistics are constants, making the op affine in x. First order (the usual backward): the
-// fused kernels; under create_graph, the formula records its own graph.
-std::vector<Tensor> batch_norm_grads(const Tensor& gy, const Tensor& x0, const Tensor& w, const Tensor& mean0,
-                                     const Tensor& invstd0, ScalarType bias_dtype, bool batch_stats,
-                                     double eps, std::array<bool, 3> want) {
-  if (!needs_grad({gy, x0, w}))
-    return batch_norm_backward_fused(gy, x0, mean0, invstd0, w, bias_dtype, batch_stats, want);
+// batch_norm's gradients (x, weight, bias) from gy, each only when `want` says so; with relu_out
+// (the output of relu(batch_norm(x))) defined, gy is that ReLU's. In the [A, C, B] view of x:
+// y = xhat * w + b with statistics per channel (over dims 0 and 2); running statistics are
+// constants, making the op affine in x. First order (the usual backward): the fused kernels;
+// under create_graph, the formula records its own graph.
+std::vector<Tensor> batch_norm_grads(const Tensor& gy0, const Tensor& x0, const Tensor& w, const Tensor& b,
+                                     const Tensor& mean0, const Tensor& invstd0, ScalarType bias_dtype,
+                                     bool batch_stats, double eps, const Tensor& relu_out,
+                                     std::array<bool, 3> want) {
+  if (!needs_grad({gy0, x0, w, b}))
+    return batch_norm_backward_fused(gy0, x0, mean0, invstd0, w, b, bias_dtype, batch_stats,
+                                     relu_out.defined(), want);
+  Tensor gy = relu_out.defined() ? threshold_backward(gy0, relu_out, 0) : gy0;
   int64_t A = x0.size(0), C = x0.size(1), B = numel_of(IntArrayRef(x0.sizes().data() + 2, x0.dim() - 2));
   Tensor x = x0.reshape({A, C, B}).to(mean0.dtype()), g = gy.reshape({A, C, B});
   Tensor mean = mean0.view({1, C, 1}), invstd = invstd0.view({1, C, 1});
@@ -158,24 +167,25 @@ std::vector<Tensor> batch_norm_grads(const Tensor& gy, const Tensor& x0, const T
 
 // Records the backward of batch_norm (op "batch_norm", inputs x, weight, bias) or of
 // batch_norm_relu (inputs x, residual, weight, bias): the gradient through the ReLU is the
-// incoming one where the saved output is positive, and it is also the residual's.
+// incoming one where the saved output is positive. With a residual that masked gradient is also
+// the residual's, so one pass makes it; without, batch_norm's kernels mask it as they read it.
 void record_batch_norm(const char* op, const Tensor& x, const Tensor& residual, bool relu,
                        const Tensor& weight, const Tensor& bias, const Tensor& out, const Tensor& mean,
                        const Tensor& invstd, bool batch_stats, double eps) {
   ScalarType bias_dtype = bias.defined() ? bias.dtype() : mean.dtype();
-  SavedTensor sx(x, false), sw(weight, false), smean(mean, false), sinvstd(invstd, false);
+  SavedTensor sx(x, false), sw(weight, false), sb(bias, false), smean(mean, false), sinvstd(invstd, false);
   SavedTensor sout = relu ? SavedTensor(out, true) : SavedTensor();
   const bool add = residual.defined();
   std::vector<Tensor> inputs{x, weight, bias};
   if (add) inputs.insert(inputs.begin() + 1, residual);
   record(op, inputs, {out},
-         [sx, sw, smean, sinvstd, sout, add, relu, bias_dtype, eps,
+         [sx, sw, sb, smean, sinvstd, sout, add, relu, bias_dtype, eps,
           batch_stats](const GradContext& g) -> std::vector<Tensor> {
-           Tensor gy = relu ? threshold_backward(g.grad(), g(sout), 0) : g.grad();
+           Tensor gy = add ? threshold_backward(g.grad(), g(sout), 0) : g.grad();
            const int k = add ? 1 : 0;
-           std::vector<Tensor> grads =
-               batch_norm_grads(gy, g(sx), g(sw), g(smean), g(sinvstd), bias_dtype, batch_stats, eps,
-                                {g.needs(0), g.needs(1 + k), g.needs(2 + k)});
+           std::vector<Tensor> grads = batch_norm_grads(
+               gy, g(sx), g(sw), g(sb), g(smean), g(sinvstd), bias_dtype, batch_stats, eps,
+               relu && !add ? g(sout) : Tensor(), {g.needs(0), g.needs(1 + k), g.needs(2 + k)});
            if (add) grads.insert(grads.begin() + 1, g.needs(1) ? gy : Tensor());
            return grads;
          });

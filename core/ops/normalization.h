@@ -103,17 +103,33 @@ using BatchNormStatsFn = void (*)(const Tensor& mean, const Tensor& invstd, cons
 using BatchNormElemtFn = void (*)(const Tensor& out, const Tensor& x, const Tensor& mean,
                                   const Tensor& invstd, const Tensor& weight, const Tensor& bias,
                                   const Tensor& residual, bool relu);
+// With `relu`, the backward of batch_norm_relu without a residual: dy counts only where the
+// forward's output was positive, a mask recomputed from x (the forward's arithmetic, in its
+// order) instead of a pass over the saved output. relu_zero_bound(x's dtype) is where that
+// output, rounded to x's dtype, stops being zero.
+inline double relu_zero_bound(ScalarType dt) {
+  switch (dt) {
+    case ScalarType::Float16:
+      return 0x1p-25;  // half of float16's smallest subnormal: a tie rounds to even, 0
+    case ScalarType::BFloat16:
+      return 0x1p-134;
+    default:
+      return 0;
+  }
+}
 // Per channel sum_dy = sum(dy) and sum_dy_xmu = sum(dy * (x - mean)) over A and B, and, when
 // defined, dw = sum_dy_xmu * invstd and db = sum_dy.
 using BatchNormBackwardReduceFn = void (*)(const Tensor& sum_dy, const Tensor& sum_dy_xmu, const Tensor& dw,
                                            const Tensor& db, const Tensor& dy, const Tensor& x,
-                                           const Tensor& mean, const Tensor& invstd);
+                                           const Tensor& mean, const Tensor& invstd, const Tensor& weight,
+                                           const Tensor& bias, bool relu);
 // dx = (dy - sum_dy * k - (x - mean) * invstd^2 * sum_dy_xmu * k) * invstd * weight with
 // k = inv_count: the gradient through batch statistics. With sum_dy undefined (statistics that
 // are constants, as in eval) dx = dy * invstd * weight.
 using BatchNormBackwardElemtFn = void (*)(const Tensor& dx, const Tensor& dy, const Tensor& x,
                                           const Tensor& mean, const Tensor& invstd, const Tensor& weight,
-                                          const Tensor& sum_dy, const Tensor& sum_dy_xmu, double inv_count);
+                                          const Tensor& bias, const Tensor& sum_dy, const Tensor& sum_dy_xmu,
+                                          double inv_count, bool relu);
 extern DispatchStub<LayerNormFn> layer_norm_stub;
 extern DispatchStub<LayerNormBackwardFn> layer_norm_backward_stub;
 extern DispatchStub<RowMomentsFn> row_moments_stub;

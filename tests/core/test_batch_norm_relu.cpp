@@ -1,5 +1,6 @@
 // batch_norm_relu against the ops it fuses, relu(batch_norm(x) + residual): output, running
 // statistics, gradients of every input, layouts, and the module method ResNet calls.
+#include "batch_norm_relu_mask.h"
 #include "ember/autograd/engine.h"
 #include "ember/core/ops/normalization.h"
 #include "ember/nn/normalization.h"
@@ -47,6 +48,10 @@ TEST(BatchNormRelu, MatchesTheOpsItFuses) {
         ASSERT_EQ(f.grads.size(), c.grads.size());
         for (size_t i = 0; i < f.grads.size(); ++i) EXPECT_TRUE(assert_close(f.grads[i], c.grads[i]));
       }
+}
+
+TEST(BatchNormRelu, TheBackwardsRecomputedMaskIsTheSavedOutputs) {
+  expect_recomputed_relu_mask_is_the_saved_one(Device(kCPU));
 }
 
 TEST(BatchNormRelu, NaNStaysNaN) {

@@ -4,6 +4,7 @@
 // misaligned data, batches large enough to split each channel over many blocks, and sync-free
 // running-stat updates in their own dtype; batch_norm_relu (with and without a residual) the same
 // way, and against the ops it fuses on the GPU.
+#include "batch_norm_relu_mask.h"
 #include "cuda_test_util.h"
 
 namespace ember::testing {
@@ -166,6 +167,10 @@ TEST_F(BatchNormCuda, FusedReluMatchesTheOpsItFusesOnTheGpu) {
   EXPECT_CLOSE(fused.dw, g[1].cpu(), Tolerance{tol.rtol, 1e-3});
   EXPECT_CLOSE(fused.db, g[2].cpu(), Tolerance{tol.rtol, 1e-3});
   EXPECT_CLOSE(fused.dr, g[3].cpu(), tol);
+}
+
+TEST_F(BatchNormCuda, TheBackwardsRecomputedReluMaskIsTheSavedOutputs) {
+  expect_recomputed_relu_mask_is_the_saved_one(Device(kCUDA));
 }
 
 TEST_F(BatchNormCuda, StatisticsWithALargeOffset) {
