@@ -12,7 +12,8 @@
 // for CUDA parameters; PyTorch's side passes fused=True), cuDNN benchmark mode on, data made on
 // the device once, DistributedDataParallel (default options) only when the world has more than
 // one rank (PyTorch's side likewise). Each step is timed to the device's completion; rank 0
-// prints {"case": "scaling resnet50 bf16 b128 world N", "ms": median, "samples_per_s": global}.
+// prints {"case": "scaling resnet50 bf16 b128 world N", "ms": median, "samples_per_s": global,
+// "peak_mib": the peak of allocated memory over the timed steps}.
 //
 // --cuda-graphs (world 1, CUDA): the step is captured into a CUDA graph after the warm-up and the
 // timed steps replay it (torch_scaling_bench.py --cuda-graphs: torch.cuda.graph). --profile: one
@@ -30,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include <ember/cuda/caching_allocator.h>
 #include <ember/cuda/conv_cudnn.h>
 #include <ember/cuda/graph.h>
 #include <ember/distributed/ddp.h>
@@ -185,6 +187,7 @@ int main(int argc, char** argv) {
       cuda::graph capture(graph);
       step();
     }
+    if (device.is_cuda()) cuda::reset_peak_memory_stats();
     std::vector<double> ms;
     for (int i = 0; i < a.iters; ++i) {
       auto t0 = std::chrono::steady_clock::now();
@@ -203,8 +206,10 @@ int main(int argc, char** argv) {
                           : a.channels_last ? " nhwc"
                                             : "") +
                          " world " + std::to_string(world) + (a.cuda_graphs ? " graph" : "");
-      std::printf("{\"case\": \"%s\", \"ms\": %.3f, \"samples_per_s\": %.1f}\n", name.c_str(), median,
-                  static_cast<double>(world * a.batch) / median * 1000);
+      // The peak of allocated memory over the timed steps (from the warm-up's end), in MiB.
+      const double peak = device.is_cuda() ? static_cast<double>(cuda::max_memory_allocated()) / (1 << 20) : -1;
+      std::printf("{\"case\": \"%s\", \"ms\": %.3f, \"samples_per_s\": %.1f, \"peak_mib\": %.0f}\n",
+                  name.c_str(), median, static_cast<double>(world * a.batch) / median * 1000, peak);
       std::fflush(stdout);
       if (a.profile) bench::profile_step(device, name, step);
     }

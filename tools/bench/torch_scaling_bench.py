@@ -168,11 +168,15 @@ def main():
     sync(dev)
     if world > 1:
         dist.barrier()
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
     ms = median_step_ms(timed, a.iters, dev)
+    peak = torch.cuda.max_memory_allocated(dev) / 2**20 if dev.type == "cuda" else -1
     if rank == 0:
         shape = f" s{a.seq}" if bert else " nhwc" if a.channels_last else ""
         name = f"scaling {a.model} {a.precision} b{a.batch}{shape} world {world}{' graph' if a.cuda_graphs else ''}"
-        print(json.dumps(dict(case=name, ms=round(ms, 3), samples_per_s=round(world * a.batch / ms * 1000, 1))),
+        print(json.dumps(dict(case=name, ms=round(ms, 3), samples_per_s=round(world * a.batch / ms * 1000, 1),
+                         peak_mib=round(peak))),
               flush=True)
     if world > 1:
         dist.destroy_process_group()
