@@ -6,6 +6,7 @@
 #include <functional>
 #include <initializer_list>
 
+#include "ember/autograd/engine.h"
 #include "ember/core/ops/pooling.h"
 #include "test_util.h"
 
@@ -70,6 +71,28 @@ void for_each_pool_input(std::initializer_list<DimVector> shapes, F&& f) {
         f(c, x);
       }
     }
+}
+
+// Max pools whose windows overlap, as max pooling's backward kernel sees them, on inputs with
+// ties (a few levels, half clipped to 0, as after a ReLU): the first maximum in window order wins.
+inline const std::pair<const char*, Pool> kOverlappingMaxPools[] = {
+    {"3, 2, 1 (ResNet's)", [](const Tensor& x) { return max_pool2d(x, 3, 2, 1); }},
+    {"2, 1", [](const Tensor& x) { return max_pool2d(x, 2, 1); }},
+    {"dilated ceil_mode",
+     [](const Tensor& x) {
+       return max_pool2d(x, {2, 3}, {2, 1}, {1, 0}, 2, true);
+     }},
+};
+
+inline Tensor tied_input(IntArrayRef shape, ScalarType dt) { return relu(randint(-3, 4, shape)).to(dt); }
+
+// fn's gradient at x for gy: from max pooling's backward kernel (first order), and from the
+// scatter_add formula that create_graph records.
+inline std::pair<Tensor, Tensor> max_pool_grads_both_ways(const Pool& fn, const Tensor& x, const Tensor& gy) {
+  Tensor a = x.detach().requires_grad_(), b = x.detach().requires_grad_();
+  Tensor kernel = autograd::grad({fn(a)}, {a}, {gy})[0];
+  Tensor formula = autograd::grad({fn(b)}, {b}, {gy.detach().requires_grad_()}, true)[0];
+  return {kernel, formula.detach()};
 }
 
 }  // namespace ember::testing

@@ -102,6 +102,39 @@ void max_pool_typed(const Tensor& out, const Tensor& indices, const Tensor& inpu
   });
 }
 
+// Each input element's gradient: the sum over the windows (in order) whose maximum it is.
+template <class T, bool kChannelsLast>
+void max_pool_backward_typed(const Tensor& grad_in, const Tensor& grad_out, const Tensor& indices,
+                             const Pool2dParams& p) {
+  using A = Acc<T>;
+  const Planes<kChannelsLast> g(grad_out, grad_in);
+  const int64_t h = g.h, w = g.w, v = g.v();
+  const T* go = grad_out.data_ptr<T>();
+  const int64_t* idx = indices.data_ptr<int64_t>();
+  T* gi = grad_in.data_ptr<T>();
+  const int64_t cost = std::max<int64_t>(1, w * v * p.kernel[0] * p.kernel[1]);
+  parallel_for(0, g.planes * h, std::max<int64_t>(1, 32768 / cost), [&](int64_t b, int64_t e) {
+    for (int64_t row = b; row < e; ++row) {
+      const int64_t plane = row / h, ih = row % h;
+      const WindowRange rh =
+          windows_containing(ih, p.kernel[0], p.stride[0], p.padding[0], p.dilation[0], g.ho);
+      for (int64_t iw = 0; iw < w; ++iw) {
+        const WindowRange rw =
+            windows_containing(iw, p.kernel[1], p.stride[1], p.padding[1], p.dilation[1], g.wo);
+        for (int64_t c = 0; c < v; ++c) {
+          A sum = 0;
+          for (int64_t oh = rh.begin; oh < rh.end; ++oh)
+            for (int64_t ow = rw.begin; ow < rw.end; ++ow) {
+              const int64_t o = ((plane * g.ho + oh) * g.wo + ow) * v + c;
+              if (idx[o] == ih * w + iw) sum += static_cast<A>(go[o]);
+            }
+          gi[((plane * h + ih) * w + iw) * v + c] = static_cast<T>(sum);
+        }
+      }
+    }
+  });
+}
+
 template <class T, bool kChannelsLast>
 void avg_pool_typed(const Tensor& out, const Tensor& input, const Pool2dParams& p) {
   using A = Acc<T>;
@@ -201,6 +234,16 @@ void visit_float(const char* op, ScalarType t, const F& f) {
   }
 }
 
+void max_pool_backward_kernel(const Tensor& grad_in, const Tensor& grad_out, const Tensor& indices,
+                              const Pool2dParams& p) {
+  visit_float("max_pool2d_backward", grad_in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    visit_layout(p.memory_format, [&](auto cl) {
+      max_pool_backward_typed<T, decltype(cl)::value>(grad_in, grad_out, indices, p);
+    });
+  });
+}
+
 void avg_pool_kernel(const Tensor& out, const Tensor& input, const Pool2dParams& p) {
   visit_float("avg_pool2d", out.dtype(), [&](auto tag) {
     visit_layout(p.memory_format,
@@ -216,6 +259,8 @@ void adaptive_avg_pool_kernel(const Tensor& out, const Tensor& input, MemoryForm
 }
 
 KernelRegistrar<MaxPool2dFn> reg_max(max_pool2d_stub, kCPU, &max_pool_kernel);
+KernelRegistrar<MaxPool2dBackwardFn> reg_max_backward(max_pool2d_backward_stub, kCPU,
+                                                      &max_pool_backward_kernel);
 KernelRegistrar<AvgPool2dFn> reg_avg(avg_pool2d_stub, kCPU, &avg_pool_kernel);
 KernelRegistrar<AdaptiveAvgPool2dFn> reg_adaptive(adaptive_avg_pool2d_stub, kCPU, &adaptive_avg_pool_kernel);
 

@@ -1,6 +1,7 @@
 // Frontends of 2D pooling: PyTorch's argument checks and output-size rules, then the kernels
 // (an unbatched input gets a batch of one; a channels-last input is pooled as NHWC), and their
-// backward, written with ember ops: max_pool2d scatters into the argmax (scatter_add),
+// backward: max_pool2d's through its own kernels (a gather from the windows holding each
+// element), or under create_graph written with ember ops (scatter_add into the argmax);
 // avg_pool2d spreads over the window (a transposed convolution by ones), adaptive_avg_pool2d
 // multiplies by averaging matrices.
 #include "ember/core/ops/pooling.h"
@@ -20,6 +21,7 @@
 namespace ember {
 
 constinit DispatchStub<MaxPool2dFn> max_pool2d_stub("max_pool2d");
+constinit DispatchStub<MaxPool2dBackwardFn> max_pool2d_backward_stub("max_pool2d_backward");
 constinit DispatchStub<AvgPool2dFn> avg_pool2d_stub("avg_pool2d");
 constinit DispatchStub<AdaptiveAvgPool2dFn> adaptive_avg_pool2d_stub("adaptive_avg_pool2d");
 
@@ -104,11 +106,12 @@ void check_float(const char* op, const Tensor& input) {
               input.dtype());
 }
 
-// max_pool2d's gradient: each output's gradient added at its window's argmax (a flat index into
-// the input's plane); a window that missed the input (index -1) sends none. It scatters along
-// H * W of [..., C, H * W] views, or for channels-last of [N, H * W, C] views (NHWC memory as it
-// is), which gives an NHWC gradient.
-Tensor max_pool_backward(const Tensor& gy, const Tensor& indices, IntArrayRef in_sizes, bool channels_last) {
+// max_pool2d's gradient, recorded for create_graph: each output's gradient added at its
+// window's argmax (a flat index into the input's plane); a window that missed the input (index
+// -1) sends none. It scatters along H * W of [..., C, H * W] views, or for channels-last of
+// [N, H * W, C] views (NHWC memory as it is), which gives an NHWC gradient.
+Tensor max_pool_backward_graph(const Tensor& gy, const Tensor& indices, IntArrayRef in_sizes,
+                               bool channels_last) {
   const int64_t h = in_sizes[in_sizes.size() - 2], w = in_sizes.back();
   const int64_t dim = channels_last ? 1 : -1;
   auto spatial = [&](const Tensor& t) {
@@ -121,6 +124,22 @@ Tensor max_pool_backward(const Tensor& gy, const Tensor& indices, IntArrayRef in
   Tensor gi = scatter_add(zeros(sizes, gy.options()), dim, index.clamp(0), src);
   if (!channels_last) return gi.view(in_sizes);
   return gi.view({in_sizes[0], h, w, in_sizes[1]}).permute({0, 3, 1, 2});
+}
+
+// max_pool2d's gradient from the backward kernel (first order), in the input's layout.
+Tensor max_pool_backward(const Tensor& gy, const Tensor& indices, IntArrayRef in_sizes,
+                         const Pool2dParams& p) {
+  const bool channels_last = p.memory_format == MemoryFormat::ChannelsLast;
+  if (needs_grad({gy})) return max_pool_backward_graph(gy, indices, in_sizes, channels_last);
+  const bool unbatched = in_sizes.size() == 3;
+  auto batch = [&](const Tensor& t) { return unbatched ? t.unsqueeze(0) : t; };
+  DimVector sizes;
+  if (unbatched) sizes.push_back(1);
+  for (int64_t s : in_sizes) sizes.push_back(s);
+  Tensor gi = empty(sizes, gy.options().memory_format(p.memory_format));
+  if (gi.numel() > 0)
+    max_pool2d_backward_stub(gy.device())(gi, batch(gy).contiguous(p.memory_format), batch(indices), p);
+  return unbatched ? gi.squeeze(0) : gi;
 }
 
 // avg_pool2d's gradient: each output's gradient over its window's divisor, spread over the
@@ -190,6 +209,7 @@ std::tuple<Tensor, Tensor> max_pool(const char* op, bool return_indices, const T
   EMBER_CHECK(input.dtype() != kBool, op, ": not supported for bool tensors");
   const bool grad = needs_grad({input});
   Tensor out, indices;
+  Pool2dParams p;
   {
     NoGradGuard no_grad;  // the batched, dense input is internal
     Pooled r = prepare(op, input, kernel_size, stride, padding, dilation, ceil_mode);
@@ -197,14 +217,13 @@ std::tuple<Tensor, Tensor> max_pool(const char* op, bool return_indices, const T
       indices =
           empty(r.out.sizes(), TensorOptions(kInt64).device(input.device()).memory_format(r.p.memory_format));
     if (r.out.numel() > 0) max_pool2d_stub(input.device())(r.out, indices, r.x, r.p);
-    out = unbatch(r.out, input);
+    out = unbatch(r.out, input), p = r.p;
     if (indices.defined()) indices = unbatch(indices, input);
   }
   if (grad)
     record(op, {input}, {out},
-           [si = SavedTensor(indices, true), sizes = DimVector(input.sizes()),
-            channels_last = pool_format(input) == MemoryFormat::ChannelsLast](const GradContext& g)
-               -> std::vector<Tensor> { return {max_pool_backward(g.grad(), g(si), sizes, channels_last)}; });
+           [si = SavedTensor(indices, true), sizes = DimVector(input.sizes()), p](const GradContext& g)
+               -> std::vector<Tensor> { return {max_pool_backward(g.grad(), g(si), sizes, p)}; });
   return {out, indices};
 }
 

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "ember/core/dispatch.h"
+#include "ember/core/macros.h"
 #include "ember/core/tensor.h"
 
 namespace ember {
@@ -31,6 +32,17 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
 // Output cell i of n over an input of size s averages [floor(i*s/n), ceil((i+1)*s/n)).
 Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size);
 
+// The windows [begin, end) of `out` along one dim whose span, from o * stride - padding over
+// (kernel - 1) * dilation + 1 inputs, holds input i: where a max pool's backward looks.
+struct WindowRange {
+  int64_t begin, end;
+};
+EMBER_HOST_DEVICE inline WindowRange windows_containing(int64_t i, int64_t kernel, int64_t stride,
+                                                        int64_t padding, int64_t dilation, int64_t out) {
+  const int64_t span = (kernel - 1) * dilation + 1, end = (i + padding) / stride + 1;
+  return {i + padding < span ? 0 : (i + padding - span) / stride + 1, end < out ? end : out};
+}
+
 struct Pool2dParams {
   int64_t kernel[2], stride[2], padding[2], dilation[2];
   bool count_include_pad;
@@ -42,9 +54,15 @@ struct Pool2dParams {
 // out) may be undefined when not wanted. The adaptive kernel reads only out's shape.
 using MaxPool2dFn = void (*)(const Tensor& out, const Tensor& indices, const Tensor& input,
                              const Pool2dParams& p);
+// max_pool2d's gradient: grad_input [N, C, H, W] (dense in p.memory_format, as grad_output and
+// indices) gets at each element the sum of grad_output over the windows whose maximum it is
+// (indices as max_pool2d's), added in window order: deterministic, no atomics.
+using MaxPool2dBackwardFn = void (*)(const Tensor& grad_input, const Tensor& grad_output,
+                                     const Tensor& indices, const Pool2dParams& p);
 using AvgPool2dFn = void (*)(const Tensor& out, const Tensor& input, const Pool2dParams& p);
 using AdaptiveAvgPool2dFn = void (*)(const Tensor& out, const Tensor& input, MemoryFormat memory_format);
 extern DispatchStub<MaxPool2dFn> max_pool2d_stub;
+extern DispatchStub<MaxPool2dBackwardFn> max_pool2d_backward_stub;
 extern DispatchStub<AvgPool2dFn> avg_pool2d_stub;
 extern DispatchStub<AdaptiveAvgPool2dFn> adaptive_avg_pool2d_stub;
 

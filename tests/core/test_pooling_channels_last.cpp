@@ -120,6 +120,20 @@ TEST(PoolChannelsLast, GradcheckOnChannelsLastInput) {
   }
 }
 
+TEST(PoolChannelsLast, MaxPoolBackwardKernelIsTheScatterFormula) {
+  for (const auto& [name, fn] : kOverlappingMaxPools)
+    for (ScalarType dt : {kFloat64, kFloat32, kBFloat16})
+      for (bool cl : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << name << " " << dt << " channels-last " << cl);
+        Tensor x = tied_input({2, 5, 9, 8}, dt);
+        if (cl) x = nhwc(x);
+        Tensor gy = random_tensor(fn(x).sizes(), dt);
+        auto [kernel, formula] = max_pool_grads_both_ways(fn, x, gy);
+        EXPECT_EQ(kernel.is_contiguous(), !cl);
+        EXPECT_CLOSE(kernel, formula);
+      }
+}
+
 TEST(PoolChannelsLast, GradInputIsChannelsLast) {
   // xl = x.contiguous(memory_format=torch.channels_last).requires_grad_(); for each pool,
   // torch.autograd.grad(pool(xl), xl, gy) has strides (90, 1, 18, 3) for an NHWC or an NCHW gy.

@@ -55,6 +55,25 @@ TEST_F(PoolChannelsLastCuda, BackwardMatchesCpuWithChannelsLastGradients) {
   }
 }
 
+// The backward kernel gathers in the CPU kernel's order (bit for bit) and agrees with the
+// scatter formula; 64 channels take 16-byte vectors, 37 one channel at a time.
+TEST_F(PoolChannelsLastCuda, MaxPoolBackwardKernelMatchesCpuAndTheScatterFormula) {
+  for (const auto& [name, fn] : kOverlappingMaxPools)
+    for (ScalarType dt : {kFloat32, kBFloat16})
+      for (DimVector shape : {DimVector{2, 64, 14, 14}, DimVector{3, 37, 9, 8}})
+        for (bool cl : {false, true}) {
+          SCOPED_TRACE(::testing::Message()
+                       << name << " " << dt << " " << IntArrayRef(shape) << " cl " << cl);
+          Tensor x = tied_input(shape, dt);
+          if (cl) x = x.contiguous(kCL);
+          Tensor gy = random_tensor(fn(x).sizes(), dt);
+          auto [kernel, formula] = max_pool_grads_both_ways(fn, x.cuda(), gy.cuda());
+          EXPECT_EQ(is_nhwc(kernel), cl);
+          EXPECT_TRUE(assert_close(kernel.cpu(), max_pool_grads_both_ways(fn, x, gy).first, Tolerance{0, 0}));
+          EXPECT_TRUE(assert_close(kernel.cpu(), formula.cpu(), cuda_tolerance(dt)));
+        }
+}
+
 TEST_F(PoolChannelsLastCuda, TransposedInputTakesTheContiguousPath) {
   Tensor x = random_tensor({2, 5, 6, 7}, kFloat32);
   Tensor t = x.cuda().transpose(2, 3);
