@@ -47,7 +47,7 @@ __device__ __forceinline__ bool is_nan(A v) {
 
 // Thread e: vector e of out's [P, Ho, Wo, V] (total vectors).
 template <class I, class T, int VEC>
-__global__ void max_pool_kernel(T* out, int64_t* indices, const T* in, I h, I w, I ho, I wo, I v,
+__global__ void max_pool_kernel(T* out, PoolIndices indices, const T* in, I h, I w, I ho, I wo, I v,
                                 Pool2dParams p, I total) {
   using A = Acc<T>;
   using V = Vec<T, VEC>;
@@ -79,17 +79,17 @@ __global__ void max_pool_kernel(T* out, int64_t* indices, const T* in, I h, I w,
 #pragma unroll
     for (int j = 0; j < VEC; ++j) o.v[j] = from_acc<T>(best[j]);
     reinterpret_cast<V*>(out)[e] = o;
-    if (indices)
+    if (indices.data)
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) indices[static_cast<int64_t>(e) * VEC + j] = arg[j];
+      for (int j = 0; j < VEC; ++j) indices.set(static_cast<int64_t>(e) * VEC + j, arg[j]);
   }
 }
 
 // Thread e: vector e of grad_input's [P, H, W, V], the sum of the gradients of the windows
 // (in order) whose maximum it is.
 template <class I, class T, int VEC>
-__global__ void max_pool_backward_kernel(T* grad_in, const T* grad_out, const int64_t* indices, I h, I w,
-                                         I ho, I wo, I v, Pool2dParams p, I total) {
+__global__ void max_pool_backward_kernel(T* grad_in, const T* grad_out, PoolIndices indices, I h, I w, I ho,
+                                         I wo, I v, Pool2dParams p, I total) {
   using A = Acc<T>;
   using V = Vec<T, VEC>;
   for (I e = blockIdx.x * blockDim.x + threadIdx.x; e < total; e += gridDim.x * blockDim.x) {
@@ -107,7 +107,7 @@ __global__ void max_pool_backward_kernel(T* grad_in, const T* grad_out, const in
         const V g = *reinterpret_cast<const V*>(grad_out + o);
 #pragma unroll
         for (int j = 0; j < VEC; ++j)
-          if (indices[o + j] == self) sum[j] += to_acc(g.v[j]);
+          if (indices.get(o + j) == self) sum[j] += to_acc(g.v[j]);
       }
     V r;
 #pragma unroll
@@ -200,7 +200,7 @@ void max_pool_cuda(const Tensor& out, const Tensor& indices, const Tensor& input
     using T = decltype(tag);
     T* po = static_cast<T*>(out.data_ptr());
     const T* pi = static_cast<const T*>(input.data_ptr());
-    int64_t* pidx = indices.defined() ? static_cast<int64_t*>(indices.data_ptr()) : nullptr;
+    const PoolIndices pidx = PoolIndices::of(indices);
     launch_vectorized<T>(out, p.memory_format, {po, pi}, [&](auto index, auto vec, int64_t total) {
       using I = decltype(index);
       constexpr int VEC = decltype(vec)::value;
@@ -223,7 +223,7 @@ void max_pool_backward_cuda(const Tensor& grad_in, const Tensor& grad_out, const
       using I = decltype(index);
       constexpr int VEC = decltype(vec)::value;
       max_pool_backward_kernel<I, T, VEC><<<grid_for(total, kThreads), kThreads, 0, stream>>>(
-          pgi, pgo, static_cast<const int64_t*>(indices.data_ptr()), static_cast<I>(grad_in.size(2)),
+          pgi, pgo, PoolIndices::of(indices), static_cast<I>(grad_in.size(2)),
           static_cast<I>(grad_in.size(3)), static_cast<I>(grad_out.size(2)), static_cast<I>(grad_out.size(3)),
           static_cast<I>(channels(grad_in, p.memory_format)), p, static_cast<I>(total));
     });

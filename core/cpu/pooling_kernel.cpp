@@ -64,7 +64,7 @@ void max_pool_typed(const Tensor& out, const Tensor& indices, const Tensor& inpu
   const int64_t h = g.h, w = g.w, v = g.v();
   const T* in = input.data_ptr<T>();
   T* po = out.data_ptr<T>();
-  int64_t* pi = indices.defined() ? indices.data_ptr<int64_t>() : nullptr;
+  const PoolIndices pi = PoolIndices::of(indices);
   g.for_each_row(p.kernel[0] * p.kernel[1], [&](int64_t plane, int64_t oh) {
     const T* x = in + plane * h * w * v;
     for (int64_t ow = 0; ow < g.wo; ++ow) {
@@ -95,7 +95,7 @@ void max_pool_typed(const Tensor& out, const Tensor& indices, const Tensor& inpu
         }
         for (int64_t c = 0; c < n; ++c) {
           po[o + c0 + c] = static_cast<T>(best[c]);
-          if (pi) pi[o + c0 + c] = arg[c];
+          if (pi.data) pi.set(o + c0 + c, arg[c]);
         }
       });
     }
@@ -110,7 +110,7 @@ void max_pool_backward_typed(const Tensor& grad_in, const Tensor& grad_out, cons
   const Planes<kChannelsLast> g(grad_out, grad_in);
   const int64_t h = g.h, w = g.w, v = g.v();
   const T* go = grad_out.data_ptr<T>();
-  const int64_t* idx = indices.data_ptr<int64_t>();
+  const PoolIndices idx = PoolIndices::of(indices);
   T* gi = grad_in.data_ptr<T>();
   const int64_t cost = std::max<int64_t>(1, w * v * p.kernel[0] * p.kernel[1]);
   parallel_for(0, g.planes * h, std::max<int64_t>(1, 32768 / cost), [&](int64_t b, int64_t e) {
@@ -126,7 +126,7 @@ void max_pool_backward_typed(const Tensor& grad_in, const Tensor& grad_out, cons
           for (int64_t oh = rh.begin; oh < rh.end; ++oh)
             for (int64_t ow = rw.begin; ow < rw.end; ++ow) {
               const int64_t o = ((plane * g.ho + oh) * g.wo + ow) * v + c;
-              if (idx[o] == ih * w + iw) sum += static_cast<A>(go[o]);
+              if (idx.get(o) == ih * w + iw) sum += static_cast<A>(go[o]);
             }
           gi[((plane * h + ih) * w + iw) * v + c] = static_cast<T>(sum);
         }

@@ -117,7 +117,7 @@ Tensor max_pool_backward_graph(const Tensor& gy, const Tensor& indices, IntArray
   auto spatial = [&](const Tensor& t) {
     return channels_last ? t.permute({0, 2, 3, 1}).flatten(1, 2) : t.flatten(-2);
   };
-  Tensor index = spatial(indices);
+  Tensor index = spatial(indices.to(kInt64));
   Tensor src = where(index >= 0, spatial(gy), 0);
   DimVector sizes(index.sizes());
   sizes[channels_last ? 1 : sizes.size() - 1] = h * w;
@@ -213,9 +213,12 @@ std::tuple<Tensor, Tensor> max_pool(const char* op, bool return_indices, const T
   {
     NoGradGuard no_grad;  // the batched, dense input is internal
     Pooled r = prepare(op, input, kernel_size, stride, padding, dilation, ceil_mode);
+    // Kept for the backward only, int32 (indices within a plane) where a plane's size fits.
+    const bool narrow = !return_indices && r.x.size(2) * r.x.size(3) <= INT32_MAX;
     if (return_indices || grad)
-      indices =
-          empty(r.out.sizes(), TensorOptions(kInt64).device(input.device()).memory_format(r.p.memory_format));
+      indices = empty(
+          r.out.sizes(),
+          TensorOptions(narrow ? kInt32 : kInt64).device(input.device()).memory_format(r.p.memory_format));
     if (r.out.numel() > 0) max_pool2d_stub(input.device())(r.out, indices, r.x, r.p);
     out = unbatch(r.out, input), p = r.p;
     if (indices.defined()) indices = unbatch(indices, input);

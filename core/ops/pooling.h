@@ -43,6 +43,26 @@ EMBER_HOST_DEVICE inline WindowRange windows_containing(int64_t i, int64_t kerne
   return {i + padding < span ? 0 : (i + padding - span) / stride + 1, end < out ? end : out};
 }
 
+// A max pool's indices: int64, as max_pool2d_with_indices returns them, or int32, as max_pool2d
+// keeps them for its backward (half the memory). Undefined tensors give null data.
+struct PoolIndices {
+  void* data;
+  bool wide;
+
+  static PoolIndices of(const Tensor& t) {
+    return {t.defined() ? t.data_ptr() : nullptr, !t.defined() || t.dtype() == ScalarType::Int64};
+  }
+  EMBER_HOST_DEVICE int64_t get(int64_t i) const {
+    return wide ? static_cast<const int64_t*>(data)[i] : static_cast<const int32_t*>(data)[i];
+  }
+  EMBER_HOST_DEVICE void set(int64_t i, int64_t v) const {
+    if (wide)
+      static_cast<int64_t*>(data)[i] = v;
+    else
+      static_cast<int32_t*>(data)[i] = static_cast<int32_t>(v);
+  }
+};
+
 struct Pool2dParams {
   int64_t kernel[2], stride[2], padding[2], dilation[2];
   bool count_include_pad;
@@ -50,8 +70,8 @@ struct Pool2dParams {
   MemoryFormat memory_format;  // of input, out and indices: Contiguous or ChannelsLast
 };
 // out [N, C, Ho, Wo] and input [N, C, H, W], both dense in the memory format given (a
-// channels-last input, as PyTorch, is read as NHWC and gives NHWC results); indices (int64, like
-// out) may be undefined when not wanted. The adaptive kernel reads only out's shape.
+// channels-last input, as PyTorch, is read as NHWC and gives NHWC results); indices (int64 or
+// int32, like out) may be undefined when not wanted. The adaptive kernel reads only out's shape.
 using MaxPool2dFn = void (*)(const Tensor& out, const Tensor& indices, const Tensor& input,
                              const Pool2dParams& p);
 // max_pool2d's gradient: grad_input [N, C, H, W] (dense in p.memory_format, as grad_output and
