@@ -2,12 +2,10 @@
 // a thread a chunk of 8 elements of it per register slot: x and residual in 16-byte loads where
 // the rows allow, the keep mask from the Philox blocks of those elements (native_dropout's draw),
 // the sum in registers, its mean and variance reduced over the team, the normalized row stored
-// from there. Rows of up to 1024 elements (BERT's 768) take one warp each, up to 4 slots, so
-// that a row needs no block barrier and a block has 12 rows in flight (teams of 3 warps had 4,
-// latency-bound at a third of the bandwidth); longer rows take teams of several warps. A block
-// holds several teams when rows are short (about 384 threads). The backward draws the mask again, and each
-// thread adds its columns' terms of dw and db over its rows in registers; the block's teams add theirs in
-// shared memory, in a fixed order, and layer_norm's column-sum kernel adds up the blocks.
+// from there. A block holds several teams when rows are short (about 384 threads), so that enough
+// rows are in flight. The backward draws the mask again, and each thread adds its columns' terms
+// of dw and db over its rows in registers; the block's teams add theirs in shared memory, in a
+// fixed order, and layer_norm's column-sum kernel adds up the blocks.
 #include "ember/core/factories.h"
 #include "ember/core/ops/dropout_add_layer_norm.h"
 #include "ember/core/ops/dropout_functors.h"
@@ -20,11 +18,6 @@ namespace {
 constexpr int kChunk = 8;  // elements per thread and register slot: one byte of keep flags
 static_assert(kChunk % ops::kDropoutMaskBlock == 0);
 constexpr int kMaxTeam = 512, kBlockThreads = 384;
-constexpr int kMaxWarpSlots = 4;  // a row of up to kMaxWarpSlots * kWarpSize chunks takes one warp
-
-// A kernel's thread bound: kernels with more slots than a team of several warps ever takes run
-// one warp per row in blocks of kBlockThreads, with the registers that leaves.
-constexpr int thread_bound(int slots) { return slots > 2 ? kBlockThreads : kMaxTeam; }
 constexpr int kMaxTeamColumns = kBlockThreads / 2 * kChunk;  // of a team that shares its block
 
 // The parameters every kernel reads, the row layout and the mask's draw.
@@ -140,7 +133,7 @@ struct ScalarSum {
 };
 
 template <class T, class R, class P, int kSlots>
-__global__ void __launch_bounds__(thread_bound(kSlots))
+__global__ void __launch_bounds__(kMaxTeam)
     forward_kernel(T* out, Acc<T>* mean, Acc<T>* rstd, const T* x, const R* res, const P* w, const P* b,
                    Rows<Acc<T>> r, double eps) {
   using A = Acc<T>;
@@ -200,7 +193,7 @@ __global__ void __launch_bounds__(thread_bound(kSlots))
 }
 
 template <class T, class R, class P, int kSlots>
-__global__ void __launch_bounds__(thread_bound(kSlots))
+__global__ void __launch_bounds__(kMaxTeam)
     backward_kernel(T* dx, R* dres, Acc<T>* partial, const T* gy, const T* x, const R* res,
                     const Acc<T>* mean, const Acc<T>* rstd, const P* w, Rows<Acc<T>> r) {
   using A = Acc<T>;
@@ -297,8 +290,6 @@ struct Shape {
 
 Shape shape_for(int64_t N) {
   const int64_t chunks = ceil_div<int64_t>(N, kChunk);
-  if (chunks <= kMaxWarpSlots * kWarpSize)
-    return {static_cast<int>(ceil_div<int64_t>(chunks, kWarpSize)), kWarpSize, kBlockThreads / kWarpSize};
   const int slots = chunks <= kMaxTeam ? 1 : 2;
   const int team =
       static_cast<int>(ceil_div<int64_t>(ceil_div<int64_t>(chunks, slots), kWarpSize) * kWarpSize);
@@ -333,17 +324,10 @@ void visit_types(const char* op, const Tensor& x, const Tensor& residual, Scalar
 
 template <class K>
 void with_slots(int slots, K&& k) {
-  switch (slots) {
-    case 1:
-      return k(std::integral_constant<int, 1>{});
-    case 2:
-      return k(std::integral_constant<int, 2>{});
-    case 3:
-      return k(std::integral_constant<int, 3>{});
-    default:
-      static_assert(kMaxWarpSlots == 4);
-      return k(std::integral_constant<int, 4>{});
-  }
+  if (slots == 1)
+    k(std::integral_constant<int, 1>{});
+  else
+    k(std::integral_constant<int, 2>{});
 }
 
 template <class P>
