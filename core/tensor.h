@@ -181,6 +181,10 @@ class Tensor {
   Tensor neg() const;
   Tensor abs() const;
   Tensor sign() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;
+  Tensor trunc() const;
   Tensor exp() const;
   Tensor log() const;
   Tensor log1p() const;

@@ -44,6 +44,12 @@ Tensor logical_not(const Tensor& a);
 Tensor neg(const Tensor& x);
 Tensor abs(const Tensor& x);
 Tensor sign(const Tensor& x);
+// Rounding to whole numbers in the input's dtype (integers unchanged); round takes halves to even,
+// as torch.round. Their gradient is zero.
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor round(const Tensor& x);
+Tensor trunc(const Tensor& x);
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
 Tensor log1p(const Tensor& x);

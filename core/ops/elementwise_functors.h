@@ -21,6 +21,10 @@ enum class UnaryOp : uint8_t {
   Relu,
   Square,
   Clamp,
+  Floor,
+  Ceil,
+  Round,  // half to even, as torch.round
+  Trunc,
   // Floating point: integer inputs give float32 results.
   Exp,
   Log,
@@ -116,6 +120,35 @@ struct Clamp {
   EMBER_HOST_DEVICE T operator()(T x) const {
     T y = x < lo ? lo : x;  // min(max(x, lo), hi): hi wins when lo > hi, NaN passes
     return y > hi ? hi : y;
+  }
+};
+// Rounding to a whole number: integers are whole already.
+template <class T>
+struct Floor {
+  EMBER_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return std::floor(x);
+    return x;
+  }
+};
+template <class T>
+struct Ceil {
+  EMBER_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return std::ceil(x);
+    return x;
+  }
+};
+template <class T>
+struct Round {
+  EMBER_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return std::nearbyint(x);  // the default mode: to even
+    return x;
+  }
+};
+template <class T>
+struct Trunc {
+  EMBER_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return std::trunc(x);
+    return x;
   }
 };
 template <class T>
@@ -316,6 +349,14 @@ void visit_unary(UnaryOp op, const ElementwiseParams& p, F&& f) {
       return f(Square<T>{});
     case UnaryOp::Clamp:
       return f(Clamp<T>{clamp_bound<T>(p.a, false), clamp_bound<T>(p.b, true)});
+    case UnaryOp::Floor:
+      return f(Floor<T>{});
+    case UnaryOp::Ceil:
+      return f(Ceil<T>{});
+    case UnaryOp::Round:
+      return f(Round<T>{});
+    case UnaryOp::Trunc:
+      return f(Trunc<T>{});
     default:
       break;
   }

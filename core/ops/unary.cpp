@@ -23,7 +23,8 @@ const OpRegistrar registrar({
     {"log1p", F32, true},      {"expm1", F32, true},  {"sqrt", NONE, true},    {"rsqrt", F32, true},
     {"sin", NONE, true},       {"cos", NONE, true},   {"tanh", NONE, true},    {"sigmoid", NONE, true},
     {"gelu", NONE, true},      {"silu", NONE, true},  {"softplus", F32, true}, {"leaky_relu", NONE, true},
-    {"reciprocal", F32, true}, {"erf", NONE, true},
+    {"reciprocal", F32, true}, {"erf", NONE, true},   {"floor", NONE, true},   {"ceil", NONE, true},
+    {"round", NONE, true},     {"trunc", NONE, true},
 });
 
 ScalarType result_dtype(const char* name, UnaryOp op, ScalarType in) {
@@ -81,6 +82,10 @@ ops::ElementwiseParams clamp_params(const char* name, const std::optional<Scalar
 constexpr double kTwoOverSqrtPi = 1.12837916709551257390;  // 2 / sqrt(pi)
 
 // Formulas shared by an op and its in-place variant.
+// A step function's: zero wherever it is differentiable, as PyTorch gives everywhere.
+Tensor zero_grad(const Tensor& g, const Tensor&, const Tensor&, const ops::ElementwiseParams&) {
+  return zeros_like(g);
+}
 Tensor neg_grad(const Tensor& g, const Tensor&, const Tensor&, const ops::ElementwiseParams&) { return -g; }
 // One pass over the gradient and the output (a comparison and a product with a bool mask took two,
 // the second slow on mixed dtypes: a third of a ResNet-50 step's kernel time on the H200).
@@ -115,11 +120,11 @@ Tensor abs(const Tensor& x) {
       "abs", UnaryOp::Abs, x,
       [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return g * sign(x); }, kInput);
 }
-Tensor sign(const Tensor& x) {
-  return unary(
-      "sign", UnaryOp::Sign, x,
-      [](const Tensor& g, const Tensor&, const Tensor&, const auto&) { return zeros_like(g); }, kNone);
-}
+Tensor sign(const Tensor& x) { return unary("sign", UnaryOp::Sign, x, zero_grad, kNone); }
+Tensor floor(const Tensor& x) { return unary("floor", UnaryOp::Floor, x, zero_grad, kNone); }
+Tensor ceil(const Tensor& x) { return unary("ceil", UnaryOp::Ceil, x, zero_grad, kNone); }
+Tensor round(const Tensor& x) { return unary("round", UnaryOp::Round, x, zero_grad, kNone); }
+Tensor trunc(const Tensor& x) { return unary("trunc", UnaryOp::Trunc, x, zero_grad, kNone); }
 Tensor relu(const Tensor& x) { return unary("relu", UnaryOp::Relu, x, relu_grad, kOutput); }
 Tensor square(const Tensor& x) {
   return unary(
@@ -229,6 +234,10 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
 Tensor Tensor::neg() const { return ember::neg(*this); }
 Tensor Tensor::abs() const { return ember::abs(*this); }
 Tensor Tensor::sign() const { return ember::sign(*this); }
+Tensor Tensor::floor() const { return ember::floor(*this); }
+Tensor Tensor::ceil() const { return ember::ceil(*this); }
+Tensor Tensor::round() const { return ember::round(*this); }
+Tensor Tensor::trunc() const { return ember::trunc(*this); }
 Tensor Tensor::exp() const { return ember::exp(*this); }
 Tensor Tensor::log() const { return ember::log(*this); }
 Tensor Tensor::log1p() const { return ember::log1p(*this); }

@@ -14,6 +14,11 @@ const GradcheckRegistrar registrar({
     {"abs", un(abs), {{3, 4}}, 0.1, 2},
     {"relu", un(relu), {{3, 4}}, 0.1, 2},
     {"sign", un(sign), {{3, 4}}, 0.1, 2},
+    // Within (0, 1) (and (0, 0.5) for round): no step between x and x +- eps.
+    {"floor", un(floor), {{3, 4}}, 0.1, 0.9},
+    {"ceil", un(ceil), {{3, 4}}, 0.1, 0.9},
+    {"round", un(round), {{3, 4}}, 0.1, 0.4},
+    {"trunc", un(trunc), {{3, 4}}, 0.1, 0.9},
     {"outer", [](const auto& x) { return outer(x[0], x[1]); }, {{3}, {4}}},
     {"dot", [](const auto& x) { return dot(x[0], x[1]); }, {{5}, {5}}, -2, 2, true},
     {"square", un(square), {{3, 4}}, -2, 2, true},

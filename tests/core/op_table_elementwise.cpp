@@ -44,6 +44,10 @@ const OpTableRegistrar registrar({
     unary(
         "reciprocal", [](const Tensor& x) { return reciprocal(x); }, 0.5, 4),
     unary("erf", [](const Tensor& x) { return erf(x); }),
+    unary("floor", [](const Tensor& x) { return floor(x); }),
+    unary("ceil", [](const Tensor& x) { return ceil(x); }),
+    unary("round", [](const Tensor& x) { return round(x); }),
+    unary("trunc", [](const Tensor& x) { return trunc(x); }),
     binary("add", [](const Tensor& a, const Tensor& b) { return add(a, b, 2); }),
     binary("sub", [](const Tensor& a, const Tensor& b) { return a - b; }),
     binary("mul", [](const Tensor& a, const Tensor& b) { return a * b; }),

@@ -59,6 +59,29 @@ TEST(Elementwise, ThresholdBackwardMatchesPyTorch) {
                      "int64");
 }
 
+TEST(Elementwise, RoundingMatchesPyTorch) {
+  // torch.round takes halves to even; floor, ceil and trunc as C's. NaN and inf pass, -0.0 stays.
+  Tensor x = tensor({-2.5, -1.5, -0.7, -0.5, 0.5, 1.5, 2.5, 2.7, INFINITY, NAN});
+  EXPECT_CLOSE(round(x), tensor({-2.0, -2.0, -1.0, -0.0, 0.0, 2.0, 2.0, 3.0, INFINITY, NAN}));
+  EXPECT_CLOSE(floor(x), tensor({-3.0, -2.0, -1.0, -1.0, 0.0, 1.0, 2.0, 2.0, INFINITY, NAN}));
+  EXPECT_CLOSE(ceil(x), tensor({-2.0, -1.0, -0.0, -0.0, 1.0, 2.0, 3.0, 3.0, INFINITY, NAN}));
+  EXPECT_CLOSE(x.trunc(), tensor({-2.0, -1.0, -0.0, -0.0, 0.0, 1.0, 2.0, 2.0, INFINITY, NAN}));
+  EXPECT_TRUE(std::signbit(round(tensor({-0.5}))[0].item<double>()));
+  // Integers are whole already: the same values, in their dtype.
+  Tensor i = tensor({-3, 0, 7});
+  for (const Tensor& r : {i.floor(), i.ceil(), i.round(), i.trunc()}) {
+    EXPECT_EQ(r.dtype(), kInt64);
+    EXPECT_TRUE(r.equal(i));
+  }
+  // In bf16 the input's value (rounded to bf16) is rounded.
+  EXPECT_CLOSE(tensor({2.5f, 3.5f}).to(kBFloat16).round().to(kFloat32), tensor({2.0f, 4.0f}));
+  // The gradient is zero, as PyTorch's.
+  Tensor xr = tensor({0.3, 1.7}).requires_grad_();
+  EXPECT_TRUE(
+      autograd::grad({round(xr) + floor(xr) + ceil(xr) + trunc(xr)}, {xr}, {ones({2}, kFloat64)})[0].equal(
+          zeros({2}, kFloat64)));
+}
+
 TEST(Elementwise, NaNPropagates) {
   Tensor n = tensor({NAN, 1.0});
   EXPECT_TRUE(std::isnan(maximum(n, tensor({0.0, 0.0}))[0].item<double>()));

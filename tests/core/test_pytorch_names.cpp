@@ -45,7 +45,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 238;
+constexpr int64_t kPresentRows = 239;
 
 using Sizes = std::vector<int64_t>;
 Sizes shape(const Tensor& t) { return t.sizes().vec(); }
@@ -146,6 +146,8 @@ TEST(PytorchNames, TensorMethods) {
   z.clamp_(std::nullopt, 1);
   EXPECT_CLOSE((-x).abs().exp().log().sqrt().rsqrt(), x.rsqrt().sqrt());
   EXPECT_EQ(shape(erf(x)), (Sizes{2, 3}));
+  EXPECT_CLOSE((x / 2).floor() + (x / 2).ceil(), x);  // x is 1..6
+  EXPECT_CLOSE((x / 2).round() + (x / 2).trunc(), tensor({{0.0, 2.0, 3.0}, {4.0, 4.0, 6.0}}).to(x.dtype()));
   EXPECT_EQ(shape(x.sin().cos().tanh().sigmoid().relu()), (Sizes{2, 3}));
   EXPECT_FALSE(x.isnan().any().item<bool>() || x.isinf().any().item<bool>());
   EXPECT_TRUE(x.isfinite().all().item<bool>());
