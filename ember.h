@@ -4,6 +4,7 @@
 
 #include "ember/autograd/checkpoint.h"
 #include "ember/autograd/engine.h"
+#include "ember/autograd/function.h"
 #include "ember/autograd/gradcheck.h"
 #include "ember/core/atomic_file.h"
 #include "ember/core/autocast_mode.h"

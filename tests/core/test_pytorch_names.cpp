@@ -45,9 +45,20 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 239;
+constexpr int64_t kPresentRows = 240;
 
 using Sizes = std::vector<int64_t>;
+
+// torch.autograd.Function's shape: static forward and backward, apply.
+struct Square : autograd::Function<Square> {
+  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& x) {
+    ctx->save_for_backward({x});
+    return x * x;
+  }
+  static std::vector<Tensor> backward(autograd::AutogradContext* ctx, std::vector<Tensor> grads) {
+    return {grads[0] * 2 * ctx->get_saved_variables()[0]};
+  }
+};
 Sizes shape(const Tensor& t) { return t.sizes().vec(); }
 
 // Runs `call` where a GPU is present; elsewhere it must throw ember::Error.
@@ -515,6 +526,7 @@ TEST(PytorchNames, Autograd) {
   Tensor x = tensor({0.5, 1.5}, kFloat64).requires_grad_();
   EXPECT_TRUE(autograd::gradcheck(cube, {x}));
   EXPECT_TRUE(autograd::gradgradcheck(cube, {x}));
+  EXPECT_CLOSE(Square::apply(x), x * x);
   {
     autograd::DetectAnomalyGuard anomaly;
     EXPECT_TRUE(autograd::is_anomaly_enabled());
