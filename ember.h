@@ -24,6 +24,7 @@
 #include "ember/core/ops/foreach.h"
 #include "ember/core/ops/fused_optim.h"
 #include "ember/core/ops/indexing.h"
+#include "ember/core/ops/nonzero.h"
 #include "ember/core/ops/linalg.h"
 #include "ember/core/ops/loss.h"
 #include "ember/core/ops/normalization.h"

@@ -264,6 +264,9 @@ class Tensor {
   Tensor softmax(int64_t dim) const;
   Tensor log_softmax(int64_t dim) const;
   Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor nonzero() const;
+  Tensor argwhere() const;
+  Tensor masked_select(const Tensor& mask) const;
   Tensor gather(int64_t dim, const Tensor& index) const;
   Tensor flip(IntArrayRef dims) const;
   Tensor repeat(IntArrayRef repeats) const;

@@ -92,6 +92,11 @@ const GradcheckRegistrar registrar({
     {"tril", [](const Inputs& x) { return x[0].tril(-1); }, {{2, 3, 3}}},
     {"triu", [](const Inputs& x) { return x[0].triu(1); }, {{3, 4}}, -2, 2, true},
     {"triu", [](const Inputs& x) { return x[0].triu(-1); }, {{2, 4, 3}}},
+    {"masked_select",
+     [](const Inputs& x) {
+       return x[0].masked_select(tensor({true, false, true, true}).to(x[0].device()));
+     },
+     {{3, 4}}},
     {"index_select",
      [](const Inputs& x) {
        return x[0].index_select(0, idx({2, 0, 2}, x[0]));

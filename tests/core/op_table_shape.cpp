@@ -2,6 +2,7 @@
 // sample (dims, shifts, pads, k) ride along as trailing int64 tensors, which the harness passes
 // unchanged to the float64 reference run; index tensors are drawn in range inside each sample.
 #include "ember/core/ops/indexing.h"
+#include "ember/core/ops/nonzero.h"
 #include "ember/core/ops/scan.h"
 #include "ember/core/ops/shape_ops.h"
 #include "ember/core/ops/sorting.h"
@@ -167,6 +168,24 @@ const OpTableRegistrar registrar({
            sample({random_tensor({0, 3}, dt), indices_below(3, {2}), params({1})}, "[0, 3] dim 1")};
      },
      [](const std::vector<Tensor>& in) { return index_select(in[0], int_at(in[2], 0), in[1]); }},
+    // The mask rides along as int64 0/1 (unchanged in the reference run).
+    {"masked_select",
+     [](ScalarType dt) {  // x, mask
+       return std::vector<Sample>{
+           sample({random_tensor({4, 5}, dt), randint(0, 2, {4, 5})}, "[4, 5]"),
+           sample({non_contiguous(random_tensor({5, 4}, dt)), randint(0, 2, {4})}, "[5, 4] nc, mask [4]"),
+           sample({random_tensor({5}, dt), randint(0, 2, {3, 5})}, "[5], mask [3, 5]"),
+           sample({random_tensor({3, 2}, dt), zeros({3, 2}, kInt64)}, "nothing selected")};
+     },
+     [](const std::vector<Tensor>& in) { return masked_select(in[0], in[1] != 0); }},
+    {"nonzero",
+     [](ScalarType dt) {  // x (unused but for its device), values
+       return std::vector<Sample>{sample({random_tensor({1}, dt), randint(-1, 2, {3, 4, 5})}, "[3, 4, 5]"),
+                                  sample({random_tensor({1}, dt), randint(0, 2, {7})}, "[7]"),
+                                  sample({random_tensor({1}, dt), full({}, 3, kInt64)}, "[]"),
+                                  sample({random_tensor({1}, dt), zeros({0, 2}, kInt64)}, "[0, 2]")};
+     },
+     [](const std::vector<Tensor>& in) { return nonzero(in[1]); }},
     {"gather",
      [](ScalarType dt) {  // x, index, dim
        return std::vector<Sample>{

@@ -45,7 +45,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 240;
+constexpr int64_t kPresentRows = 241;
 
 using Sizes = std::vector<int64_t>;
 
@@ -158,6 +158,8 @@ TEST(PytorchNames, TensorMethods) {
   EXPECT_CLOSE((-x).abs().exp().log().sqrt().rsqrt(), x.rsqrt().sqrt());
   EXPECT_EQ(shape(erf(x)), (Sizes{2, 3}));
   EXPECT_CLOSE((x / 2).floor() + (x / 2).ceil(), x);  // x is 1..6
+  EXPECT_EQ(x.masked_select(x > 2).numel(), 4);
+  EXPECT_EQ((x > 2).nonzero().sizes(), (IntArrayRef{4, 2}));
   EXPECT_CLOSE((x / 2).round() + (x / 2).trunc(), tensor({{0.0, 2.0, 3.0}, {4.0, 4.0, 6.0}}).to(x.dtype()));
   EXPECT_EQ(shape(x.sin().cos().tanh().sigmoid().relu()), (Sizes{2, 3}));
   EXPECT_FALSE(x.isnan().any().item<bool>() || x.isinf().any().item<bool>());
