@@ -18,6 +18,8 @@ namespace {
 
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 
+thread_local std::optional<WorkerInfo> tls_worker_info;
+
 std::string current_exception_message() {
   try {
     throw;
@@ -63,6 +65,8 @@ class EpochRun {
       : dataset_(std::move(dataset)),
         batches_(std::move(batches)),
         collate_(o.collate_fn()),
+        worker_init_(o.worker_init_fn()),
+        num_workers_(o.num_workers()),
         pin_memory_(o.pin_memory()),
         max_ahead_(o.num_workers() == 0
                        ? 0
@@ -88,7 +92,17 @@ class EpochRun {
     const int64_t b = next_++;
     Result r;
     std::unique_lock<std::mutex> lock(mutex_);
-    if (!threads_.empty()) built_.wait(lock, [&] { return ready_.count(b) > 0 || stopped_; });
+    if (!threads_.empty())
+      // Every worker's init done before a batch is handed over: an init error always ends the loop.
+      built_.wait(lock, [&] {
+        return (ready_.count(b) > 0 && started_ == static_cast<int64_t>(threads_.size())) || stopped_ ||
+               !init_error_.empty();
+      });
+    if (!init_error_.empty()) {
+      const std::string error = init_error_;
+      lock.unlock();
+      fail(error);
+    }
     if (stopped_) {
       lock.unlock();
       fail("DataLoader: the loader was destroyed during the epoch");
@@ -166,6 +180,23 @@ class EpochRun {
 
   void work(int64_t w) {
     const std::string who = "worker " + std::to_string(w) + ", ";
+    tls_worker_info = WorkerInfo{w, num_workers_};
+    std::string error;
+    if (worker_init_) {
+      try {
+        worker_init_(w);
+      } catch (...) {
+        error =
+            "DataLoader: worker_init_fn of worker " + std::to_string(w) + ": " + current_exception_message();
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++started_;
+      if (init_error_.empty()) init_error_ = error;
+    }
+    built_.notify_all();
+    if (!error.empty()) return;
     for (;;) {
       int64_t b;
       {
@@ -187,6 +218,8 @@ class EpochRun {
   const std::shared_ptr<const Dataset> dataset_;
   const std::vector<std::vector<int64_t>> batches_;
   const CollateFn collate_;
+  const WorkerInitFn worker_init_;
+  const int64_t num_workers_;
   const bool pin_memory_;
   const int64_t max_ahead_;
 
@@ -200,11 +233,15 @@ class EpochRun {
   int64_t claimed_ = 0;    // batches claimed by workers
   int64_t delivered_ = 0;  // batches handed to the loop
   std::map<int64_t, Result> ready_;
+  int64_t started_ = 0;     // workers past their worker_init_fn
+  std::string init_error_;  // the first worker_init_fn that threw
   bool stopped_ = false;
   std::vector<std::thread> threads_;  // started last, in the constructor body
 };
 
 }  // namespace detail
+
+std::optional<WorkerInfo> get_worker_info() { return tls_worker_info; }
 
 DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options)
     : DataLoader(std::move(dataset), std::move(options), nullptr) {}

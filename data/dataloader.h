@@ -6,6 +6,7 @@
 #include <functional>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "ember/data/collate.h"
@@ -15,6 +16,16 @@
 namespace ember::data {
 
 using CollateFn = std::function<Example(std::vector<Example>)>;
+using WorkerInitFn = std::function<void(int64_t worker_id)>;
+
+// What a worker thread knows of itself (torch.utils.data.get_worker_info()).
+struct WorkerInfo {
+  int64_t id;           // in [0, num_workers)
+  int64_t num_workers;  // of the loader
+};
+// In a DataLoader's worker thread (its worker_init_fn, Dataset::get, collate_fn) that worker's
+// info; elsewhere, and when the loop's thread builds the batches (num_workers 0), none.
+std::optional<WorkerInfo> get_worker_info();
 
 // DataLoaderOptions().batch_size(64).shuffle(true).num_workers(2): setters chain, getters of
 // the same name read (as libtorch's).
@@ -30,6 +41,11 @@ class DataLoaderOptions {
   DataLoaderOptions& pin_memory(bool v) { return set(pin_memory_, v); }
   DataLoaderOptions& seed(uint64_t v) { return set(seed_, v); }  // the shuffle's seed
   DataLoaderOptions& collate_fn(CollateFn v) { return set(collate_fn_, std::move(v)); }
+  // Called in each worker thread as it starts, before it builds a batch, with its id. Workers
+  // start anew each epoch (PyTorch's default, persistent_workers=False), and so does this call;
+  // with num_workers 0 it is not called. An exception from it ends the epoch's loop with an
+  // ember::Error naming the worker.
+  DataLoaderOptions& worker_init_fn(WorkerInitFn v) { return set(worker_init_fn_, std::move(v)); }
 
   int64_t batch_size() const { return batch_size_; }
   bool shuffle() const { return shuffle_; }
@@ -39,6 +55,7 @@ class DataLoaderOptions {
   bool pin_memory() const { return pin_memory_; }
   uint64_t seed() const { return seed_; }
   const CollateFn& collate_fn() const { return collate_fn_; }
+  const WorkerInitFn& worker_init_fn() const { return worker_init_fn_; }
 
  private:
   template <class T, class V>
@@ -55,6 +72,7 @@ class DataLoaderOptions {
   bool pin_memory_ = false;
   uint64_t seed_ = 0;
   CollateFn collate_fn_ = default_collate;
+  WorkerInitFn worker_init_fn_;
 };
 
 namespace detail {

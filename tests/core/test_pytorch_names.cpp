@@ -45,7 +45,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 241;
+constexpr int64_t kPresentRows = 242;
 
 using Sizes = std::vector<int64_t>;
 
@@ -569,13 +569,15 @@ TEST(PytorchNames, UtilsData) {
                                        .num_workers(1)
                                        .prefetch_factor(2)
                                        .pin_memory(false)
-                                       .collate_fn(data::default_collate));
+                                       .collate_fn(data::default_collate)
+                                       .worker_init_fn([](int64_t id) { EXPECT_EQ(id, 0); }));
   int64_t batches = 0;
   for (data::Example& batch : loader) {
     EXPECT_EQ(shape(batch[0]), (Sizes{3, 2}));
     ++batches;
   }
   EXPECT_EQ(batches, 1);
+  EXPECT_FALSE(data::get_worker_info().has_value());
   data::DataLoader by_sampler(std::make_shared<Squares>(), data::DataLoaderOptions().batch_size(2),
                               std::make_shared<data::SequentialSampler>(4));
   EXPECT_EQ(by_sampler.size(), 2);

@@ -1,5 +1,8 @@
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "test_util.h"
@@ -243,6 +246,52 @@ TEST(DataLoader, WorkerErrorsReachTheLoopWithTheirIndex) {
     return {};
   }));
   EXPECT_EMBER_ERROR(bad.begin(), "DataLoader: batch 0 (collate): my_collate: too few");
+}
+
+// Samples carry the id of the worker that read them (-1 for the loop's thread).
+class WhoReadsDataset : public data::Dataset {
+ public:
+  int64_t size() const override { return 12; }
+  Example get(int64_t i) const override {
+    std::optional<data::WorkerInfo> info = data::get_worker_info();
+    EXPECT_TRUE(!info || (info->id >= 0 && info->id < info->num_workers));
+    return {tensor(i), tensor(info ? info->id : -1)};
+  }
+};
+
+TEST(DataLoader, WorkerInitFnAndWorkerInfo) {
+  std::mutex mutex;
+  std::vector<int64_t> inits;
+  auto record = [&](int64_t id) {
+    EXPECT_EQ(data::get_worker_info()->id, id);
+    std::lock_guard<std::mutex> lock(mutex);
+    inits.push_back(id);
+  };
+  auto dataset = std::make_shared<WhoReadsDataset>();
+  DataLoader loader(dataset, DataLoaderOptions().batch_size(2).num_workers(3).worker_init_fn(record));
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::set<int64_t> readers;
+    for (auto& batch : loader)
+      for (int64_t k = 0; k < batch[1].numel(); ++k) readers.insert(batch[1][k].item<int64_t>());
+    EXPECT_TRUE(std::includes(std::set<int64_t>{0, 1, 2}.begin(), std::set<int64_t>{0, 1, 2}.end(),
+                              readers.begin(), readers.end()));
+  }
+  // Once per worker and epoch: workers start anew each epoch, as PyTorch's by default.
+  std::sort(inits.begin(), inits.end());
+  EXPECT_EQ(inits, (std::vector<int64_t>{0, 0, 1, 1, 2, 2}));
+  EXPECT_FALSE(data::get_worker_info().has_value());  // the loop's thread
+  // Without workers the loop's thread reads, and there is nothing to initialize.
+  bool called = false;
+  DataLoader inline_loader(dataset,
+                           DataLoaderOptions().batch_size(4).worker_init_fn([&](int64_t) { called = true; }));
+  for (auto& batch : inline_loader) EXPECT_TRUE(batch[1].equal(full({4}, -1, kInt64)));
+  EXPECT_FALSE(called);
+  // A worker_init_fn that throws ends the loop with an error naming the worker.
+  DataLoader failing(dataset, DataLoaderOptions().batch_size(2).num_workers(2).worker_init_fn([](int64_t id) {
+    if (id == 1) throw std::runtime_error("no GPU for this worker");
+  }));
+  for (int epoch = 0; epoch < 3; ++epoch)
+    EXPECT_EMBER_ERROR(failing.begin(), "worker_init_fn of worker 1", "no GPU for this worker");
 }
 
 TEST(DataLoader, CustomSamplerAndCollate) {
