@@ -122,33 +122,20 @@ struct Clamp {
     return y > hi ? hi : y;
   }
 };
-// Rounding to a whole number: integers are whole already.
-template <class T>
-struct Floor {
+// Rounding to a whole number (kOp: Floor, Ceil, Round, Trunc): integers are whole already.
+template <class T, UnaryOp kOp>
+struct Rounding {
   EMBER_HOST_DEVICE T operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) return std::floor(x);
-    return x;
-  }
-};
-template <class T>
-struct Ceil {
-  EMBER_HOST_DEVICE T operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) return std::ceil(x);
-    return x;
-  }
-};
-template <class T>
-struct Round {
-  EMBER_HOST_DEVICE T operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) return std::nearbyint(x);  // the default mode: to even
-    return x;
-  }
-};
-template <class T>
-struct Trunc {
-  EMBER_HOST_DEVICE T operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) return std::trunc(x);
-    return x;
+    if constexpr (!std::is_floating_point_v<T>)
+      return x;
+    else if constexpr (kOp == UnaryOp::Floor)
+      return std::floor(x);
+    else if constexpr (kOp == UnaryOp::Ceil)
+      return std::ceil(x);
+    else if constexpr (kOp == UnaryOp::Round)
+      return std::nearbyint(x);  // the default rounding mode: halves to even
+    else
+      return std::trunc(x);
   }
 };
 template <class T>
@@ -350,13 +337,13 @@ void visit_unary(UnaryOp op, const ElementwiseParams& p, F&& f) {
     case UnaryOp::Clamp:
       return f(Clamp<T>{clamp_bound<T>(p.a, false), clamp_bound<T>(p.b, true)});
     case UnaryOp::Floor:
-      return f(Floor<T>{});
+      return f(Rounding<T, UnaryOp::Floor>{});
     case UnaryOp::Ceil:
-      return f(Ceil<T>{});
+      return f(Rounding<T, UnaryOp::Ceil>{});
     case UnaryOp::Round:
-      return f(Round<T>{});
+      return f(Rounding<T, UnaryOp::Round>{});
     case UnaryOp::Trunc:
-      return f(Trunc<T>{});
+      return f(Rounding<T, UnaryOp::Trunc>{});
     default:
       break;
   }
