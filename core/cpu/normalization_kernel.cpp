@@ -253,7 +253,7 @@ void batch_norm_elemt_kernel(const Tensor& out, const Tensor& x, const Tensor& m
 }
 
 // dy where batch_norm_relu's forward output was positive (batch_norm_elemt_kernel's arithmetic,
-// in its order: without -mfma nothing is contracted, so the values are the forward's), else 0.
+// in its order; CMake builds this file with -ffp-contract=off, so the values are the forward's), else 0.
 template <class C>
 struct ReluMask {
   ConstArrayMap<C> mu;
