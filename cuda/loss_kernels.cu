@@ -190,11 +190,12 @@ __device__ __forceinline__ void write_position(A* loss, A* total, A* smooth, A* 
   if (smooth) smooth[p] = ignored ? A(0) : -s;
 }
 
-// D == 1: rows of C contiguous logits, a group of threads per row (as softmax_rows_kernel): one
-// pass for the max and sum of exp, a second over the (cached) row for the smoothing term.
+// D == 1: rows of C contiguous logits ldx apart, a group of threads per row (as
+// softmax_rows_kernel): one pass for the max and sum of exp, a second over the (cached) row for the
+// smoothing term.
 template <class T, int VEC, bool kWarpPerRow>
 __global__ void cross_entropy_rows_kernel(Acc<T>* loss, Acc<T>* total, Acc<T>* smooth, Acc<T>* lse,
-                                          const T* in, const int64_t* target, const Acc<T>* weight,
+                                          const T* in, int64_t ldx, const int64_t* target, const Acc<T>* weight,
                                           int64_t rows, int64_t nc, int64_t ignore_index, IndexCheck check) {
   using A = Acc<T>;
   __shared__ MaxSum<A> shared[kWarpSize];
@@ -205,7 +206,7 @@ __global__ void cross_entropy_rows_kernel(Acc<T>* loss, Acc<T>* total, Acc<T>* s
   // Every thread of a group runs the same iterations: the reductions below need all of them.
   for (int64_t row = blockIdx.x * per_block + (kWarpPerRow ? threadIdx.x / kWarpSize : 0); row < rows;
        row += gridDim.x * per_block) {
-    const T* x = in + row * nc;
+    const T* x = in + row * ldx;
     MaxSum<A> st = MaxSum<A>::identity();
     for_each_in_row<T, VEC>(x, nc, t, g, [&](int64_t, A v) { st.add(v); });
     st = kWarpPerRow ? warp_allreduce(st, MaxSumCombine{}) : block_allreduce(st, MaxSumCombine{}, shared);
@@ -275,7 +276,8 @@ void cross_entropy_forward_cuda(const Tensor& loss, const Tensor& total_weight, 
     constexpr int VEC = 16 / sizeof(T);
     launch_rows<VEC>(N, nc, [&](auto warp_per_row, unsigned grid, int threads) {
       cross_entropy_rows_kernel<T, VEC, decltype(warp_per_row)::value>
-          <<<grid, threads, 0, stream>>>(pl, pt, ps, plse, px, ptg, pw, N, nc, ignore_index, check);
+          <<<grid, threads, 0, stream>>>(pl, pt, ps, plse, px, input.stride(0), ptg, pw, N, nc,
+                                         ignore_index, check);
     });
   });
 }
@@ -294,10 +296,10 @@ __device__ __forceinline__ GradRow<A> grad_row(A ge, const A* w, const A* wsum, 
 }
 
 // D == 1: a group of threads per row (no reduction: the group only shapes the 16-byte accesses);
-// gx's rows ldg apart.
+// gx's rows ldg apart, the input's ldx.
 template <class T, int VEC, bool kWarpPerRow>
 __global__ void cross_entropy_backward_rows_kernel(T* gx, int64_t ldg, const Acc<T>* ge, bool ge_scalar,
-                                                   const T* in, const Acc<T>* lse, const int64_t* target,
+                                                   const T* in, int64_t ldx, const Acc<T>* lse, const int64_t* target,
                                                    const Acc<T>* w, const Acc<T>* wsum, int64_t rows,
                                                    int64_t nc, int64_t ignore_index, Acc<T> keep, Acc<T> u) {
   using A = Acc<T>;
@@ -310,7 +312,7 @@ __global__ void cross_entropy_backward_rows_kernel(T* gx, int64_t ldg, const Acc
     const bool ignored = tg == ignore_index || !is_class(tg, nc);
     const GradRow<A> f = ignored ? GradRow<A>{} : grad_row(ge[ge_scalar ? 0 : row], w, wsum, nc, tg, keep, u);
     const A l = lse[row];
-    map_row<T, VEC>(in + row * nc, gx + row * ldg, nc, t, g, [&](int64_t c, A v) {
+    map_row<T, VEC>(in + row * ldx, gx + row * ldg, nc, t, g, [&](int64_t c, A v) {
       if (ignored) return A(0);
       A r = exp_(v - l) * f.scale - f.uniform * (w ? w[c] : A(1));
       return c == tg ? r - f.at_target : r;
@@ -372,7 +374,8 @@ void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& grad, const Ten
     constexpr int VEC = 16 / sizeof(T);
     launch_rows<VEC>(N, nc, [&](auto warp_per_row, unsigned grid, int threads) {
       cross_entropy_backward_rows_kernel<T, VEC, decltype(warp_per_row)::value><<<grid, threads, 0, stream>>>(
-          pgx, gx.stride(0), pge, ge_scalar, px, plse, ptg, pw, pws, N, nc, ignore_index, keep, u);
+          pgx, gx.stride(0), pge, ge_scalar, px, input.stride(0), plse, ptg, pw, pws, N, nc, ignore_index, keep,
+          u);
     });
   });
 }

@@ -222,7 +222,7 @@ bool run_problem(const Problem& p, double alpha, double beta) {
 void apply_epilogue(const Tensor& out, const Tensor& a, Epilogue epilogue, const Tensor& bias) {
   if (epilogue == Epilogue::None) return;
   if (epilogue == Epilogue::RowSumsOfA) {
-    bias.copy_(a.select(0, 0).sum({1}));
+    bias.copy_(a.select(0, 0).sum({1}, false, bias.dtype()));  // float32 sums of bf16 rows stay float32
     return;
   }
   out.add_(bias);

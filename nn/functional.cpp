@@ -32,13 +32,7 @@ void check_loss_inputs(const char* op, const Tensor& input, const Tensor& target
   broadcast_shapes(op, input.sizes(), target.sizes());  // named by the loss, not by the sub inside it
 }
 
-}  // namespace
-
-Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
-  // Autocast casts the weight itself (a leaf, so its cast is cached), with addmm's policy.
-  if (amp::detail::autocast_pending)
-    return amp::autocast_call(
-        "addmm", [](const auto&... t) { return linear(t...); }, input, weight, bias);
+void check_linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   EMBER_CHECK(weight.dim() == 2, "linear: expected a 2D weight [out_features, in_features], got ",
               weight.sizes());
   EMBER_CHECK(input.dim() >= 1 && input.size(-1) == weight.size(1), "linear: input has ",
@@ -49,13 +43,50 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   EMBER_CHECK(input.dtype() == weight.dtype() && (!bias.defined() || bias.dtype() == weight.dtype()),
               "linear: expected input, weight and bias of one dtype, got ", input.dtype(), ", ",
               weight.dtype(), " and ", bias.defined() ? to_string(bias.dtype()) : "no bias");
-  if (bias.defined() && input.dim() == 2) return addmm(bias, input, weight.t());
-  if (bias.defined() && input.dim() > 2 && input.is_contiguous()) {
-    // One fused product-plus-bias over the flattened leading dims.
-    DimVector out_sizes(input.sizes());
-    out_sizes.back() = weight.size(0);
-    return addmm(bias, input.view({-1, input.size(-1)}), weight.t()).view(out_sizes);
+}
+
+// input [..., in]'s shape with `features` last.
+DimVector linear_sizes(const Tensor& input, int64_t features) {
+  DimVector sizes(input.sizes());
+  sizes.back() = features;
+  return sizes;
+}
+
+// Under a lower-precision autocast, a linear on a device with the fused product and float32
+// weight and bias runs on their cached casts but is differentiable in the parameters themselves:
+// their gradients come out of the product in float32, with no casts back (2 x 72 launches in a
+// BERT-base step). Undefined where this does not apply.
+Tensor linear_on_float32_params(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  const DeviceType dev = input.device().type;
+  if (!bias.defined() || input.dim() < 2 || !input.is_contiguous() || input.dtype() == kFloat64 ||
+      weight.dtype() != kFloat32 ||
+      bias.dtype() != kFloat32 || weight.device() != input.device() || bias.device() != input.device() ||
+      !addmm_bias_stub.has(dev))
+    return {};
+  const std::optional<ScalarType> to = amp::detail::target_dtype(
+      amp::detail::policy_of("addmm"), dev, {input.dtype(), weight.dtype(), bias.dtype()});
+  if (!to || !is_reduced_float(*to)) return {};
+  amp::detail::ExcludeAutocastGuard exclude;
+  const Tensor x = amp::detail::cast(input, dev, *to), w = amp::detail::cast(weight, dev, *to),
+               b = amp::detail::cast(bias, dev, *to);
+  check_linear(x, w, b);
+  return ember::detail::addmm_bias_of_casts(bias, x.view({-1, x.size(-1)}), weight.t(), b, w.t())
+      .view(linear_sizes(x, w.size(0)));
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  if (amp::detail::autocast_pending) {
+    if (Tensor out = linear_on_float32_params(input, weight, bias); out.defined()) return out;
+    // Autocast casts the weight itself (a leaf, so its cast is cached), with addmm's policy.
+    return amp::autocast_call(
+        "addmm", [](const auto&... t) { return linear(t...); }, input, weight, bias);
   }
+  check_linear(input, weight, bias);
+  if (bias.defined() && input.dim() == 2) return addmm(bias, input, weight.t());
+  if (bias.defined() && input.dim() > 2 && input.is_contiguous())  // one fused product-plus-bias
+    return addmm(bias, input.view({-1, input.size(-1)}), weight.t()).view(linear_sizes(input, weight.size(0)));
   Tensor out = input.matmul(weight.t());
   return bias.defined() ? out + bias : out;
 }

@@ -128,7 +128,7 @@ void cross_entropy_forward_kernel(const Tensor& loss, const Tensor& total_weight
       std::vector<C> ibuf(dt == dtype_of<C> ? 0 : block);
       ArrayX<C> m(D), s(D);
       for (int64_t n = b; n < e; ++n) {
-        const C* x = load_compute<C>(byte_ptr(input, n * block), dt, block, ibuf.data());
+        const C* x = load_compute<C>(byte_ptr(input, n * input.stride(0)), dt, block, ibuf.data());
         ArrayMap<C> l(ls + n * D, D);
         if (nc == 0) {
           l.setConstant(-std::numeric_limits<C>::infinity());  // logsumexp of nothing
@@ -194,7 +194,7 @@ void cross_entropy_backward_kernel(const Tensor& gx, const Tensor& grad, const T
           at[d] = g[d] * keep * wt;
         }
         C* o = out_compute<C>(byte_ptr(gx, n * gx.stride(0)), dt, obuf.data());
-        const C* x = load_compute<C>(byte_ptr(input, n * block), dt, block, ibuf.data());
+        const C* x = load_compute<C>(byte_ptr(input, n * input.stride(0)), dt, block, ibuf.data());
         ConstArrayMap<C> l(ls + n * D, D);
         if (D == 1) {
           ArrayMap<C> row(o, nc);

@@ -2,6 +2,7 @@
 // checks, then bmm_stub, the one batched GEMM every product goes through.
 #include "ember/core/ops/linalg.h"
 
+#include "ember/core/aligned_rows.h"
 #include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
@@ -102,33 +103,37 @@ Tensor mm_unchecked(const Tensor& a, const Tensor& b) {
   return bmm_unchecked(a.unsqueeze(0), b.unsqueeze(0)).squeeze(0);
 }
 
-// bias + a @ b for a bias row [N] or [1, N], through the device's fused kernel.
-Tensor addmm_bias(const Tensor& bias, const Tensor& a, const Tensor& b) {
-  Tensor out = new_product({a.size(0), b.size(1)}, a);
+// bias + a @ b for a bias row [N] or [1, N], through the device's fused kernel, computed on
+// bias_c and b_c (the same tensors, or their casts to a's dtype) and differentiable in bias and b.
+// A wide odd N (a 30522-word head) gets padded rows: cuBLASLt ran such a product 2.8x slower into
+// unaligned rows (H200), and cross_entropy reads the padded logits as they are.
+Tensor addmm_bias(const Tensor& bias, const Tensor& a, const Tensor& b, const Tensor& bias_c, const Tensor& b_c) {
+  Tensor out = detail::empty_aligned_rows(a.size(0), b.size(1), a.options());
   if (out.numel() > 0) {
     NoGradGuard no_grad;  // recorded below as one op
-    addmm_bias_stub(a.device())(out, a, b, bias.reshape({b.size(1)}).contiguous());
+    addmm_bias_stub(a.device())(out, a, b_c, bias_c.reshape({b.size(1)}).contiguous());
   }
   if (needs_grad({bias, a, b})) {
-    SavedTensor sa(b.requires_grad() ? a : Tensor(), false), sb(a.requires_grad() ? b : Tensor(), false);
+    SavedTensor sa(b.requires_grad() ? a : Tensor(), false), sb(a.requires_grad() ? b_c : Tensor(), false);
     DimVector bias_sizes(bias.sizes());
     const bool b_cm = column_major(b);
+    const ScalarType bias_dt = bias.dtype(), b_dt = b.dtype();
     record("addmm", {bias, a, b}, {out},
-           [sa, sb, bias_sizes, b_cm](const GradContext& g) -> std::vector<Tensor> {
+           [sa, sb, bias_sizes, b_cm, bias_dt, b_dt](const GradContext& g) -> std::vector<Tensor> {
              Tensor ga = g.needs(1) ? mm_unchecked(g.grad(), g(sb).t()) : Tensor();
-             if (g.needs(0) && g.needs(2) && b_cm && !GradMode::is_enabled()) {
+             if (g.needs(0) && g.needs(2) && b_cm && bias_dt == b_dt && !GradMode::is_enabled()) {
                // A linear's weight.t(): its gradient is (grad^T a)^T, and the bias's the row sums
-               // of grad^T, from the same product.
+               // of grad^T, from the same product, written in the parameters' dtype.
                const Tensor grad_t = g.grad().t(), x = g(sa);
                if (grad_t.numel() > 0 && x.size(1) > 0) {
-                 Tensor gw = empty({grad_t.size(0), x.size(1)}, x.options());
-                 Tensor gbias = empty({grad_t.size(0)}, x.options());
+                 Tensor gw = empty({grad_t.size(0), x.size(1)}, x.options().dtype(b_dt));
+                 Tensor gbias = empty({grad_t.size(0)}, x.options().dtype(bias_dt));
                  mm_row_sums_stub(x.device())(gw, gbias, grad_t, x);
                  return {gbias.view(bias_sizes), ga, gw.t()};
                }
              }
-             return {g.needs(0) ? sum_to(g.grad(), bias_sizes) : Tensor(), ga,
-                     g.needs(2) ? mat2_grad(g(sa).unsqueeze(0), g.grad().unsqueeze(0), b_cm).squeeze(0)
+             return {g.needs(0) ? sum_to(g.grad(), bias_sizes).to(bias_dt) : Tensor(), ga,
+                     g.needs(2) ? mat2_grad(g(sa).unsqueeze(0), g.grad().unsqueeze(0), b_cm).squeeze(0).to(b_dt)
                                 : Tensor()};
            });
   }
@@ -147,7 +152,7 @@ Tensor add_product(const char* op, const Tensor& input, IntArrayRef sizes, const
                         (from.size() == 1 || from[0] == 1);
   if (!batched && bias_row && beta.to_double() == 1 && alpha.to_double() == 1 &&
       is_floating_point(a.dtype()) && addmm_bias_stub.has(a.device().type))
-    return addmm_bias(input, a, b);
+    return addmm_bias(input, a, b, input, b);
   if (needs_grad({input, a, b})) {  // differentiable through its parts
     Tensor p = batched ? bmm_unchecked(a, b) : mm_unchecked(a, b);
     if (alpha.to_double() != 1) p = p * alpha;
@@ -232,6 +237,11 @@ Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scalar
   check_inner("addmm", a, b, a.size(1), b.size(0));
   check_input("addmm", input, a, beta, alpha);
   return add_product("addmm", input, {a.size(0), b.size(1)}, a, b, beta, alpha, false);
+}
+
+Tensor detail::addmm_bias_of_casts(const Tensor& bias, const Tensor& a, const Tensor& b, const Tensor& bias_cast,
+                                   const Tensor& b_cast) {
+  return addmm_bias(bias, a, b, bias_cast, b_cast);
 }
 
 Tensor baddbmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scalar& beta,

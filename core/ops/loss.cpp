@@ -67,6 +67,13 @@ struct ClassShape {
   DimVector target_shape;  // the input's shape without the class dim
 };
 
+// x as [N, C, D] blocks, each contiguous and x.stride(0) apart: [N, C] logits with padded rows
+// (a wide head's output, see aligned_rows.h) go in without a copy.
+Tensor class_blocks(const Tensor& x, const ClassShape& cs) {
+  if (x.dim() == 2 && x.stride(1) == 1 && x.stride(0) >= cs.C) return x.view({cs.N, cs.C, 1});
+  return x.contiguous().view({cs.N, cs.C, cs.D});
+}
+
 ClassShape class_shape(const char* op, const Tensor& input) {
   EMBER_CHECK(input.dim() >= 1, op,
               ": expected an input of shape (C), (N, C) or (N, C, d1, ...), got a 0-dim tensor");
@@ -187,7 +194,7 @@ Tensor class_cross_entropy(const Tensor& input, const Tensor& target, const Tens
   if (cs.N * cs.D > 0) {
     NoGradGuard no_grad;  // recorded below as one op
     cross_entropy_forward_stub(input.device())(
-        k.loss, k.total, k.smooth, lse, input.contiguous().view({cs.N, cs.C, cs.D}),
+        k.loss, k.total, k.smooth, lse, class_blocks(input, cs),
         target.contiguous().view({cs.N, cs.D}), weight, ignore_index, op);
   }
   NllForward f = nll_reduce(k, r, ls, cs, loss_dtype);
@@ -212,7 +219,7 @@ Tensor class_cross_entropy(const Tensor& input, const Tensor& target, const Tens
                                       : empty(x.sizes(), x.options());
              if (gx.numel() > 0)
                cross_entropy_backward_stub(x.device())(gx.view({cs.N, cs.C, cs.D}), ge.to(cd).contiguous(),
-                                                       x.contiguous().view({cs.N, cs.C, cs.D}), lse,
+                                                       class_blocks(x, cs), lse,
                                                        t.contiguous().view({cs.N, cs.D}), weight, weight_sum,
                                                        ignore_index, ls);
              return {gx};

@@ -48,7 +48,7 @@ using SoftCrossEntropyFn = void (*)(const Tensor& loss, const Tensor& logp, cons
 using BceWithLogitsFn = void (*)(const Tensor& out, const Tensor& x, const Tensor& t,
                                  const Tensor& pos_weight);
 // cross_entropy with class targets in one pass over the logits: for input [N, C, D] in its own
-// floating dtype, lse[n, d] = logsumexp_c input[n, c, d], and loss, total_weight and smooth as
+// floating dtype (its [C, D] blocks contiguous and input.stride(0) apart), lse[n, d] = logsumexp_c input[n, c, d], and loss, total_weight and smooth as
 // NllLossFn gives them for logp = input - lse. Everything but input in the compute dtype.
 using CrossEntropyForwardFn = void (*)(const Tensor& loss, const Tensor& total_weight, const Tensor& smooth,
                                        const Tensor& lse, const Tensor& input, const Tensor& target,
@@ -57,8 +57,8 @@ using CrossEntropyForwardFn = void (*)(const Tensor& loss, const Tensor& total_w
 // x = input [N, C, D] over the classes: gx = ge * (p * s - (1 - ls) * w[t] * [c == t] - ls / C * w[c])
 // with s = (1 - ls) * w[t] + ls / C * weight_sum, t = target[n, d] and ge = grad[n, d] (grad[0]
 // when grad has one element); 0 where t == ignore_index. Without weight, w = 1 and weight_sum = C;
-// weight_sum (0-dim) is needed with weight and ls > 0. gx is in the input's dtype, its [C, D]
-// blocks contiguous and gx.stride(0) apart (padded rows); grad, lse [N, D], weight and weight_sum
+// weight_sum (0-dim) is needed with weight and ls > 0. gx and input are in the input's dtype, their
+// [C, D] blocks contiguous and each tensor's stride(0) apart (padded rows); grad, lse [N, D], weight and weight_sum
 // in the compute dtype.
 using CrossEntropyBackwardFn = void (*)(const Tensor& gx, const Tensor& grad, const Tensor& input,
                                         const Tensor& lse, const Tensor& target, const Tensor& weight,

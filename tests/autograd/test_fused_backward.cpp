@@ -275,6 +275,24 @@ TEST(FusedBackward, CrossEntropyGradientOfWideRowsHasAlignedRows) {
   }
 }
 
+// Logits with padded rows (a wide head's output on the GPU) are read in place, with the values of
+// their contiguous copy.
+TEST(FusedBackward, CrossEntropyReadsLogitsWithPaddedRows) {
+  for (ScalarType dt : {kFloat32, kBFloat16}) {
+    SCOPED_TRACE(std::string(to_string(dt)));
+    manual_seed(4);
+    Tensor wide = random_tensor({3, 1036}, dt, -3, 3);
+    Tensor padded = wide.narrow(1, 0, 1030).requires_grad_();
+    Tensor dense = padded.detach().contiguous().requires_grad_();
+    ASSERT_EQ(padded.stride(0), 1036);
+    Tensor target = tensor({5, 1029, 0}, kInt64);
+    Tensor loss = cross_entropy(padded, target, {}, -100, "sum", 0.1);
+    Tensor ref = cross_entropy(dense, target, {}, -100, "sum", 0.1);
+    EXPECT_CLOSE(loss, ref, Tolerance{0, 0});
+    EXPECT_CLOSE(autograd::grad({loss}, {padded})[0], autograd::grad({ref}, {dense})[0], Tolerance{0, 0});
+  }
+}
+
 TEST(FusedBackward, CrossEntropyOfAOneDimInputAndUnderCreateGraph) {
   Tensor x = random_tensor({5}, kFloat64).requires_grad_();
   Tensor target = full({}, 3, kInt64);

@@ -35,6 +35,41 @@ TEST_F(AmpCuda, AutocastPolicies) {
   EXPECT_EQ(mm(a, a).dtype(), kFloat32);
 }
 
+// Under autocast, a linear's float32 weight and bias get float32 gradients from the product
+// itself: within float32 accumulation error of the float64 gradients of the same reduced-precision
+// operands, far inside the bf16/f16 rounding that a cast back would add. Output and input gradient
+// as the product of the casts. 1031 features take the unfused and split paths (and padded output
+// rows), 256 the fused bias-gradient epilogue.
+TEST_F(AmpCuda, LinearGradientsOfFloat32ParametersComeOutInFloat32) {
+  for (ScalarType dt : {kBFloat16, kFloat16})
+    for (int64_t features : {1031, 256}) {
+      SCOPED_TRACE(std::string(to_string(dt)) + " " + std::to_string(features));
+      manual_seed(7);
+      nn::Linear lin(96, features);
+      lin->to(kGpu);
+      Tensor x = random_tensor({4, 8, 96}, kFloat32).to(kGpu).requires_grad_();
+      Tensor gy = random_tensor({4, 8, features}, dt).to(kGpu);
+      Tensor y;
+      {
+        amp::AutocastGuard autocast(kCUDA, dt);
+        y = lin(x);
+      }
+      ASSERT_EQ(y.dtype(), dt);
+      y.backward(gy);
+      ASSERT_EQ(lin->weight.grad().dtype(), kFloat32);
+      ASSERT_EQ(lin->bias.grad().dtype(), kFloat32);
+      auto f64 = [&](const Tensor& t) { return t.detach().to(dt).cpu().to(kFloat64); };
+      Tensor x2 = f64(x).reshape({32, 96}), g2 = f64(gy).reshape({32, features}), w = f64(lin->weight);
+      auto rel_err = [](const Tensor& got, const Tensor& ref) {
+        return (got.cpu().to(kFloat64) - ref).abs().max().item<double>() / ref.abs().max().item<double>();
+      };
+      EXPECT_LT(rel_err(lin->weight.grad(), g2.t().mm(x2)), 1e-5);
+      EXPECT_LT(rel_err(lin->bias.grad(), g2.sum({0})), 1e-5);
+      EXPECT_LT(rel_err(y.reshape({32, features}), x2.mm(w.t()) + f64(lin->bias)), 1e-2);
+      EXPECT_LT(rel_err(x.grad().reshape({32, 96}), g2.mm(w)), 1e-2);
+    }
+}
+
 // w [n] on `device`; loss = sum(w * x) scaled, `inf` poisons the gradient.
 struct ScaledRun {
   Tensor w, x;
