@@ -195,8 +195,9 @@ __device__ __forceinline__ void write_position(A* loss, A* total, A* smooth, A* 
 // smoothing term.
 template <class T, int VEC, bool kWarpPerRow>
 __global__ void cross_entropy_rows_kernel(Acc<T>* loss, Acc<T>* total, Acc<T>* smooth, Acc<T>* lse,
-                                          const T* in, int64_t ldx, const int64_t* target, const Acc<T>* weight,
-                                          int64_t rows, int64_t nc, int64_t ignore_index, IndexCheck check) {
+                                          const T* in, int64_t ldx, const int64_t* target,
+                                          const Acc<T>* weight, int64_t rows, int64_t nc,
+                                          int64_t ignore_index, IndexCheck check) {
   using A = Acc<T>;
   __shared__ MaxSum<A> shared[kWarpSize];
   __shared__ A shared_sum[kWarpSize];
@@ -275,9 +276,8 @@ void cross_entropy_forward_cuda(const Tensor& loss, const Tensor& total_weight, 
     // Vectors whatever the rows' alignment (for_each_in_row reads up to the first boundary alone).
     constexpr int VEC = 16 / sizeof(T);
     launch_rows<VEC>(N, nc, [&](auto warp_per_row, unsigned grid, int threads) {
-      cross_entropy_rows_kernel<T, VEC, decltype(warp_per_row)::value>
-          <<<grid, threads, 0, stream>>>(pl, pt, ps, plse, px, input.stride(0), ptg, pw, N, nc,
-                                         ignore_index, check);
+      cross_entropy_rows_kernel<T, VEC, decltype(warp_per_row)::value><<<grid, threads, 0, stream>>>(
+          pl, pt, ps, plse, px, input.stride(0), ptg, pw, N, nc, ignore_index, check);
     });
   });
 }
@@ -299,9 +299,10 @@ __device__ __forceinline__ GradRow<A> grad_row(A ge, const A* w, const A* wsum, 
 // gx's rows ldg apart, the input's ldx.
 template <class T, int VEC, bool kWarpPerRow>
 __global__ void cross_entropy_backward_rows_kernel(T* gx, int64_t ldg, const Acc<T>* ge, bool ge_scalar,
-                                                   const T* in, int64_t ldx, const Acc<T>* lse, const int64_t* target,
-                                                   const Acc<T>* w, const Acc<T>* wsum, int64_t rows,
-                                                   int64_t nc, int64_t ignore_index, Acc<T> keep, Acc<T> u) {
+                                                   const T* in, int64_t ldx, const Acc<T>* lse,
+                                                   const int64_t* target, const Acc<T>* w, const Acc<T>* wsum,
+                                                   int64_t rows, int64_t nc, int64_t ignore_index,
+                                                   Acc<T> keep, Acc<T> u) {
   using A = Acc<T>;
   const int g = kWarpPerRow ? kWarpSize : blockDim.x;
   const int t = kWarpPerRow ? threadIdx.x % kWarpSize : threadIdx.x;
@@ -373,9 +374,9 @@ void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& grad, const Ten
     // Vectors whatever the rows' alignment (map_row splices the input's to gx's).
     constexpr int VEC = 16 / sizeof(T);
     launch_rows<VEC>(N, nc, [&](auto warp_per_row, unsigned grid, int threads) {
-      cross_entropy_backward_rows_kernel<T, VEC, decltype(warp_per_row)::value><<<grid, threads, 0, stream>>>(
-          pgx, gx.stride(0), pge, ge_scalar, px, input.stride(0), plse, ptg, pw, pws, N, nc, ignore_index, keep,
-          u);
+      cross_entropy_backward_rows_kernel<T, VEC, decltype(warp_per_row)::value>
+          <<<grid, threads, 0, stream>>>(pgx, gx.stride(0), pge, ge_scalar, px, input.stride(0), plse, ptg,
+                                         pw, pws, N, nc, ignore_index, keep, u);
     });
   });
 }

@@ -107,7 +107,8 @@ Tensor mm_unchecked(const Tensor& a, const Tensor& b) {
 // bias_c and b_c (the same tensors, or their casts to a's dtype) and differentiable in bias and b.
 // A wide odd N (a 30522-word head) gets padded rows: cuBLASLt ran such a product 2.8x slower into
 // unaligned rows (H200), and cross_entropy reads the padded logits as they are.
-Tensor addmm_bias(const Tensor& bias, const Tensor& a, const Tensor& b, const Tensor& bias_c, const Tensor& b_c) {
+Tensor addmm_bias(const Tensor& bias, const Tensor& a, const Tensor& b, const Tensor& bias_c,
+                  const Tensor& b_c) {
   Tensor out = detail::empty_aligned_rows(a.size(0), b.size(1), a.options());
   if (out.numel() > 0) {
     NoGradGuard no_grad;  // recorded below as one op
@@ -133,8 +134,9 @@ Tensor addmm_bias(const Tensor& bias, const Tensor& a, const Tensor& b, const Te
                }
              }
              return {g.needs(0) ? sum_to(g.grad(), bias_sizes).to(bias_dt) : Tensor(), ga,
-                     g.needs(2) ? mat2_grad(g(sa).unsqueeze(0), g.grad().unsqueeze(0), b_cm).squeeze(0).to(b_dt)
-                                : Tensor()};
+                     g.needs(2)
+                         ? mat2_grad(g(sa).unsqueeze(0), g.grad().unsqueeze(0), b_cm).squeeze(0).to(b_dt)
+                         : Tensor()};
            });
   }
   return out;
@@ -239,8 +241,8 @@ Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scalar
   return add_product("addmm", input, {a.size(0), b.size(1)}, a, b, beta, alpha, false);
 }
 
-Tensor detail::addmm_bias_of_casts(const Tensor& bias, const Tensor& a, const Tensor& b, const Tensor& bias_cast,
-                                   const Tensor& b_cast) {
+Tensor detail::addmm_bias_of_casts(const Tensor& bias, const Tensor& a, const Tensor& b,
+                                   const Tensor& bias_cast, const Tensor& b_cast) {
   return addmm_bias(bias, a, b, bias_cast, b_cast);
 }
 

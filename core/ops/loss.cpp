@@ -193,9 +193,9 @@ Tensor class_cross_entropy(const Tensor& input, const Tensor& target, const Tens
   Tensor lse = empty({cs.N, cs.D}, o);
   if (cs.N * cs.D > 0) {
     NoGradGuard no_grad;  // recorded below as one op
-    cross_entropy_forward_stub(input.device())(
-        k.loss, k.total, k.smooth, lse, class_blocks(input, cs),
-        target.contiguous().view({cs.N, cs.D}), weight, ignore_index, op);
+    cross_entropy_forward_stub(input.device())(k.loss, k.total, k.smooth, lse, class_blocks(input, cs),
+                                               target.contiguous().view({cs.N, cs.D}), weight, ignore_index,
+                                               op);
   }
   NllForward f = nll_reduce(k, r, ls, cs, loss_dtype);
   if (needs_grad({input})) {
@@ -218,10 +218,9 @@ Tensor class_cross_entropy(const Tensor& input, const Tensor& target, const Tens
              Tensor gx = x.dim() == 2 ? detail::empty_aligned_rows(cs.N, cs.C, x.options())
                                       : empty(x.sizes(), x.options());
              if (gx.numel() > 0)
-               cross_entropy_backward_stub(x.device())(gx.view({cs.N, cs.C, cs.D}), ge.to(cd).contiguous(),
-                                                       class_blocks(x, cs), lse,
-                                                       t.contiguous().view({cs.N, cs.D}), weight, weight_sum,
-                                                       ignore_index, ls);
+               cross_entropy_backward_stub(x.device())(
+                   gx.view({cs.N, cs.C, cs.D}), ge.to(cd).contiguous(), class_blocks(x, cs), lse,
+                   t.contiguous().view({cs.N, cs.D}), weight, weight_sum, ignore_index, ls);
              return {gx};
            });
   }
