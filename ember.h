@@ -35,6 +35,7 @@
 #include "ember/core/ops/softmax.h"
 #include "ember/core/ops/sorting.h"
 #include "ember/core/ops/tensor_compare.h"
+#include "ember/core/ops/ternary.h"
 #include "ember/core/parallel.h"
 #include "ember/core/profiler.h"
 #include "ember/core/random.h"

@@ -177,6 +177,15 @@ class Tensor {
   const Tensor& pow_(const Scalar& exponent) const;
   const Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
   const Tensor& masked_fill_(const Tensor& mask, const Scalar& value) const;
+  // core/ops/ternary.h
+  Tensor addcmul(const Tensor& tensor1, const Tensor& tensor2, const Scalar& value = 1) const;
+  Tensor addcdiv(const Tensor& tensor1, const Tensor& tensor2, const Scalar& value = 1) const;
+  Tensor lerp(const Tensor& end, const Scalar& weight) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;
+  const Tensor& addcmul_(const Tensor& tensor1, const Tensor& tensor2, const Scalar& value = 1) const;
+  const Tensor& addcdiv_(const Tensor& tensor1, const Tensor& tensor2, const Scalar& value = 1) const;
+  const Tensor& lerp_(const Tensor& end, const Scalar& weight) const;
+  const Tensor& lerp_(const Tensor& end, const Tensor& weight) const;
 
   Tensor neg() const;
   Tensor abs() const;

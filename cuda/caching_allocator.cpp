@@ -243,6 +243,13 @@ class DeviceAllocator {
     return true;
   }
 
+  // torch.cuda.set_per_process_memory_fraction: segments beyond `bytes` reserved fail as CUDA's
+  // own out-of-memory does (the cache is freed, one retry, then OutOfMemoryError).
+  void set_limit(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    limit_ = bytes;
+  }
+
   void empty_cache() {
     std::lock_guard<std::mutex> lock(mutex_);
     EMBER_CHECK(capture_pools_.empty(), "empty_cache: a CUDA graph is being captured on cuda:", device_,
@@ -333,7 +340,8 @@ class DeviceAllocator {
     cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
     const bool capturing = !capture_pools_.empty();
     if (capturing) EMBER_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
-    cudaError_t err = cudaMalloc(ptr, size);
+    const auto reserved = static_cast<size_t>(stats_.reserved_bytes[0].current);
+    cudaError_t err = reserved + size > limit_ ? cudaErrorMemoryAllocation : cudaMalloc(ptr, size);
     if (err != cudaSuccess) cudaGetLastError();  // not sticky: clear it for later checks
     if (capturing) EMBER_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
     return err;
@@ -347,12 +355,15 @@ class DeviceAllocator {
                               ? ""
                               : " A CUDA graph is being captured, so the cache was not freed "
                                 "to make room.";
-    return ember::detail::str_cat("CUDA out of memory. Tried to allocate ", format_size(segment_size),
-                                  ". GPU ", device_, " has a total capacity of ", format_size(total),
-                                  " of which ", format_size(free), " is free. Of the allocated memory ",
-                                  format_size(static_cast<size_t>(allocated)), " is allocated by ember, and ",
-                                  format_size(static_cast<size_t>(cached)),
-                                  " is reserved by ember but unallocated.", capture);
+    return ember::detail::str_cat(
+        "CUDA out of memory. Tried to allocate ", format_size(segment_size), ". GPU ", device_,
+        " has a total capacity of ", format_size(total), " of which ", format_size(free),
+        " is free. Of the allocated memory ", format_size(static_cast<size_t>(allocated)),
+        " is allocated by ember, and ", format_size(static_cast<size_t>(cached)),
+        " is reserved by ember but unallocated.", capture,
+        limit_ == SIZE_MAX ? ""
+                           : ember::detail::str_cat(" set_per_process_memory_fraction limits ember to ",
+                                                    format_size(limit_), " on this GPU."));
   }
 
   // Hands out the front `size` bytes of a free block; a remainder worth keeping stays in the pool.
@@ -510,6 +521,7 @@ class DeviceAllocator {
   }
 
   std::mutex mutex_;
+  size_t limit_ = SIZE_MAX;  // bytes reserved at most (set_per_process_memory_fraction)
   const int device_;
   BlockPool small_{{}, true};
   BlockPool large_{{}, false};
@@ -605,6 +617,15 @@ size_t memory_reserved(int device) {
 size_t max_memory_reserved(int device) {
   return allocator_for("max_memory_reserved", device).stats().reserved_bytes[0].peak;
 }
+void set_per_process_memory_fraction(double fraction, int device) {
+  EMBER_CHECK(fraction >= 0 && fraction <= 1, "set_per_process_memory_fraction: invalid fraction ", fraction,
+              ", allowed range is 0 to 1");
+  const int d = detail::resolve_device("set_per_process_memory_fraction", device);
+  const size_t total = mem_get_info(d).second;
+  device_allocator(d).set_limit(fraction == 1 ? SIZE_MAX
+                                              : static_cast<size_t>(fraction * static_cast<double>(total)));
+}
+
 void reset_peak_memory_stats(int device) { allocator_for("reset_peak_memory_stats", device).reset_peak(); }
 void reset_accumulated_memory_stats(int device) {
   allocator_for("reset_accumulated_memory_stats", device).reset_accumulated();

@@ -38,6 +38,10 @@ std::map<std::string, int64_t> memory_stats(int device = -1);
 // torch.cuda.memory_summary: the stats as a table (abbreviated: without the per-pool rows).
 std::string memory_summary(int device = -1, bool abbreviated = false);
 
+// Caps the memory the allocator reserves on a device at fraction * its total memory (0 to 1;
+// torch.cuda.set_per_process_memory_fraction): a request beyond it frees the cache, retries, then
+// throws OutOfMemoryError naming the limit. 1 lifts the cap.
+void set_per_process_memory_fraction(double fraction, int device = -1);
 // Gives cached segments that hold no live block back to CUDA (on every device).
 void empty_cache();
 

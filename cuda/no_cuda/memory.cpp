@@ -13,6 +13,9 @@ void reset_peak_memory_stats(int) { detail::throw_no_cuda("reset_peak_memory_sta
 void reset_accumulated_memory_stats(int) { detail::throw_no_cuda("reset_accumulated_memory_stats"); }
 std::map<std::string, int64_t> memory_stats(int) { detail::throw_no_cuda("memory_stats"); }
 std::string memory_summary(int, bool) { detail::throw_no_cuda("memory_summary"); }
+void set_per_process_memory_fraction(double, int) {
+  detail::throw_no_cuda("set_per_process_memory_fraction");
+}
 void empty_cache() {}
 
 bool is_pinned(const void*) { return false; }

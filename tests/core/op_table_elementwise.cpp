@@ -16,6 +16,13 @@ OpEntry binary(const std::string& name, std::function<Tensor(const Tensor&, cons
           [f](const std::vector<Tensor>& in) { return f(in[0], in[1]); }};
 }
 
+OpEntry ternary(const std::string& name, std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)> f,
+                double low = -2, double high = 2) {
+  const std::vector<std::vector<DimVector>> shapes = {{{3, 4}, {3, 4}, {3, 4}}, {{2, 1, 4}, {3, 1}, {4}}};
+  return {name, [=](ScalarType dt) { return samples_from_shapes(dt, shapes, low, high); },
+          [f](const std::vector<Tensor>& in) { return f(in[0], in[1], in[2]); }};
+}
+
 const OpTableRegistrar registrar({
     unary("neg", [](const Tensor& x) { return -x; }),
     unary("abs", [](const Tensor& x) { return abs(x); }),
@@ -74,6 +81,13 @@ const OpTableRegistrar registrar({
     unary("logical_not", [](const Tensor& x) { return logical_not(x > 0); }),
     binary("where", [](const Tensor& a, const Tensor& b) { return where(a > b, a, b * 3); }),
     binary("masked_fill", [](const Tensor& a, const Tensor& b) { return masked_fill(a, b > 0.5, -7.5); }),
+    ternary("addcmul",
+            [](const Tensor& a, const Tensor& b, const Tensor& c) { return addcmul(a, b, c, 0.5); }),
+    ternary(
+        "addcdiv", [](const Tensor& a, const Tensor& b, const Tensor& c) { return addcdiv(a, b, c, 2); }, 0.5,
+        2),
+    ternary(
+        "lerp", [](const Tensor& a, const Tensor& b, const Tensor& c) { return lerp(a, b, c); }, -1, 2),
 });
 
 }  // namespace

@@ -45,7 +45,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 242;
+constexpr int64_t kPresentRows = 244;
 
 using Sizes = std::vector<int64_t>;
 
@@ -153,6 +153,8 @@ TEST(PytorchNames, TensorMethods) {
   z.add_(y, 0.5).mul_(y).div_(y);
   z += y;
   EXPECT_CLOSE(z, full({2, 3}, 3.0));
+  z.addcmul_(y, y, 0.25).addcdiv_(y, y, -1).lerp_(x, 0.5);
+  EXPECT_CLOSE(z, (x + 3) / 2);
   EXPECT_CLOSE(x.clamp(2, 5), tensor({{2.0, 2.0, 3.0}, {4.0, 5.0, 5.0}}));
   z.clamp_(std::nullopt, 1);
   EXPECT_CLOSE((-x).abs().exp().log().sqrt().rsqrt(), x.rsqrt().sqrt());
@@ -673,6 +675,7 @@ TEST(PytorchNames, Cuda) {
   on_gpu([] { EXPECT_FALSE(cuda::memory_summary().empty()); });
   on_gpu([] { cuda::reset_peak_memory_stats(); });
   cuda::empty_cache();
+  on_gpu([] { cuda::set_per_process_memory_fraction(1); });
   manual_seed_then_restore(2);
   // PyTorch's defaults: TF32 for cuDNN's float32 convolutions, not for float32 matmuls.
   EXPECT_FALSE(cuda::matmul::allow_tf32());

@@ -300,6 +300,32 @@ TEST_F(CudaAllocatorTest, OutOfMemoryThrowsAndTheProcessGoesOn) {
   EXPECT_EQ(delta("allocated_bytes.all.current"), 1024 + 4 * kMiB);
 }
 
+// A fraction of the GPU caps what the allocator reserves: within it allocations succeed, beyond it
+// the cache is freed, the request retried, and OutOfMemoryError names the limit; 1 lifts it.
+TEST_F(CudaAllocatorTest, PerProcessMemoryFractionCapsReservedMemory) {
+  const size_t total = cuda::mem_get_info().second;
+  const double fraction = static_cast<double>(512 * kMiB) / static_cast<double>(total);
+  cuda::set_per_process_memory_fraction(fraction);
+  {
+    Tensor a = gpu_bytes(200 * kMiB), b = gpu_bytes(200 * kMiB);
+    std::string what;
+    try {
+      Tensor c = gpu_bytes(200 * kMiB);  // 600 MiB reserved in all: over the cap
+      ADD_FAILURE() << "allocating beyond the fraction succeeded";
+    } catch (const OutOfMemoryError& e) {
+      what = e.what();
+    }
+    EXPECT_NE(what.find("set_per_process_memory_fraction limits ember to "), std::string::npos) << what;
+    EXPECT_EQ(delta("num_alloc_retries"), 1);
+    EXPECT_LE(cuda::memory_reserved(), static_cast<size_t>(512 * kMiB));
+  }
+  cuda::set_per_process_memory_fraction(1);
+  Tensor big = gpu_bytes(1024 * kMiB);
+  EXPECT_GE(cuda::memory_reserved(), static_cast<size_t>(1024 * kMiB));
+  EXPECT_EMBER_ERROR(cuda::set_per_process_memory_fraction(1.5), "set_per_process_memory_fraction: invalid",
+                     "0 to 1");
+}
+
 TEST_F(CudaAllocatorTest, MemorySummary) {
   Tensor a = gpu_bytes(kMiB);  // the first half of a 2 MiB small-pool segment
   std::string s = cuda::memory_summary();
