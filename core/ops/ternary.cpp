@@ -4,6 +4,7 @@
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/shape.h"
+#include "ember/core/type_promotion.h"
 
 namespace ember {
 namespace {
@@ -29,6 +30,16 @@ void check_lerp(const Tensor& start, const Tensor& end) {
               end.dtype());
 }
 
+// f16/bf16 operands run in float32 and round once, as PyTorch's kernels do (a chain of
+// reduced-precision ops would round at each step).
+struct Opmath {
+  ScalarType dtype;
+  bool reduced;
+  explicit Opmath(ScalarType dt) : dtype(dt), reduced(is_reduced_float(dt)) {}
+  Tensor operator()(const Tensor& t) const { return reduced ? t.to(kFloat32) : t; }
+  Tensor result(const Tensor& t) const { return reduced ? t.to(dtype) : t; }
+};
+
 // The broadcast result of an in-place form must have self's shape (self is not broadcast).
 const Tensor& write_into(const char* op, const Tensor& self, const Tensor& result) {
   EMBER_CHECK(result.sizes().equals(self.sizes()), op, ": the result's shape ", result.sizes(),
@@ -44,7 +55,10 @@ Tensor addcmul(const Tensor& input, const Tensor& tensor1, const Tensor& tensor2
     return amp::autocast_call(
         "addcmul", [&](const auto&... t) { return addcmul(t...); }, input, tensor1, tensor2, value);
   check_operands("addcmul", input, tensor1, tensor2);
-  return input + tensor1 * tensor2 * value;
+  const Opmath m(result_type({input, tensor1, tensor2}));
+  EMBER_CHECK(is_floating_point(m.dtype) || !value.is_floating_point(),
+              "addcmul: for integral input tensors, argument value must not be a floating point number");
+  return m.result(m(input) + m(tensor1) * m(tensor2) * value);
 }
 
 Tensor addcdiv(const Tensor& input, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value) {
@@ -55,15 +69,17 @@ Tensor addcdiv(const Tensor& input, const Tensor& tensor1, const Tensor& tensor2
   EMBER_CHECK(tensor1.is_floating_point() || tensor2.is_floating_point(),
               "addcdiv: integer division of tensors (", tensor1.dtype(), " and ", tensor2.dtype(),
               ") is not supported; divide by a floating point tensor");
-  return input + tensor1 / tensor2 * value;
+  const Opmath m(result_type({input, tensor1, tensor2}));
+  return m.result(m(input) + m(tensor1) / m(tensor2) * value);
 }
 
 Tensor lerp(const Tensor& start, const Tensor& end, const Scalar& weight) {
   check_lerp(start, end);
   broadcast_shapes("lerp", start.sizes(), end.sizes());
   const double w = weight.to_double();
-  const Tensor d = end - start;
-  return std::abs(w) < 0.5 ? start + d * w : end - d * (1 - w);
+  const Opmath m(start.dtype());
+  const Tensor s = m(start), e = m(end), d = e - s;
+  return m.result(std::abs(w) < 0.5 ? s + d * w : e - d * (1 - w));
 }
 
 Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
@@ -71,8 +87,9 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
   check_operands("lerp", start, end, weight);
   EMBER_CHECK(weight.dtype() == start.dtype(), "lerp: expected a weight of dtype ", start.dtype(), ", got ",
               weight.dtype());
-  const Tensor d = end - start;
-  return where(abs(weight) < 0.5, start + d * weight, end - d * (1 - weight));
+  const Opmath m(start.dtype());
+  const Tensor s = m(start), e = m(end), w = m(weight), d = e - s;
+  return m.result(where(abs(w) < 0.5, s + d * w, e - d * (1 - w)));
 }
 
 Tensor Tensor::addcmul(const Tensor& tensor1, const Tensor& tensor2, const Scalar& value) const {

@@ -165,6 +165,8 @@ const std::map<std::string, PolicySample>& samples() {
        [](auto a, auto b) {
          return index_add(r({3}, a), 0, tensor({0, 2}, kInt64), r({2}, b));
        }},
+      {"addcmul", [](auto a, auto b) { return addcmul(r({3}, a), r({3}, b), r({3}, b)); }},
+      {"addcdiv", [](auto a, auto b) { return addcdiv(r({3}, a), r({3}, b), r({3}, a) + 3); }},
   };
   return m;
 }

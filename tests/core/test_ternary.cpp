@@ -16,8 +16,20 @@ TEST(Ternary, AddcmulAndAddcdivGivePyTorchsValues) {
   // Integer tensors multiply in their dtype; dividing two of them is refused, as PyTorch.
   EXPECT_EQ(addcmul(tensor({1LL}), tensor({2LL}), tensor({3LL})).dtype(), kInt64);
   EXPECT_EMBER_ERROR(addcdiv(tensor({1LL}), tensor({2LL}), tensor({3LL})), "addcdiv: integer division");
+  EXPECT_EMBER_ERROR(addcmul(tensor({1LL}), tensor({2LL}), tensor({3LL}), 0.5),
+                     "addcmul: for integral input");
   EXPECT_EMBER_ERROR(addcmul(zeros({2}), zeros({3}), zeros({2})), "addcmul");
   EXPECT_EMBER_ERROR(addcmul(Tensor(), zeros({2}), zeros({2})), "addcmul: an operand is undefined");
+}
+
+// bf16 operands compute in float32 and round once: the float32 result rounded.
+TEST(Ternary, ReducedPrecisionRoundsOnce) {
+  manual_seed(2);
+  const Tensor a = randn({64}).to(kBFloat16), b = randn({64}).to(kBFloat16), c = randn({64}).to(kBFloat16);
+  auto f32 = [](const Tensor& t) { return t.to(kFloat32); };
+  EXPECT_CLOSE(addcmul(a, b, c, 0.3), addcmul(f32(a), f32(b), f32(c), 0.3).to(kBFloat16), Tolerance{0, 0});
+  EXPECT_CLOSE(lerp(a, b, c), lerp(f32(a), f32(b), f32(c)).to(kBFloat16), Tolerance{0, 0});
+  EXPECT_EQ(addcdiv(a, b, c).dtype(), kBFloat16);
 }
 
 TEST(Ternary, LerpGivesEndExactlyAtWeightOne) {
