@@ -126,7 +126,7 @@ TEST(TrainResnet, TwoProcessesOverGloo) {
   const fs::path dir = tmp.path();
   write_quadrants(dir, "train", 64, 3);
   write_quadrants(dir, "t10k", 16, 4);
-  const std::string args = std::string("--nproc-per-node 2 ") + EMBER_TRAIN_RESNET_PATH +
+  const std::string args = std::string("--nproc-per-node 2 --master-port 0 ") + EMBER_TRAIN_RESNET_PATH +
                            " --dataset mnist --data-dir " + dir.string() +
                            " --device cpu --epochs 2 --batch-size 8 --workers 1 --sync-bn --checkpoint " +
                            (dir / "run/ckpt.safetensors").string();
@@ -154,7 +154,7 @@ TEST(TrainResnet, TwoProcessesStopTogetherOnSigterm) {
   write_quadrants(dir, "train", 64, 3);
   write_quadrants(dir, "t10k", 16, 4);
   // 16 steps per epoch (32 images per rank, batches of 2), 2 epochs.
-  const std::string cmd = std::string(EMBER_EMBERRUN_PATH) + " --nproc-per-node 2 " +
+  const std::string cmd = std::string(EMBER_EMBERRUN_PATH) + " --nproc-per-node 2 --master-port 0 " +
                           EMBER_TRAIN_RESNET_PATH + " --dataset mnist --data-dir " + dir.string() +
                           " --device cpu --epochs 2 --batch-size 2 --workers 1 --resume --checkpoint " +
                           (dir / "run/ckpt.safetensors").string();
