@@ -88,7 +88,7 @@ Tensor packed(const Tensor& t) {
 }
 
 // Heuristic picks by everything they depend on (run_problem's key).
-using MatmulPlans = detail::PlanCache<23, cublasLtMatmulHeuristicResult_t>;
+using MatmulPlans = detail::PlanCache<22, cublasLtMatmulHeuristicResult_t>;
 
 MatmulPlans& plan_cache() {
   static auto* cache = new MatmulPlans;  // leaked: used until the process ends
@@ -117,7 +117,6 @@ struct Problem {
   ScalarType in_type, out_type;
   Epilogue epilogue;
   const void* bias;
-  ScalarType bias_type;
 };
 
 // Runs the problem; false when cuBLASLt has no algorithm for it.
@@ -143,8 +142,6 @@ bool run_problem(const Problem& p, double alpha, double beta) {
                                                                      : CUBLASLT_EPILOGUE_BGRADB;
     set_attr(&op_desc, CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<uint32_t>(ep));
     set_attr(&op_desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, p.bias);
-    if (p.bias_type != p.out_type)  // a float32 bias for a bf16/f16 output
-      set_attr(&op_desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(cuda_type(p.bias_type)));
   }
   cublasLtMatrixLayoutOpaque_t la, lb, ld;
   EMBER_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&la, in_t, p.a.rows, p.a.cols, p.a.ld));
@@ -165,7 +162,7 @@ bool run_problem(const Problem& p, double alpha, double beta) {
   const uint32_t align_a = alignment(p.a.ptr, p.a.ld, p.a.batch_stride, p.batch, in_es);
   const uint32_t align_b = alignment(p.b.ptr, p.b.ld, p.b.batch_stride, p.batch, in_es);
   const uint32_t align_d = alignment(p.d, p.ldd, p.batch_stride_d, p.batch, out_es);
-  const uint32_t align_bias = p.bias ? alignment(p.bias, 0, 0, 1, element_size(p.bias_type)) : 0;
+  const uint32_t align_bias = p.bias ? alignment(p.bias, 0, 0, 1, out_es) : 0;
   const MatmulPlans::Key key{{stream.device_index(),
                               compute,
                               in_t,
@@ -187,7 +184,6 @@ bool run_problem(const Problem& p, double alpha, double beta) {
                               align_d,
                               static_cast<int64_t>(p.epilogue),
                               align_bias,
-                              static_cast<int64_t>(p.bias_type),
                               static_cast<int64_t>(ws.bytes)}};
   std::optional<cublasLtMatmulHeuristicResult_t> plan = plan_cache().find(key);
   if (!plan) {
@@ -290,8 +286,7 @@ bool try_gemm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha,
             a.dtype(),
             out.dtype(),
             epilogue,
-            bias.defined() ? bias.data_ptr() : nullptr,
-            bias.defined() ? bias.dtype() : out.dtype()};
+            bias.defined() ? bias.data_ptr() : nullptr};
   // cuBLASLt counts a batch in int32.
   const int64_t chunk = INT32_MAX;
   const size_t in_es = a.element_size(), out_es = out.element_size();
@@ -332,12 +327,10 @@ void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, dou
                 out.device(), " for the row sums of a, one product, alpha 1 and beta 0");
     bias_c = bias;
   } else if (epilogue != Epilogue::None) {
-    EMBER_CHECK(
-        bias.defined() && bias.dim() == 1 && bias.size(0) == out.size(2) &&
-            (bias.dtype() == out.dtype() || (bias.dtype() == kFloat32 && is_reduced_float(out.dtype()))) &&
-            bias.device() == out.device(),
-        "gemm: expected a bias [", out.size(2), "] of dtype ", out.dtype(), " (or float32) on ", out.device(),
-        " for the epilogue");
+    EMBER_CHECK(bias.defined() && bias.dim() == 1 && bias.size(0) == out.size(2) &&
+                    bias.dtype() == out.dtype() && bias.device() == out.device(),
+                "gemm: expected a bias [", out.size(2), "] of dtype ", out.dtype(), " on ", out.device(),
+                " for the epilogue");
     bias_c = bias.contiguous();
   }
   constexpr int64_t kIntMax = INT32_MAX;

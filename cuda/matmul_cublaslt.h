@@ -47,7 +47,7 @@ enum class Epilogue : int8_t { None, Bias, GeluBias, RowSumsOfA };
 // one whose matrices are neither row- nor column-major is copied first. a and b share a floating
 // dtype; out has it too, or float32 when a and b are f16/bf16 (the float32 accumulator kept).
 // f16/bf16 accumulate in float32 and round once. beta == 0 does not read out. bias is [N] in
-// out's dtype (or float32 for an f16/bf16 out), added to every row, for the Bias and GeluBias epilogues; for RowSumsOfA it is
+// out's dtype, added to every row, for the Bias and GeluBias epilogues; for RowSumsOfA it is
 // written, [M] contiguous in out's dtype, with B = 1, alpha = 1 and beta = 0 (fused only where a's
 // and b's rows are 16-byte aligned, else a separate reduction). Integer dtypes throw.
 void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha = 1, double beta = 0,

@@ -38,8 +38,7 @@ using BmmFn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, cons
 extern DispatchStub<BmmFn> bmm_stub;
 
 // Optional fused addmm for a bias row (nn.Linear's forward): out [M, N] (rows maybe padded) =
-// a [M, K] @ b [K, N] + bias [N], bias contiguous, all of one floating dtype but the bias, which
-// may be float32 for float16/bfloat16 operands. Devices without a
+// a [M, K] @ b [K, N] + bias [N], bias contiguous, all of one floating dtype. Devices without a
 // kernel (the CPU) run addmm as a product and an add; CUDA adds the bias in cuBLASLt's epilogue.
 using AddmmBiasFn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias);
 extern DispatchStub<AddmmBiasFn> addmm_bias_stub;
@@ -52,8 +51,8 @@ using MmRowSumsFn = void (*)(const Tensor& out, const Tensor& sums, const Tensor
 extern DispatchStub<MmRowSumsFn> mm_row_sums_stub;
 
 namespace detail {
-// bias [N] + a [M, K] @ b [K, N] computed on b's cast to a's dtype (b_cast) and bias_cast (bias's
-// cast, or the float32 bias itself), differentiable in bias and b themselves: under autocast, a linear's
+// bias [N] + a [M, K] @ b [K, N] computed on casts of bias and b to a's dtype (bias_cast, b_cast)
+// and differentiable in bias and b themselves: under autocast, a linear's
 // float32 parameters get float32 gradients straight from the product (cuBLASLt writes them), not through
 // casts back. For devices with addmm_bias_stub; the caller checks the shapes.
 Tensor addmm_bias_of_casts(const Tensor& bias, const Tensor& a, const Tensor& b, const Tensor& bias_cast,
