@@ -27,6 +27,7 @@
 #include "ember/core/ops/nonzero.h"
 #include "ember/core/ops/linalg.h"
 #include "ember/core/ops/loss.h"
+#include "ember/core/ops/multinomial.h"
 #include "ember/core/ops/normalization.h"
 #include "ember/core/ops/pooling.h"
 #include "ember/core/ops/reduce.h"

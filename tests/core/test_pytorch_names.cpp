@@ -45,7 +45,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 244;
+constexpr int64_t kPresentRows = 245;
 
 using Sizes = std::vector<int64_t>;
 
@@ -219,6 +219,7 @@ TEST(PytorchNames, TorchFunctions) {
   EXPECT_EQ(randint(0, 10, {3}).dtype(), kInt64);
   EXPECT_EQ(randperm(10).sum().item<int64_t>(), 45);
   EXPECT_EQ(bernoulli(ones({4})).sum().item<float>(), 4.0f);
+  EXPECT_EQ(multinomial(tensor({0.0, 1.0}), 3, true).sum().item<int64_t>(), 3);
   manual_seed_then_restore(1);
   Generator gen(1);
   EXPECT_EQ(gen.initial_seed(), 1u);
