@@ -72,6 +72,7 @@
 #include "ember/nn/pad_sequence.h"
 #include "ember/nn/pooling.h"
 #include "ember/nn/transformer.h"
+#include "ember/nn/upsampling.h"
 #include "ember/optim/adagrad.h"
 #include "ember/optim/adam.h"
 #include "ember/optim/checkpoint.h"

@@ -45,7 +45,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 245;
+constexpr int64_t kPresentRows = 247;
 
 using Sizes = std::vector<int64_t>;
 
@@ -285,6 +285,8 @@ TEST(PytorchNames, NnFunctional) {
   EXPECT_EQ(shape(F::max_pool2d(img, {2, 2})), (Sizes{2, 3, 2, 2}));
   EXPECT_EQ(shape(F::avg_pool2d(img, {2, 2})), (Sizes{2, 3, 2, 2}));
   EXPECT_EQ(shape(F::adaptive_avg_pool2d(img, {1, 1})), (Sizes{2, 3, 1, 1}));
+  EXPECT_EQ(shape(F::interpolate(img, nn::InterpolateOptions().scale_factor({2}).mode("bilinear"))),
+            (Sizes{2, 3, 8, 8}));
   Tensor q = randn({1, 2, 3, 4});
   EXPECT_EQ(shape(F::scaled_dot_product_attention(q, q, q, {}, 0.0, true)), shape(q));
   Tensor target = tensor({1, 2});
@@ -357,6 +359,7 @@ TEST(PytorchNames, NnModules) {
   EXPECT_EQ(shape(nn::Identity()(x)), (Sizes{3, 2}));
   Tensor img = randn({2, 3, 4, 4});
   EXPECT_EQ(shape(nn::Flatten()(img)), (Sizes{2, 48}));
+  EXPECT_EQ(shape(nn::Upsample(nn::UpsampleOptions().scale_factor({2}))(img)), (Sizes{2, 3, 8, 8}));
   EXPECT_EQ(shape(nn::Conv1d(2, 3, 3)(randn({1, 2, 5}))), (Sizes{1, 3, 3}));
   EXPECT_EQ(shape(conv(img)), (Sizes{2, 8, 4, 4}));
   EXPECT_EQ(shape(nn::ConvTranspose2d(3, 2, 2)(img)), (Sizes{2, 2, 5, 5}));
