@@ -94,16 +94,20 @@ std::vector<int> partition_parameters(const std::vector<optim::OptimizerParamGro
 
 ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<Tensor> params,
                                                  const OptimizerFactory& make_optimizer,
-                                                 std::shared_ptr<ProcessGroup> group)
+                                                 std::shared_ptr<ProcessGroup> group,
+                                                 const ZeroOptions& options)
     : ZeroRedundancyOptimizer(
           std::vector<optim::OptimizerParamGroup>{optim::OptimizerParamGroup(std::move(params))},
-          make_optimizer, std::move(group)) {}
+          make_optimizer, std::move(group), options) {}
 
 ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::OptimizerParamGroup> groups,
                                                  const OptimizerFactory& make_optimizer,
-                                                 std::shared_ptr<ProcessGroup> group)
+                                                 std::shared_ptr<ProcessGroup> group,
+                                                 const ZeroOptions& options)
     : group_(group ? std::move(group) : default_group()) {
   EMBER_CHECK(make_optimizer, "ZeroRedundancyOptimizer: the optimizer factory is empty");
+  EMBER_CHECK(options.stage() == 1 || options.stage() == 2,
+              "ZeroRedundancyOptimizer: stage must be 1 or 2, got ", options.stage());
   // Checked here for every parameter, not only by the owner's optimizer, so that all ranks fail alike.
   std::set<const TensorImpl*> seen;
   for (const optim::OptimizerParamGroup& g : groups) {
@@ -142,7 +146,11 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::OptimizerPar
   }
   local_ = make_optimizer(std::move(groups));
   EMBER_CHECK(local_, "ZeroRedundancyOptimizer: the optimizer factory returned null");
+  if (options.stage() == 2)
+    sharded_ = std::make_unique<detail::ShardedGradients>(params_, param_to_rank_, group_);
 }
+
+ZeroRedundancyOptimizer::~ZeroRedundancyOptimizer() = default;
 
 std::vector<size_t> ZeroRedundancyOptimizer::owned_by(int r) const {
   std::vector<size_t> out;
@@ -153,7 +161,18 @@ std::vector<size_t> ZeroRedundancyOptimizer::owned_by(int r) const {
 
 Tensor ZeroRedundancyOptimizer::step(const optim::Optimizer::LossClosure& closure) {
   consolidated_.reset();
-  Tensor loss = local_->step(closure);
+  optim::Optimizer::LossClosure run = closure;
+  if (sharded_) {
+    sharded_->finish();
+    // A closure's backward reduces too: finished before the local step reads the gradients.
+    if (closure)
+      run = [&] {
+        Tensor l = closure();
+        sharded_->finish();
+        return l;
+      };
+  }
+  Tensor loss = local_->step(run);
   broadcast_params();
   return loss;
 }
@@ -176,6 +195,7 @@ void ZeroRedundancyOptimizer::broadcast_params() {
 }
 
 void ZeroRedundancyOptimizer::zero_grad(bool set_to_none) {
+  if (sharded_) sharded_->finish();  // no reduce may still be writing into a gradient
   NoGradGuard no_grad;
   for (const Tensor& p : params_) {
     Tensor g = p.grad();

@@ -9,6 +9,11 @@
 //                                     dist::optimizer_factory<optim::AdamW>(optim::AdamWOptions(1e-3)));
 //   opt.zero_grad(); loss(ddp(x)).backward(); opt.step();
 //
+// Stage 2 (ZeroOptions().stage(2)) shards the gradients too: the model is not wrapped in DDP, and
+// each gradient goes, as backward produces it, onto the rank that owns its parameter (a reduce);
+// the other ranks drop theirs (distributed/sharded_gradients.h). Each backward reduces, so a
+// second backward before step() or zero_grad() is an error: accumulate by summing losses.
+//
 // Every rank passes the same parameters in the same order and calls step(),
 // consolidate_state_dict() and load_state_dict() together.
 
@@ -19,6 +24,8 @@
 
 #include "ember/core/state_dict.h"
 #include "ember/distributed/process_group.h"
+#include "ember/distributed/sharded_gradients.h"
+#include "ember/nn/options.h"
 #include "ember/optim/optimizer.h"
 
 namespace ember::distributed {
@@ -41,19 +48,26 @@ OptimizerFactory optimizer_factory(Options defaults) {
 // parameter, indexed like the groups' parameters one after the other.
 std::vector<int> partition_parameters(const std::vector<optim::OptimizerParamGroup>& groups, int world_size);
 
+struct ZeroOptions {
+  // 1: optimizer state sharded (gradients averaged beforehand, e.g. by DDP); 2: gradients too.
+  EMBER_ARG(int, stage) = 1;
+};
+
 class ZeroRedundancyOptimizer {
  public:
   // `group`: the default group when null. Throws when some rank would own no parameter.
   ZeroRedundancyOptimizer(std::vector<optim::OptimizerParamGroup> groups,
                           const OptimizerFactory& make_optimizer,
-                          std::shared_ptr<ProcessGroup> group = nullptr);
+                          std::shared_ptr<ProcessGroup> group = nullptr, const ZeroOptions& options = {});
   ZeroRedundancyOptimizer(std::vector<Tensor> params, const OptimizerFactory& make_optimizer,
-                          std::shared_ptr<ProcessGroup> group = nullptr);
+                          std::shared_ptr<ProcessGroup> group = nullptr, const ZeroOptions& options = {});
+  ~ZeroRedundancyOptimizer();
   ZeroRedundancyOptimizer(const ZeroRedundancyOptimizer&) = delete;
   ZeroRedundancyOptimizer& operator=(const ZeroRedundancyOptimizer&) = delete;
 
-  // The local optimizer updates this rank's parameters that have gradients (expected to be
-  // averaged already, e.g. by DDP); then every parameter is broadcast from its owner.
+  // The local optimizer updates this rank's parameters that have gradients (averaged already by
+  // DDP, or at stage 2 by the reduces, which it first waits for); then every parameter is
+  // broadcast from its owner.
   Tensor step(const optim::Optimizer::LossClosure& closure = nullptr);
   // Over every parameter, owned or not.
   void zero_grad(bool set_to_none = true);
@@ -86,6 +100,7 @@ class ZeroRedundancyOptimizer {
   std::vector<size_t> group_sizes_;
   std::vector<int> param_to_rank_;
   std::unique_ptr<optim::Optimizer> local_;
+  std::unique_ptr<detail::ShardedGradients> sharded_;  // stage 2
   std::optional<StateDict> consolidated_;
 };
 

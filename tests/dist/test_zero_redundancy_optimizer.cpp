@@ -3,7 +3,9 @@
 // running the plain optimizer on the whole batch (float32, AdamW and SGD with momentum). Each
 // rank's optimizer state is 1/world of the plain optimizer's; the consolidated state dict equals
 // the plain optimizer's and loads into a fresh ZeRO and into the plain optimizer, which then go
-// on alike. In one process: the partition, a group of one, and the errors.
+// on alike. Stage 2 (no DDP: the gradients reduced onto their owners) matches the same run and
+// leaves each rank its own gradients only. In one process: the partition, a group of one, and the
+// errors.
 #include <ember/core/serialize.h>
 #include <ember/distributed/ddp.h>
 #include <ember/distributed/zero_redundancy_optimizer.h>
@@ -121,6 +123,64 @@ DIST_WORKER(zero_matches_one_process) {
   d::destroy_process_group();
 }
 
+// Stage 2, no DDP: the reduces average the gradients onto their owners. The parameters follow the
+// one-process run, and after each step a rank holds the gradients of its own parameters only.
+DIST_WORKER(zero2_matches_one_process) {
+  d::init_process_group("gloo");
+  int rank = d::get_rank(), world = d::get_world_size();
+  Mlp net = make_mlp(), ref = make_mlp();
+  d::OptimizerFactory factory = adamw();
+  d::ZeroRedundancyOptimizer zero(net->parameters(), factory, nullptr, d::ZeroOptions().stage(2));
+  auto ref_opt = factory({ref->parameters()});
+  std::vector<Tensor> params = net->parameters();
+  int64_t owned = 0, total = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    total += params[i].numel();
+    if (zero.param_to_rank()[i] == rank) owned += params[i].numel();
+  }
+  for (int step = 0; step < 5; ++step) {
+    auto [x, y] = global_batch(step, world);
+    zero.zero_grad();
+    const bool closure = step == 4;  // the last step runs its backward inside step()
+    auto loss = [&] {
+      Tensor l =
+          mse_loss(net(x.narrow(0, rank * kPerRank, kPerRank)), y.narrow(0, rank * kPerRank, kPerRank));
+      l.backward();
+      return l;
+    };
+    if (closure) {
+      zero.step(loss);
+    } else {
+      loss();
+      zero.step();
+    }
+    train_whole(ref, *ref_opt, step, world);
+    check_same_params(net, ref, "step " + std::to_string(step));
+    int64_t held = 0;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const bool mine = zero.param_to_rank()[i] == rank;
+      EMBER_CHECK(params[i].grad().defined() == mine, "rank ", rank, ": parameter ", i, " (owned by rank ",
+                  zero.param_to_rank()[i], ") ", mine ? "lost" : "kept", " its gradient");
+      if (mine) held += params[i].grad().numel();
+    }
+    EMBER_CHECK(held == owned && owned * world == total, "rank ", rank, " holds ", held,
+                " gradient elements of ", total);
+  }
+  // A second backward before step() would reduce the averaged gradients again: refused.
+  auto [x, y] = global_batch(5, world);
+  zero.zero_grad();
+  mse_loss(net(x), y).backward();
+  bool refused = false;
+  try {
+    mse_loss(net(x), y).backward();
+  } catch (const Error& e) {
+    refused = std::string(e.what()).find("got a gradient twice before step()") != std::string::npos;
+  }
+  EMBER_CHECK(refused, "rank ", rank, ": a second backward before step() was not refused");
+  zero.zero_grad();
+  d::destroy_process_group();
+}
+
 DIST_WORKER(zero_state_dict_round_trip) {
   // Two parameter groups (the second with its own lr), 3 steps, every rank gets the consolidated
   // state (gathered to each rank in turn), then 3 more steps of four optimizers that must agree.
@@ -204,6 +264,9 @@ TEST_P(Zero, AdamWMatchesOneProcessOnTheWholeBatch) {
 }
 TEST_P(Zero, SGDMomentumMatchesOneProcessOnTheWholeBatch) {
   run_workers("zero_matches_one_process", GetParam(), {{"ZERO_OPTIM", "sgd"}});
+}
+TEST_P(Zero, Stage2ShardsTheGradientsAndMatchesOneProcess) {
+  run_workers("zero2_matches_one_process", GetParam());
 }
 TEST_P(Zero, ConsolidatedStateDictLoadsAndTrainingGoesOn) {
   run_workers("zero_state_dict_round_trip", GetParam());
@@ -294,6 +357,8 @@ TEST(ZeroErrors, Arguments) {
                                                 std::make_shared<FakeGroup>("gloo", 4)),
                      "ZeroRedundancyOptimizer: rank 3 of 4 would own no parameter (there are 3)");
   EXPECT_EMBER_ERROR(d::ZeroRedundancyOptimizer(params, adamw()), "default_group");
+  EXPECT_EMBER_ERROR(d::ZeroRedundancyOptimizer(params, adamw(), pg, d::ZeroOptions().stage(3)),
+                     "ZeroRedundancyOptimizer: stage must be 1 or 2, got 3");
 
   d::ZeroRedundancyOptimizer zero(params, adamw(), pg);
   EXPECT_EMBER_ERROR(
