@@ -71,6 +71,7 @@
 #include "ember/nn/options.h"
 #include "ember/nn/pad_sequence.h"
 #include "ember/nn/pooling.h"
+#include "ember/nn/rnn.h"
 #include "ember/nn/transformer.h"
 #include "ember/nn/upsampling.h"
 #include "ember/optim/adagrad.h"

@@ -45,7 +45,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 247;
+constexpr int64_t kPresentRows = 248;
 
 using Sizes = std::vector<int64_t>;
 
@@ -360,6 +360,9 @@ TEST(PytorchNames, NnModules) {
   Tensor img = randn({2, 3, 4, 4});
   EXPECT_EQ(shape(nn::Flatten()(img)), (Sizes{2, 48}));
   EXPECT_EQ(shape(nn::Upsample(nn::UpsampleOptions().scale_factor({2}))(img)), (Sizes{2, 3, 8, 8}));
+  EXPECT_EQ(shape(std::get<0>(nn::LSTM(nn::LSTMOptions(4, 3).num_layers(2))(randn({5, 2, 4})))),
+            (Sizes{5, 2, 3}));
+  EXPECT_EQ(shape(std::get<1>(nn::GRU(4, 3)(randn({5, 2, 4})))), (Sizes{1, 2, 3}));
   EXPECT_EQ(shape(nn::Conv1d(2, 3, 3)(randn({1, 2, 5}))), (Sizes{1, 3, 3}));
   EXPECT_EQ(shape(conv(img)), (Sizes{2, 8, 4, 4}));
   EXPECT_EQ(shape(nn::ConvTranspose2d(3, 2, 2)(img)), (Sizes{2, 2, 5, 5}));
