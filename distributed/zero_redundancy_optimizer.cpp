@@ -177,6 +177,13 @@ Tensor ZeroRedundancyOptimizer::step(const optim::Optimizer::LossClosure& closur
   return loss;
 }
 
+void ZeroRedundancyOptimizer::step(ShardedGradScaler& scaler) {
+  consolidated_.reset();
+  if (sharded_) sharded_->finish();
+  scaler.step(*local_);
+  broadcast_params();
+}
+
 void ZeroRedundancyOptimizer::broadcast_params() {
   if (group_->size() == 1) return;
   NoGradGuard no_grad;

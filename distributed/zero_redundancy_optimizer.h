@@ -24,6 +24,7 @@
 
 #include "ember/core/state_dict.h"
 #include "ember/distributed/process_group.h"
+#include "ember/distributed/sharded_grad_scaler.h"
 #include "ember/distributed/sharded_gradients.h"
 #include "ember/nn/options.h"
 #include "ember/optim/optimizer.h"
@@ -69,6 +70,9 @@ class ZeroRedundancyOptimizer {
   // DDP, or at stage 2 by the reduces, which it first waits for); then every parameter is
   // broadcast from its owner.
   Tensor step(const optim::Optimizer::LossClosure& closure = nullptr);
+  // The same through a ShardedGradScaler (mixed precision): this rank's gradients are unscaled, the
+  // ranks agree on inf/NaN, and every rank steps or skips alike before the broadcast.
+  void step(ShardedGradScaler& scaler);
   // Over every parameter, owned or not.
   void zero_grad(bool set_to_none = true);
 

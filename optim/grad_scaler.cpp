@@ -114,6 +114,7 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
   NoGradGuard no_grad;
   Tensor inv_scale = scale_.to(kFloat64).reciprocal().to(kFloat32);
   state.found_inf_per_device = unscale_grads(optimizer, inv_scale, false);
+  agree_on_found_inf(state.found_inf_per_device);
   state.stage = Stage::kUnscaled;
 }
 
@@ -137,6 +138,7 @@ void GradScaler::step(optim::Optimizer& optimizer) {
     if (state.stage == Stage::kReady) {
       NoGradGuard no_grad;
       state.found_inf_per_device = unscale_grads(optimizer, scalar_on(scale_.device(), 1.0), true);
+      agree_on_found_inf(state.found_inf_per_device);
     }
     optimizer.set_grad_scaling(state.stage == Stage::kUnscaled ? Tensor() : scale_, found_inf_sum(state));
     try {

@@ -39,6 +39,11 @@ class GradScaler {
   // step() is optimizer.step(), unscale_() and update() do nothing.
   explicit GradScaler(double init_scale = 65536.0, double growth_factor = 2.0, double backoff_factor = 0.5,
                       int64_t growth_interval = 2000, bool enabled = true);
+  virtual ~GradScaler() = default;
+  GradScaler(const GradScaler&) = default;
+  GradScaler& operator=(const GradScaler&) = default;
+  GradScaler(GradScaler&&) = default;
+  GradScaler& operator=(GradScaler&&) = default;
 
   // outputs * scale (the scale lives on the first output's device from the first call on).
   Tensor scale(const Tensor& outputs);
@@ -68,6 +73,14 @@ class GradScaler {
   StateDict state_dict() const;
   // Throws when `state_dict` is empty (saved from a disabled scaler) or lacks a key.
   void load_state_dict(const StateDict& state_dict);
+
+ protected:
+  // The found-inf flags (one per device) of an optimizer's unscaled gradients, before step() or
+  // update() reads them. Here unchanged; a scaler whose optimizer holds a shard of the gradients
+  // makes every rank agree on them (distributed::ShardedGradScaler).
+  virtual void agree_on_found_inf(std::vector<std::pair<Device, Tensor>>& /*found_inf_per_device*/) const {}
+  // The scale's device (valid once scale() has run).
+  Device scale_device() const { return scale_.device(); }
 
  private:
   enum class Stage { kReady, kUnscaled, kStepped };

@@ -4,13 +4,19 @@
 // rank's optimizer state is 1/world of the plain optimizer's; the consolidated state dict equals
 // the plain optimizer's and loads into a fresh ZeRO and into the plain optimizer, which then go
 // on alike. Stage 2 (no DDP: the gradients reduced onto their owners) matches the same run and
-// leaves each rank its own gradients only. In one process: the partition, a group of one, and the
-// errors.
+// leaves each rank its own gradients only. A ShardedGradScaler makes every rank skip the step
+// that one rank's share finds infinite, at both stages. In one process: the partition, a group of
+// one, and the errors.
+#include <limits>
+#include <optional>
+
 #include <ember/core/serialize.h>
 #include <ember/distributed/ddp.h>
+#include <ember/distributed/sharded_grad_scaler.h>
 #include <ember/distributed/zero_redundancy_optimizer.h>
 #include <ember/nn/linear.h>
 #include <ember/optim/adam.h>
+#include <ember/optim/grad_scaler.h>
 #include <ember/optim/sgd.h>
 
 #include "dist_test_util.h"
@@ -181,6 +187,49 @@ DIST_WORKER(zero2_matches_one_process) {
   d::destroy_process_group();
 }
 
+// Mixed precision through a ShardedGradScaler (ZERO_STAGE 1 with DDP, or 2): at step 2, rank 1
+// alone makes the gradient of a parameter it owns infinite. Only rank 1's share check can see it,
+// yet every rank skips that step and backs its scale off, as one process does when its step-2
+// gradients are infinite; the other steps match that process's GradScaler run.
+DIST_WORKER(zero_grad_scaler_skips_together) {
+  d::init_process_group("gloo");
+  const int rank = d::get_rank(), world = d::get_world_size();
+  const int stage = std::stoi(std::getenv("ZERO_STAGE"));
+  Mlp net = make_mlp(), ref = make_mlp();
+  std::optional<d::DistributedDataParallel<MlpImpl>> ddp;
+  if (stage == 1) ddp.emplace(net);
+  d::ZeroRedundancyOptimizer zero(stage == 1 ? (*ddp)->parameters() : net->parameters(), adamw(), nullptr,
+                                  d::ZeroOptions().stage(stage));
+  auto ref_opt = adamw()({ref->parameters()});
+  d::ShardedGradScaler scaler(1024.0);
+  amp::GradScaler ref_scaler(1024.0);
+  std::vector<Tensor> params = net->parameters();
+  size_t k = 0;
+  while (zero.param_to_rank()[k] != 1) ++k;
+  int step = 0;
+  params[k].register_hook([&](const Tensor& g) {
+    return step == 2 && rank == 1 ? g * std::numeric_limits<float>::infinity() : Tensor();
+  });
+  for (; step < 5; ++step) {
+    auto [x, y] = global_batch(step, world);
+    zero.zero_grad();
+    Tensor xs = x.narrow(0, rank * kPerRank, kPerRank), ys = y.narrow(0, rank * kPerRank, kPerRank);
+    scaler.scale(mse_loss(stage == 1 ? (*ddp)(xs) : net(xs), ys)).backward();
+    zero.step(scaler);
+    scaler.update();
+    ref_opt->zero_grad();
+    Tensor ref_loss = mse_loss(ref(x), y);
+    if (step == 2) ref_loss = ref_loss * std::numeric_limits<float>::infinity();
+    ref_scaler.scale(ref_loss).backward();
+    ref_scaler.step(*ref_opt);
+    ref_scaler.update();
+    check_same_params(net, ref, "step " + std::to_string(step));
+    EMBER_CHECK(scaler.get_scale() == ref_scaler.get_scale(), "rank ", rank, ", step ", step, ": scale ",
+                scaler.get_scale(), ", one process's ", ref_scaler.get_scale());
+  }
+  d::destroy_process_group();
+}
+
 DIST_WORKER(zero_state_dict_round_trip) {
   // Two parameter groups (the second with its own lr), 3 steps, every rank gets the consolidated
   // state (gathered to each rank in turn), then 3 more steps of four optimizers that must agree.
@@ -267,6 +316,10 @@ TEST_P(Zero, SGDMomentumMatchesOneProcessOnTheWholeBatch) {
 }
 TEST_P(Zero, Stage2ShardsTheGradientsAndMatchesOneProcess) {
   run_workers("zero2_matches_one_process", GetParam());
+}
+TEST_P(Zero, ShardedGradScalerSkipsOnEveryRankAtBothStages) {
+  run_workers("zero_grad_scaler_skips_together", GetParam(), {{"ZERO_STAGE", "1"}});
+  run_workers("zero_grad_scaler_skips_together", GetParam(), {{"ZERO_STAGE", "2"}});
 }
 TEST_P(Zero, ConsolidatedStateDictLoadsAndTrainingGoesOn) {
   run_workers("zero_state_dict_round_trip", GetParam());
