@@ -3,7 +3,8 @@
 // Matrices whose rows start on 16-byte boundaries. A wide row of an odd width (a 30522-word
 // vocabulary's logits in bf16) puts every row but the first off them, and then cuBLASLt's kernels
 // and the row kernels' 16-byte vectors no longer apply: on the H200 the head's products ran 3x
-// slower. A gradient the framework allocates for such a matrix pads its rows instead.
+// slower. Such a matrix the framework allocates pads its rows instead: cross_entropy's gradient, and
+// the output of a fused linear (addmm_bias) on devices that have one.
 #include <cstdint>
 
 #include "ember/core/tensor.h"
