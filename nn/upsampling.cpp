@@ -6,6 +6,7 @@
 #include "ember/core/factories.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/ops/indexing.h"
+#include "ember/core/ops/nn_util.h"
 
 namespace ember::nn {
 namespace {
@@ -94,7 +95,7 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& options) {
   EMBER_CHECK(input.numel() > 0 || input.size(0) == 0 || input.size(1) == 0, op,
               ": an input with an empty spatial dim cannot be resized, got shape ", input.sizes());
   // Source positions in float32 (float64 for float64 inputs), as PyTorch's kernels compute them.
-  const ScalarType acc = input.dtype() == kFloat64 ? kFloat64 : kFloat32;
+  const ScalarType acc = nn_detail::compute_dtype(input.dtype());
   const bool reduced = is_reduced_float(input.dtype());
   Tensor x = is_linear && reduced ? input.to(kFloat32) : input;
   for (int64_t d = 0; d < spatial; ++d)

@@ -3,6 +3,7 @@
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
 #include "ember/core/ops/elementwise.h"
+#include "ember/core/ops/nn_util.h"
 #include "ember/core/ops/reduce.h"
 #include "ember/core/ops/scan.h"
 #include "ember/core/ops/shape_ops.h"
@@ -66,8 +67,8 @@ Tensor multinomial(const Tensor& input, int64_t num_samples, bool replacement, G
   EMBER_CHECK(replacement || num_samples <= C, op, ": cannot sample n_sample > prob_dist.size(-1) samples ",
               "without replacement (", num_samples, " > ", C, ")");
   NoGradGuard no_grad;
-  const ScalarType cd = input.dtype() == kFloat64 ? kFloat64 : kFloat32;
-  const Tensor w = (input.dim() == 1 ? input.unsqueeze(0) : input).to(cd);
+  const Tensor w =
+      (input.dim() == 1 ? input.unsqueeze(0) : input).to(nn_detail::compute_dtype(input.dtype()));
   check_weights(w, num_samples, replacement);
   Tensor out;
   if (replacement) {
