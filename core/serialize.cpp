@@ -35,7 +35,31 @@ constexpr uint64_t kMaxHeaderSize = 100'000'000;  // the Python package's limit
 constexpr size_t kMaxDims = 64;
 constexpr uint64_t kMaxInt = std::numeric_limits<int64_t>::max();
 constexpr std::string_view kMetadataKey = "__metadata__";
-constexpr std::string_view kChecksumPrefix = "ember.crc32c.";
+// A tensor's CRC-32C is "ember.data.crc32c.<name>"; the header's (of its bytes with those 8
+// digits as zeros) is "ember.header.crc32c". Both are written, so one corrupt byte cannot make a
+// file pass for one without checksums. Files of ember before the header checksum have
+// "ember.crc32c.<name>" alone and still load.
+constexpr std::string_view kChecksumPrefix = "ember.data.crc32c.";
+constexpr std::string_view kLegacyChecksumPrefix = "ember.crc32c.";
+constexpr std::string_view kHeaderChecksum = "ember.header.crc32c";
+// As save() writes the entry; inside a JSON string a quote is escaped, so this finds the key itself.
+constexpr std::string_view kHeaderChecksumToken = "\"ember.header.crc32c\":\"";
+
+bool is_checksum_key(std::string_view key) {
+  return key.starts_with(kChecksumPrefix) || key.starts_with(kLegacyChecksumPrefix) || key == kHeaderChecksum;
+}
+
+// The 8 digits of the header checksum in `json`, or npos.
+size_t header_checksum_at(std::string_view json) {
+  size_t at = json.find(kHeaderChecksumToken);
+  return at == std::string_view::npos ? at : at + kHeaderChecksumToken.size();
+}
+
+// The header's checksum: of its bytes (padding included) with its own 8 digits as zeros.
+uint32_t header_crc(std::string json, size_t digits_at) {
+  json.replace(digits_at, 8, 8, '0');
+  return crc32c(json.data(), json.size());
+}
 
 // Indexed by ScalarType.
 constexpr std::string_view kDtypeNames[kNumScalarTypes] = {"BOOL", "U8",   "I32", "I64",
@@ -119,8 +143,7 @@ Prepared prepare(const char* op, const OrderedDict<Tensor>& tensors,
                  const std::map<std::string, std::string>& metadata) {
   std::map<std::string, std::string> meta;
   for (const auto& [key, value] : metadata) {
-    EMBER_CHECK(!key.starts_with(kChecksumPrefix), op, ": metadata key \"", key,
-                "\" is reserved for ember's checksums");
+    EMBER_CHECK(!is_checksum_key(key), op, ": metadata key \"", key, "\" is reserved for ember's checksums");
     EMBER_CHECK(is_valid_utf8(key) && is_valid_utf8(value), op, ": metadata entry \"", key,
                 "\" is not valid UTF-8");
     meta.emplace(key, value);
@@ -135,6 +158,7 @@ Prepared prepare(const char* op, const OrderedDict<Tensor>& tensors,
     meta[std::string(kChecksumPrefix) + name] = hex8(crc32c(c.data_ptr(), c.nbytes()));
     cpu.push_back(std::move(c));
   }
+  meta[std::string(kHeaderChecksum)] = "00000000";
 
   // Wider dtypes first (as the Python package does): with the data section 8-byte aligned,
   // every tensor then starts aligned to its element size, which memory-mapping readers need.
@@ -170,13 +194,18 @@ Prepared prepare(const char* op, const OrderedDict<Tensor>& tensors,
     json += ":{\"dtype\":\"";
     json += dtype_name(cpu[i].dtype());
     json += "\",\"shape\":[";
-    for (int64_t d = 0; d < cpu[i].dim(); ++d) json += (d ? "," : "") + std::to_string(cpu[i].size(d));
+    for (int64_t d = 0; d < cpu[i].dim(); ++d) {
+      if (d) json += ',';
+      json += std::to_string(cpu[i].size(d));
+    }
     json += "],\"data_offsets\":[" + std::to_string(begin[i]) + "," +
             std::to_string(begin[i] + cpu[i].nbytes()) + "]}";
     ++i;
   }
   json += '}';
   json.append((8 - json.size() % 8) % 8, ' ');
+  size_t digits_at = header_checksum_at(json);
+  json.replace(digits_at, 8, hex8(header_crc(json, digits_at)));
 
   p.header.resize(8);
   for (int b = 0; b < 8; ++b) p.header[b] = static_cast<char>(static_cast<uint64_t>(json.size()) >> (8 * b));
@@ -423,6 +452,35 @@ Entry read_entry(JsonReader& r, std::string name) {
   return e;
 }
 
+uint32_t parse_hex8(const std::string& key, const std::string& value, const std::string& where) {
+  bool hex = value.size() == 8 && std::all_of(value.begin(), value.end(), [](char c) {
+               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+             });
+  EMBER_CHECK(hex, where, ": __metadata__: \"", key, "\" is \"", value, "\", expected 8 lowercase hex digits");
+  return static_cast<uint32_t>(std::stoul(value, nullptr, 16));
+}
+
+// Verifies and removes the header's checksum. A file with data checksums must have one: without
+// it, its key was damaged.
+void check_header_checksum(Header& h, std::string_view json, const std::string& where) {
+  auto it = h.metadata.find(std::string(kHeaderChecksum));
+  if (it == h.metadata.end()) {
+    bool data = std::any_of(h.metadata.begin(), h.metadata.end(),
+                            [](const auto& kv) { return kv.first.starts_with(kChecksumPrefix); });
+    EMBER_CHECK(!data, where, ": __metadata__ has data checksums but no \"", kHeaderChecksum,
+                "\": the header is corrupt");
+    return;
+  }
+  uint32_t expected = parse_hex8(it->first, it->second, where);
+  size_t at = header_checksum_at(json);
+  EMBER_CHECK(at != std::string_view::npos && json.substr(at, 8) == it->second, where, ": \"",
+              kHeaderChecksum, "\" is not written as save() writes it: the header is corrupt");
+  uint32_t crc = header_crc(std::string(json), at);
+  EMBER_CHECK(crc == expected, where, ": header checksum mismatch (crc32c ", hex8(crc), ", the file says ",
+              hex8(expected), "): the header is corrupt");
+  h.metadata.erase(it);
+}
+
 Header parse_header(std::string_view json, const std::string& where) {
   JsonReader r(json, where);
   Header h;
@@ -447,6 +505,7 @@ Header parse_header(std::string_view json, const std::string& where) {
     r.set_context("header JSON");
   });
   r.expect_end();
+  check_header_checksum(h, json, where);
   return h;
 }
 
@@ -500,18 +559,17 @@ void validate(Header& h, uint64_t data_size, const std::string& where) {
   for (Entry& e : h.entries) by_name.emplace(e.name, &e);
   for (auto it = h.metadata.begin(); it != h.metadata.end();) {
     const auto& [key, value] = *it;
-    if (!key.starts_with(kChecksumPrefix)) {
+    std::string_view prefix = key.starts_with(kChecksumPrefix)         ? kChecksumPrefix
+                              : key.starts_with(kLegacyChecksumPrefix) ? kLegacyChecksumPrefix
+                                                                       : std::string_view();
+    if (prefix.empty()) {
       ++it;
       continue;
     }
-    auto found = by_name.find(std::string_view(key).substr(kChecksumPrefix.size()));
+    auto found = by_name.find(std::string_view(key).substr(prefix.size()));
     EMBER_CHECK(found != by_name.end(), where, ": __metadata__: \"", key, "\" is the checksum of no tensor");
-    bool hex = value.size() == 8 && std::all_of(value.begin(), value.end(), [](char c) {
-                 return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-               });
-    EMBER_CHECK(hex, where, ": __metadata__: \"", key, "\" is \"", value,
-                "\", expected 8 lowercase hex digits");
-    found->second->crc = static_cast<uint32_t>(std::stoul(value, nullptr, 16));
+    EMBER_CHECK(!found->second->crc, where, ": ", tensor_label(found->first), " has two checksums");
+    found->second->crc = parse_hex8(key, value, where);
     it = h.metadata.erase(it);
   }
   bool any =

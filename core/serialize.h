@@ -19,8 +19,10 @@ namespace ember {
 // I32 U8 BOOL.
 //
 // Integrity: save() adds a CRC-32C of each tensor's bytes to the metadata as
-// "ember.crc32c.<name>" (8 hex digits); load() verifies every one it finds and does not return
-// them. Files without them (written by Python) load as they are.
+// "ember.data.crc32c.<name>", and one of the header itself (its bytes, with these 8 digits as
+// zeros) as "ember.header.crc32c" (8 hex digits each). load() verifies every one it finds and
+// does not return them, so any changed byte of a saved file is an error. Files without them
+// (written by Python) load as they are.
 
 // Writes atomically: a temporary file in the same directory is written, flushed and fsync'ed,
 // then renamed over `path` and the directory fsync'ed; if anything fails, `path` is untouched.

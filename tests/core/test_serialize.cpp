@@ -1,11 +1,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 
 #include "ember/core/crc32c.h"
 #include "ember/core/serialize.h"
@@ -149,12 +151,17 @@ TEST(Serialize, WritesTheSafetensorsLayout) {
   char hc[9], wc[9];
   std::snprintf(hc, sizeof hc, "%08x", crc32c(hb, 6));
   std::snprintf(wc, sizeof wc, "%08x", crc32c(wb, 8));
-  std::string expected = std::string("{\"__metadata__\":{\"ember.crc32c.h\":\"") + hc +
-                         "\",\"ember.crc32c.w\":\"" + wc +
-                         "\",\"k\":\"v\"},\"h\":{\"dtype\":\"F16\",\"shape\":[3],\"data_offsets\":[8,14]},"
+  // The header's own checksum is of the header bytes with its 8 digits as zeros.
+  std::string expected = std::string("{\"__metadata__\":{\"ember.data.crc32c.h\":\"") + hc +
+                         "\",\"ember.data.crc32c.w\":\"" + wc +
+                         "\",\"ember.header.crc32c\":\"00000000\",\"k\":\"v\"},"
+                         "\"h\":{\"dtype\":\"F16\",\"shape\":[3],\"data_offsets\":[8,14]},"
                          "\"w\":{\"dtype\":\"F32\",\"shape\":[2,1],\"data_offsets\":[0,8]}}";
-  EXPECT_EQ(json.substr(0, expected.size()), expected);
-  EXPECT_EQ(json.find_first_not_of(' ', expected.size()), std::string::npos);  // padded with spaces
+  expected.append((8 - expected.size() % 8) % 8, ' ');  // padded with spaces
+  char header_crc[9];
+  std::snprintf(header_crc, sizeof header_crc, "%08x", crc32c(expected.data(), expected.size()));
+  expected.replace(expected.find("00000000"), 8, header_crc);
+  EXPECT_EQ(json, expected);
   EXPECT_EQ(std::memcmp(b.data() + 8 + n, wb, 8), 0);
   EXPECT_EQ(std::memcmp(b.data() + 8 + n + 8, hb, 6), 0);
 }
@@ -387,6 +394,7 @@ TEST(Serialize, RejectsBadHeaderLengthsAndChecksumEntries) {
                      "truncated: the header length is 100 bytes but only 2 follow");
   EXPECT_EMBER_ERROR(load_from_buffer(nullptr, 5), "load_from_buffer", "data is null");
 
+  // The checksum keys of files written before the header checksum, which still load.
   const std::string a = R"("a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]})";
   const std::string b = R"("b":{"dtype":"U8","shape":[1],"data_offsets":[1,2]})";
   auto with_meta = [&](const std::string& meta) {
@@ -405,7 +413,7 @@ TEST(Serialize, RejectsBadHeaderLengthsAndChecksumEntries) {
   StateDict ok = with_meta(crc_a + "," + crc_b + ",\"x\":\"y\"");
   EXPECT_EQ(ok.metadata, (std::map<std::string, std::string>{{"x", "y"}}));
   EXPECT_EMBER_ERROR(with_meta(crc_a),
-                     "tensor \"b\": no checksum (\"ember.crc32c.b\") while other tensors have one");
+                     "tensor \"b\": no checksum (\"ember.data.crc32c.b\") while other tensors have one");
   EXPECT_EMBER_ERROR(with_meta(crc_a + "," + crc_b + ",\"ember.crc32c.zz\":\"00000000\""),
                      "\"ember.crc32c.zz\" is the checksum of no tensor");
   EXPECT_EMBER_ERROR(with_meta(crc_a + ",\"ember.crc32c.b\":\"XYZ\""),
@@ -414,12 +422,88 @@ TEST(Serialize, RejectsBadHeaderLengthsAndChecksumEntries) {
                      "checksum mismatch");
 }
 
+TEST(Serialize, TheHeaderChecksumCoversEveryHeaderByte) {
+  // A metadata value of the length that leaves padding after the JSON.
+  std::vector<uint8_t> good;
+  std::string json, step;
+  while (json.empty() || json.back() != ' ') {
+    step += '7';
+    good = save_to_buffer(small_dict(), {{"step", step}});
+    json.assign(good.begin() + 8, good.begin() + 8 + static_cast<long>(header_size(good)));
+  }
+  auto with_json = [&](const std::string& j) {
+    std::vector<uint8_t> b = good;
+    std::copy(j.begin(), j.end(), b.begin() + 8);
+    return b;
+  };
+  // A shape and its offsets edited consistently, so the data checks alone would pass.
+  std::string edited = json;
+  const std::string shape = "\"shape\":[2,3]";
+  size_t at = edited.find(shape);
+  ASSERT_NE(at, std::string::npos);
+  edited.replace(at, shape.size(), "\"shape\":[3,2]");
+  EXPECT_EMBER_ERROR(load_buffer(with_json(edited)), "load_from_buffer: header checksum mismatch",
+                     "the header is corrupt");
+  std::string padded = json;
+  padded.back() = '\t';  // valid JSON whitespace instead of a padding space
+  EXPECT_EMBER_ERROR(load_buffer(with_json(padded)), "header checksum mismatch");
+  // The header checksum's key damaged: the data checksums say it must be there.
+  std::string no_key = json;
+  no_key.replace(no_key.find("ember.header"), 12, "ember.haader");
+  EXPECT_EMBER_ERROR(load_buffer(with_json(no_key)), "has data checksums but no \"ember.header.crc32c\"",
+                     "the header is corrupt");
+  std::string spaced = json;
+  const std::string key = "\"ember.header.crc32c\":";
+  spaced.replace(spaced.find(key), key.size(), "\"ember.header.crc32c\" :");
+  spaced.pop_back();  // the same length: one padding space fewer
+  EXPECT_EMBER_ERROR(load_buffer(with_json(spaced)), "\"ember.header.crc32c\" is not written as save() writes it");
+  EXPECT_EQ(load_buffer(good).metadata, (std::map<std::string, std::string>{{"step", step}}));
+}
+
+// A checkpoint of every dtype and layout, corrupted 1,000 ways: each is an ember::Error (any
+// other exception or a crash fails the test too), never tensors that differ from the saved ones.
+TEST(Serialize, EveryCorruptionOfASavedFileIsDetected) {
+  OrderedDict<Tensor> d = all_kinds();
+  d.insert("weight", randn({64, 64}));
+  const std::vector<uint8_t> good = save_to_buffer(d, {{"epoch", "3"}});
+  const size_t n = header_size(good);
+  std::mt19937_64 rng(20261204);
+  auto below = [&](size_t k) { return static_cast<size_t>(rng() % k); };
+  std::vector<size_t> digits;  // where the header has a digit
+  for (size_t i = 8; i < 8 + n; ++i)
+    if (std::isdigit(good[i])) digits.push_back(i);
+  const char* kinds[] = {"a byte anywhere", "a header byte", "a truncation", "a header digit"};
+  for (int trial = 0; trial < 1000; ++trial) {
+    std::vector<uint8_t> bad = good;
+    const int kind = trial % 4;
+    size_t at = 0;
+    if (kind == 0 || kind == 1) {
+      at = below(kind == 0 ? good.size() : 8 + n);
+      bad[at] ^= static_cast<uint8_t>(1 + below(255));
+    } else if (kind == 2) {
+      at = below(good.size());
+      bad.resize(at);
+    } else {
+      at = digits[below(digits.size())];
+      bad[at] = static_cast<uint8_t>('0' + (bad[at] - '0' + 1 + below(9)) % 10);
+    }
+    bool detected = false;
+    try {
+      load_buffer(bad);
+    } catch (const Error&) {
+      detected = true;
+    }
+    EXPECT_TRUE(detected) << "trial " << trial << ": " << kinds[kind] << " at byte " << at
+                          << " (header: 8 + " << n << " bytes) was not detected";
+  }
+}
+
 TEST(Serialize, SaveRejectsBadInputBeforeTouchingTheFile) {
   TempDir dir;
   OrderedDict<Tensor> d;
   d.insert("w", ones({2}));
-  EXPECT_EMBER_ERROR(save(d, dir.file("x"), {{"ember.crc32c.w", "0"}}),
-                     "save: metadata key \"ember.crc32c.w\"", "reserved");
+  for (const char* key : {"ember.crc32c.w", "ember.data.crc32c.w", "ember.header.crc32c"})
+    EXPECT_EMBER_ERROR(save(d, dir.file("x"), {{key, "0"}}), "save: metadata key \"", key, "reserved");
   EXPECT_EMBER_ERROR(save(d, dir.file("x"), {{"k", "\xff"}}),
                      "save: metadata entry \"k\" is not valid UTF-8");
   OrderedDict<Tensor> bad_name;
