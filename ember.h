@@ -46,6 +46,7 @@
 #include "ember/core/tensor_index.h"
 #include "ember/core/type_promotion.h"
 #include "ember/cuda/device.h"
+#include "ember/cuda/device_support.h"
 #include "ember/cuda/sync_debug.h"
 #include "ember/data/collate.h"
 #include "ember/data/dataloader.h"

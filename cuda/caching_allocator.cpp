@@ -38,6 +38,7 @@
 #include "ember/core/allocator.h"
 #include "ember/core/tensor.h"
 #include "ember/cuda/check.h"
+#include "ember/cuda/device_support.h"
 #include "ember/cuda/device.h"
 #include "ember/cuda/stream.h"
 
@@ -551,6 +552,7 @@ class CachingAllocator final : public Allocator {
 
   DataPtr allocate_on(size_t nbytes, int index) override {
     int device = detail::resolve_device("CUDA caching allocator", index);
+    detail::check_kernel_image("CUDA caching allocator", device);
     if (nbytes == 0) return {nullptr, nullptr, nullptr, Device(kCUDA, device)};
     Block* block = device_allocator(device).malloc(nbytes, current_stream(device).stream());
     return {block->ptr, block, &release, Device(kCUDA, device)};

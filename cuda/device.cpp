@@ -11,6 +11,7 @@
 
 #include "ember/cuda/check.h"
 #include "ember/cuda/device_error.h"
+#include "ember/cuda/device_support.h"
 
 #ifdef EMBER_WITH_NCCL
 #include <nccl.h>
@@ -19,15 +20,32 @@
 namespace ember::cuda {
 namespace {
 
-// The count is fixed for the life of the process (CUDA reads CUDA_VISIBLE_DEVICES once).
-int count_devices() {
+// What cudaGetDeviceCount said: the count is fixed for the life of the process (CUDA reads
+// CUDA_VISIBLE_DEVICES once). No driver or no device is an answer (0 devices), not an error.
+struct DeviceCount {
   int n = 0;
-  // No driver or no device is an answer here (0), not an error.
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n;
+  cudaError_t error = cudaSuccess;
+};
+
+const DeviceCount& count_devices() {
+  static const DeviceCount count = [] {
+    DeviceCount c;
+    c.error = cudaGetDeviceCount(&c.n);
+    if (c.error != cudaSuccess) {
+      cudaGetLastError();
+      c.n = 0;
+    }
+    return c;
+  }();
+  return count;
+}
+
+// Why ember sees no device.
+std::string no_device_reason() {
+  cudaError_t e = count_devices().error;
+  if (e == cudaSuccess || e == cudaErrorNoDevice) return "ember sees no GPU";
+  if (e == cudaErrorInsufficientDriver) return detail::missing_driver_message(driver_version(), runtime_version());
+  return std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e);
 }
 
 std::string format_uuid(const cudaUUID_t& u) {
@@ -71,10 +89,7 @@ Version library_version(int v, int major_unit) { return {v / major_unit, v % maj
 
 }  // namespace
 
-int device_count() {
-  static const int n = count_devices();
-  return n;
-}
+int device_count() { return count_devices().n; }
 
 bool is_available() { return device_count() > 0; }
 
@@ -82,7 +97,7 @@ namespace detail {
 
 int resolve_device(const char* op, int device) {
   int n = device_count();
-  EMBER_CHECK(n > 0, op, ": no CUDA device (ember sees no GPU)");
+  EMBER_CHECK(n > 0, op, ": no CUDA device (", no_device_reason(), ")");
   if (device < 0) {
     EMBER_CUDA_CHECK(cudaGetDevice(&device));
     return device;

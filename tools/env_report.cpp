@@ -3,6 +3,7 @@
 #include <ember/ember.h>
 
 #include <cstdio>
+#include <string>
 
 namespace {
 
@@ -31,6 +32,9 @@ int main() {
   const char* cuda_built = "no";
 #endif
   std::printf("ember built with CUDA: %s\n", cuda_built);
+  std::string archs;
+  for (const std::string& a : ember::cuda::get_arch_list()) archs += (archs.empty() ? "" : " ") + a;
+  std::printf("CUDA architectures:    %s\n", archs.empty() ? "none" : archs.c_str());
   std::printf("CUDA runtime:          %s\n", ember::cuda::runtime_version().str().c_str());
   std::printf("CUDA driver:           %s\n", ember::cuda::driver_version().str().c_str());
   std::printf("cuDNN:                 %s\n", ember::cuda::cudnn_version().str().c_str());
@@ -38,6 +42,13 @@ int main() {
   ember::cuda::Version nccl = ember::cuda::nccl_version();
   std::printf("NCCL:                  %s\n", nccl.available() ? nccl.str().c_str() : "not built");
   std::printf("CUDA available:        %s\n", ember::cuda::is_available() ? "yes" : "no");
+#ifdef EMBER_WITH_CUDA
+  try {
+    ember::cuda::current_device();
+  } catch (const ember::Error& e) {  // the reason, as the first use of a device would say it
+    std::printf("  why not:             %s\n", e.what());
+  }
+#endif
   std::printf("CUDA devices:          %d\n", ember::cuda::device_count());
   report_devices();
   std::printf("CPU threads:           %d\n", ember::get_num_threads());

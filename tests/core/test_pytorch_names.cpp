@@ -45,7 +45,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 248;
+constexpr int64_t kPresentRows = 249;
 
 using Sizes = std::vector<int64_t>;
 
@@ -674,6 +674,7 @@ TEST(PytorchNames, Cuda) {
   on_gpu([] { EXPECT_GT(cuda::get_device_properties().total_memory, 0u); });
   on_gpu([] { EXPECT_GT(cuda::get_device_capability().first, 0); });
   EXPECT_EQ(cuda::is_bf16_supported(), cuda::is_available() && cuda::get_device_capability().first >= 8);
+  EXPECT_EQ(cuda::get_arch_list().empty(), !cuda::runtime_version().available());
   on_gpu([] { cuda::synchronize(); });
   on_gpu([] { EXPECT_GT(cuda::mem_get_info().second, 0u); });
   on_gpu([] { EXPECT_LE(cuda::memory_allocated(), cuda::max_memory_allocated()); });

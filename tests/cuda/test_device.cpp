@@ -1,5 +1,6 @@
 // Device queries and selection (cuda/device.h) on a real GPU.
 #include <ember/cuda/check.h>
+#include <ember/cuda/device_support.h>
 
 #include <string>
 
@@ -164,6 +165,21 @@ TEST_F(CudaDeviceTest, LibraryVersions) {
   }
   EXPECT_EQ(rt.str(), std::to_string(rt.major) + "." + std::to_string(rt.minor) + ".0");
   EXPECT_EQ(cuda::Version{}.str(), "not available");
+}
+
+// The GPU runs this build's kernels: the architecture list covers its capability (as machine
+// code of the same major version, or PTX of an older one), and the first-use check passes.
+TEST_F(CudaDeviceTest, ArchListCoversThisGpu) {
+  auto [major, minor] = cuda::get_device_capability();
+  bool covered = false;
+  for (const std::string& a : cuda::get_arch_list()) {
+    bool sm = a.starts_with("sm_");
+    if (!sm && !a.starts_with("compute_")) continue;
+    int v = std::stoi(a.substr(sm ? 3 : 8));
+    covered |= sm ? v / 10 == major && v % 10 <= minor : v <= major * 10 + minor;
+  }
+  EXPECT_TRUE(covered) << "capability " << major << "." << minor;
+  cuda::detail::check_kernel_image("test", cuda::current_device());
 }
 
 }  // namespace
