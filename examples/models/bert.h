@@ -9,7 +9,8 @@
 //   models::BertLike model(models::BertLikeOptions().layers(2));
 //   Tensor loss = model(ids, positions, labels);  // ids, labels [batch, seq] int64; positions [seq]
 //
-// With BertLikeOptions::tensor_parallel(group), the same model split over the group's ranks.
+// With BertLikeOptions::tensor_parallel(group), the same model split over the group's ranks; with
+// pipeline_stage(i, n), stage i of n of it (forward_stage and loss, for distributed::PipelineStage).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -33,6 +34,21 @@ struct BertLikeOptions {
   // each layer. The state dict's keys stay the same (distributed::full_state_dict gives the
   // whole model's). Null: one process.
   EMBER_ARG(std::shared_ptr<distributed::ProcessGroup>, tensor_parallel);
+
+ public:
+  // Holds only stage `stage` of `stages` (0-based): the embeddings on the first, its share of the
+  // layers (consecutive, the first stages one more when they do not divide), the head on the
+  // last. Parameters are drawn as for the whole model and keep its state-dict keys.
+  BertLikeOptions& pipeline_stage(int64_t stage, int64_t stages) {
+    stage_ = stage;
+    stages_ = stages;
+    return *this;
+  }
+  int64_t stage() const { return stage_; }
+  int64_t stages() const { return stages_; }
+
+ private:
+  int64_t stage_ = 0, stages_ = 1;
 };
 
 class BertLikeImpl : public nn::Module {
@@ -40,15 +56,23 @@ class BertLikeImpl : public nn::Module {
   explicit BertLikeImpl(const BertLikeOptions& options = {});
   // The mean cross-entropy of the head's logits against `labels`. With `checkpoint`, each encoder
   // layer runs under autograd::checkpoint (its activations are recomputed in backward).
+  // The whole model only (one pipeline stage).
   Tensor forward(const Tensor& ids, const Tensor& positions, const Tensor& labels, bool checkpoint = false);
+  // A pipeline stage's part: the first stage takes ids [batch, seq] (positions 0..seq-1), the
+  // others the previous stage's hidden states; returns this stage's hidden states.
+  Tensor forward_stage(const Tensor& input, bool checkpoint = false);
+  // The head's mean cross-entropy of hidden states against labels (the last stage only).
+  Tensor loss(const Tensor& hidden, const Tensor& labels);
 
   BertLikeOptions options;
-  nn::Embedding pos{nullptr};
+  nn::Embedding pos{nullptr};  // null but on the first stage
   nn::LayerNorm norm{nullptr};
   nn::Dropout drop{nullptr};
-  nn::ModuleList layers{nullptr};
+  nn::ModuleDict layers{nullptr};  // by the whole model's layer index: this stage's layers
 
  private:
+  Tensor run_layers(Tensor x, bool checkpoint);
+
   // The parts whose modules depend on tensor parallelism ("tok", each layer, "head" and its loss).
   std::function<Tensor(const Tensor&)> embed_tokens_;
   std::vector<std::function<Tensor(const Tensor&)>> layer_forwards_;

@@ -1,6 +1,6 @@
-// examples/train_bert_parallel as a user runs it: under emberrun over Gloo, tensor parallelism x
-// data parallelism (DP 2 x TP 2) and each form alone give the losses of one process on the same
-// global batch, and a longer single-process run learns the task.
+// examples/train_bert_parallel as a user runs it: under emberrun over Gloo, data, pipeline and
+// tensor parallelism, each alone and combined up to a DP 2 x PP 2 x TP 2 mesh of 8 processes, give
+// the losses of one process on the same global batches, and a longer single-process run learns.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -45,14 +45,18 @@ TEST(TrainBertParallel, EveryMeshGivesTheLossesOfOneProcess) {
   const std::vector<double> one = losses(train(1, args));
   ASSERT_EQ(one.size(), 4u);
   struct Mesh {
-    int nproc, tp;
+    int nproc;
+    const char* args;
     const char* says;
   };
-  for (Mesh m : {Mesh{4, 2, "mesh: 2 data-parallel x 2 tensor-parallel"},
-                 Mesh{2, 2, "mesh: 1 data-parallel x 2 tensor-parallel"},
-                 Mesh{2, 1, "mesh: 2 data-parallel x 1 tensor-parallel"}}) {
+  for (Mesh m : {Mesh{2, "--tensor-parallel 2", "1 data-parallel x 1 pipeline stages x 2 tensor-parallel"},
+                 Mesh{2, "", "2 data-parallel x 1 pipeline stages x 1 tensor-parallel"},
+                 Mesh{2, "--pipeline-parallel 2", "1 data-parallel x 2 pipeline stages x 1 tensor-parallel"},
+                 Mesh{4, "--tensor-parallel 2", "2 data-parallel x 1 pipeline stages x 2 tensor-parallel"},
+                 Mesh{8, "--pipeline-parallel 2 --tensor-parallel 2",
+                      "2 data-parallel x 2 pipeline stages x 2 tensor-parallel"}}) {
     SCOPED_TRACE(m.says);
-    const std::string log = train(m.nproc, args + " --tensor-parallel " + std::to_string(m.tp));
+    const std::string log = train(m.nproc, args + " " + m.args);
     EXPECT_NE(log.find(m.says), std::string::npos) << log;
     const std::vector<double> got = losses(log);
     ASSERT_EQ(got.size(), one.size()) << log;
@@ -73,7 +77,8 @@ TEST(TrainBertParallel, RefusesAMeshThatDoesNotFit) {
   const std::string log = tmp.file("log");
   int status = run_program(EMBER_TRAIN_BERT_PARALLEL_PATH, "--device cpu --tensor-parallel 3", log);
   EXPECT_NE(status, 0);
-  EXPECT_NE(read_text(log).find("--tensor-parallel 3 must divide the world size 1"), std::string::npos)
+  EXPECT_NE(read_text(log).find("--tensor-parallel 3 x --pipeline-parallel 1 must divide the world size 1"),
+            std::string::npos)
       << read_text(log);
 }
 

@@ -237,6 +237,39 @@ TEST(ModelsBertLike, ParametersAreTorchTransformerBenchs) {
   EXPECT_EQ(params.keys()[29], "head.bias");
 }
 
+// Pipeline stages of a 3-layer model: the first holds the embeddings and layers 0-1, the second
+// layer 2 and the head, each with the whole model's keys and values (the same seed); run in turn
+// they give its loss.
+TEST(ModelsBertLike, PipelineStagesSplitTheWholeModel) {
+  manual_seed(5);
+  models::BertLike whole(tiny_bert().layers(3).dropout(0));
+  manual_seed(5);
+  models::BertLike first(tiny_bert().layers(3).dropout(0).pipeline_stage(0, 2));
+  manual_seed(5);
+  models::BertLike last(tiny_bert().layers(3).dropout(0).pipeline_stage(1, 2));
+  auto all = whole->named_parameters();
+  size_t held = 0;
+  for (const models::BertLike& stage : {first, last}) {
+    for (const auto& [key, p] : stage->named_parameters()) {
+      ASSERT_TRUE(all.contains(key)) << key;
+      EXPECT_TRUE(equal(p, all[key])) << key;
+      ++held;
+    }
+  }
+  EXPECT_EQ(held, all.size());
+  EXPECT_TRUE(first->named_parameters().contains("layers.1.linear1.weight"));
+  EXPECT_TRUE(last->named_parameters().contains("layers.2.linear1.weight"));
+  EXPECT_TRUE(last->named_parameters().contains("head.weight"));
+
+  Tensor ids = randint(0, 50, {2, 16}, kInt64), labels = randint(0, 50, {2, 16}, kInt64);
+  Tensor expected = whole(ids, arange(16, kInt64), labels);
+  EXPECT_TRUE(allclose(last->loss(last->forward_stage(first->forward_stage(ids)), labels), expected, 1e-6, 1e-6));
+  EXPECT_EMBER_ERROR(first(ids, arange(16, kInt64), labels), "BertLike::forward", "pipeline stage 0 of 2");
+  EXPECT_EMBER_ERROR(first->loss(ids, labels), "BertLike::loss", "not on stage 0 of 2");
+  EXPECT_EMBER_ERROR(models::BertLike(tiny_bert().pipeline_stage(0, 3)), "BertLike", "stage 0 of 3",
+                     "2 layers");
+}
+
 TEST(ModelsBertLike, MatchesPyTorch) {
   // m = BertLike(...tiny...).double().eval(); fill(m); ids = (arange(32) * 7 % 50).view(2, 16);
   // labels = (arange(32) * 3 % 50).view(2, 16); m(ids, arange(16), labels) -> 4.04473125408858.
