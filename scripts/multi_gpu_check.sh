@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 8 in one device call on a machine with N >= 2 GPUs (N from nvidia-smi): every collective
-# and DistributedDataParallel at world N over NCCL, fault drills, all-reduce bandwidth next to
-# PyTorch's, DDP's cost per step. Builds what it runs in $BUILD_DIR (build-device, as
-# scripts/device_check.sh; configured the same way when missing). Logs go to $OUT (8 files at
+# Issues 8 and 27 in one device call on a machine with N >= 2 GPUs (N from nvidia-smi): every
+# collective and DistributedDataParallel at world N over NCCL, fault drills, all-reduce bandwidth
+# next to PyTorch's, DDP's cost per step, tensor x pipeline x data parallel training. Builds what it runs in $BUILD_DIR (build-device, as
+# scripts/device_check.sh; configured the same way when missing). Logs go to $OUT (9 files at
 # most); a short table is printed last. Exits non-zero when a check failed.
 #
 #   scripts/multi_gpu_check.sh
@@ -18,6 +18,8 @@
 #                (FAULT_TIMEOUT_S, 10) with an error naming the collective and the rank
 #   allreduce    allreduce_bench under emberrun next to torch_allreduce_bench.py under torchrun
 #   ddp_bench    ddp_bench at world 1 and N: step time without and with DDP
+#   parallel     examples/train_bert_parallel at world N on each mesh N allows (TP N; PP 2 x TP N/2;
+#                DP 2 x PP 2 x TP N/4 from 8 GPUs) against one process: the losses within 1e-3
 #   scaling      weak scaling of a ResNet-50 (b128) and a BERT-base (b32 s128) bf16 training step:
 #                scaling_bench under emberrun and torch_scaling_bench.py under torchrun at world 1
 #                and N; efficiency = samples/s at N / (N * samples/s at 1) for each side, and the
@@ -51,7 +53,7 @@ fi
 echo "multi_gpu_check: world $N, $BACKEND on $DEVICE, build in $BUILD_DIR, logs in $OUT"
 
 # --- Build (incremental: only the programs this script runs) ---
-targets="emberrun collectives_check ddp_check allreduce_loop allreduce_bench ddp_bench"
+targets="emberrun collectives_check ddp_check allreduce_loop allreduce_bench ddp_bench train_bert_parallel"
 [ "$SCALING" = 0 ] || targets+=" scaling_bench"
 [ "$SCALING" = only ] && targets="emberrun scaling_bench"
 {
@@ -305,6 +307,32 @@ EOF
 echo "$ddp_lines"
 record ddp_bench "$([ "$(echo "$ddp_lines" | grep -c world)" -ge 2 ] && echo 1)" \
   "$(echo "$ddp_lines" | grep -c world) runs: $(echo "$ddp_lines" | tr '\n' ';' | cut -c1-300)"
+
+# --- (g) tensor, pipeline and data parallelism against one process ---
+bert_parallel=$BUILD_DIR/examples/train_bert_parallel
+bp_args="--device $DEVICE --steps 40 --log-every 10 --batch 32 --layers 4 --heads 8 --vocab 1024"
+losses() { grep -oE 'step [0-9]+ loss [0-9.]+' "$1" | awk '{ print $4 }' | tr '\n' ' '; }
+# shellcheck disable=SC2086  # a list of arguments
+"$bert_parallel" $bp_args > "$OUT/parallel.log" 2>&1
+one=$(losses "$OUT/parallel.log")
+meshes=("--tensor-parallel $N")
+[ $((N % 2)) = 0 ] && [ "$N" -ge 4 ] && meshes+=("--pipeline-parallel 2 --tensor-parallel $((N / 2))")
+[ $((N % 8)) = 0 ] && meshes+=("--pipeline-parallel 2 --tensor-parallel $((N / 4))")
+parallel_ok=1
+parallel_text="one process: $one;"
+for mesh in "${meshes[@]}"; do
+  # shellcheck disable=SC2086  # lists of arguments
+  run "$N" "$bert_parallel" $bp_args $mesh > "$OUT/.parallel_mesh.log" 2>&1
+  rc=$?
+  got=$(losses "$OUT/.parallel_mesh.log")
+  same=$(awk -v a="$one" -v b="$got" 'BEGIN { n = split(a, x, " "); m = split(b, y, " "); ok = n > 0 && n == m;
+    for (i = 1; i <= n && ok; i++) { d = x[i] - y[i]; if (d < 0) d = -d; if (d > 1e-3 * x[i]) ok = 0 } print ok }')
+  { [ $rc = 0 ] && [ "$same" = 1 ]; } || parallel_ok=0
+  parallel_text+=" $mesh: ${got:-none} (rc=$rc);"
+  { echo "==== $mesh"; cat "$OUT/.parallel_mesh.log"; } >> "$OUT/parallel.log"
+done
+rm -f "$OUT/.parallel_mesh.log"
+record parallel "$parallel_ok" "$parallel_text"
 
 [ "$SCALING" = 0 ] || scaling_step
 
