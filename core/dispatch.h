@@ -16,11 +16,13 @@ namespace detail {
 // Ranges around each kernel call, named after its stub (cuda::nvtx::set_emit_nvtx installs NVTX
 // ones, as torch.autograd.profiler.emit_nvtx). Null when off: a call then costs one load.
 // `push_with_shapes`, when set, is called instead of `push` with the kernel's tensor arguments
-// described ("[4096, 768] bf16, [768] f32"), for a profiler that records shapes.
+// described ("[4096, 768] bf16, [768] f32"), for a profiler that records shapes. `push_copied`
+// opens a range whose name may not outlive the call (a module's: nn::Module's forward ranges).
 struct KernelRangeHooks {
   void (*push)(const char* name);
   void (*pop)();
   void (*push_with_shapes)(const char* name, const std::string& shapes) = nullptr;
+  void (*push_copied)(const char* name) = nullptr;
 };
 extern std::atomic<const KernelRangeHooks*> g_kernel_range_hooks;
 

@@ -101,8 +101,11 @@ void pop() {
 void push(const char* name) { push_range(name, false); }
 void push_with_shapes(const char* name, const std::string& shapes) { push_range(name, false, &shapes); }
 
-constexpr ember::detail::KernelRangeHooks kProfilerHooks{&push, &pop};
-constexpr ember::detail::KernelRangeHooks kProfilerShapeHooks{&push, &pop, &push_with_shapes};
+// A module's forward range is kept as a record_function range is (its name copied, a row of its own).
+void push_copied(const char* name) { push_range(name, true); }
+
+constexpr ember::detail::KernelRangeHooks kProfilerHooks{&push, &pop, nullptr, &push_copied};
+constexpr ember::detail::KernelRangeHooks kProfilerShapeHooks{&push, &pop, &push_with_shapes, &push_copied};
 
 bool wants_device(const std::vector<ProfilerActivity>& activities) {
   return std::find(activities.begin(), activities.end(), ProfilerActivity::CUDA) != activities.end();

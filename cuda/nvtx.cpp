@@ -11,7 +11,8 @@ namespace {
 
 void push(const char* name) { nvtxRangePushA(name); }
 void pop() { nvtxRangePop(); }
-constexpr detail::KernelRangeHooks kNvtxHooks{&push, &pop};
+// NVTX copies the message, so a module's name needs nothing more.
+constexpr detail::KernelRangeHooks kNvtxHooks{&push, &pop, nullptr, &push};
 
 }  // namespace
 

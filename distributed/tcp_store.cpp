@@ -108,6 +108,8 @@ uint32_t decode_u32(const char* p) {
 class Reader {
  public:
   explicit Reader(std::string_view d) : d_(d) {}
+  // It reads in place: a temporary string would be gone before the reading.
+  explicit Reader(std::string&&) = delete;
   uint8_t u8() { return static_cast<uint8_t>(*take(1)); }
   uint32_t u32() { return decode_u32(take(4)); }
   int64_t i64() {
@@ -495,35 +497,44 @@ std::string TCPStore::get(const std::string& key) {
 }
 
 int64_t TCPStore::add(const std::string& key, int64_t value) {
-  Reader r(
-      request(Writer().cmd(Cmd::kAdd).str(key).i64(value).frame(), reply_deadline(timeout_), "add", key));
+  const std::string reply =
+      request(Writer().cmd(Cmd::kAdd).str(key).i64(value).frame(), reply_deadline(timeout_), "add", key);
+  Reader r(reply);
   r.u8();
   return r.i64();
 }
 
 std::string TCPStore::compare_set(const std::string& key, const std::string& expected,
                                   const std::string& desired) {
-  Reader r(request(Writer().cmd(Cmd::kCompareSet).str(key).str(expected).str(desired).frame(),
-                   reply_deadline(timeout_), "compare_set", key));
+  const std::string reply =
+      request(Writer().cmd(Cmd::kCompareSet).str(key).str(expected).str(desired).frame(),
+              reply_deadline(timeout_), "compare_set", key);
+  Reader r(reply);
   r.u8();
   return r.str();
 }
 
 bool TCPStore::check(const std::vector<std::string>& keys) {
   Writer w;
-  Reader r(request(put_strs(w.cmd(Cmd::kCheck), keys).frame(), reply_deadline(timeout_), "check", ""));
+  const std::string reply =
+      request(put_strs(w.cmd(Cmd::kCheck), keys).frame(), reply_deadline(timeout_), "check", "");
+  Reader r(reply);
   r.u8();
   return r.u8() != 0;
 }
 
 bool TCPStore::delete_key(const std::string& key) {
-  Reader r(request(Writer().cmd(Cmd::kDelete).str(key).frame(), reply_deadline(timeout_), "delete_key", key));
+  const std::string reply =
+      request(Writer().cmd(Cmd::kDelete).str(key).frame(), reply_deadline(timeout_), "delete_key", key);
+  Reader r(reply);
   r.u8();
   return r.u8() != 0;
 }
 
 int64_t TCPStore::num_keys() {
-  Reader r(request(Writer().cmd(Cmd::kNumKeys).frame(), reply_deadline(timeout_), "num_keys", ""));
+  const std::string reply =
+      request(Writer().cmd(Cmd::kNumKeys).frame(), reply_deadline(timeout_), "num_keys", "");
+  Reader r(reply);
   r.u8();
   return r.i64();
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "ember/core/autograd_meta.h"
+#include "ember/core/dispatch.h"
 #include "ember/core/grad_mode.h"
 
 namespace ember::nn {
@@ -304,3 +305,18 @@ std::ostream& operator<<(std::ostream& os, const Module& module) {
 }
 
 }  // namespace ember::nn
+
+namespace ember::nn::detail {
+
+ModuleRange::ModuleRange(const Module& m) {
+  const ember::detail::KernelRangeHooks* hooks = ember::detail::g_kernel_range_hooks.load(std::memory_order_acquire);
+  if (!hooks || !hooks->push_copied) return;
+  hooks->push_copied(("nn.Module: " + m.name()).c_str());
+  pop_ = hooks->pop;
+}
+
+ModuleRange::~ModuleRange() {
+  if (pop_) pop_();
+}
+
+}  // namespace ember::nn::detail

@@ -146,8 +146,22 @@ class Module : public std::enable_shared_from_this<Module> {
 std::ostream& operator<<(std::ostream& os, const Module& module);
 
 namespace detail {
+// While a profiler session or emit_nvtx is on, a range around a module's call, named
+// "nn.Module: <name>" (the kernels it calls nest inside); otherwise one atomic load.
+class ModuleRange {
+ public:
+  explicit ModuleRange(const Module& m);
+  ~ModuleRange();
+  ModuleRange(const ModuleRange&) = delete;
+  ModuleRange& operator=(const ModuleRange&) = delete;
+
+ private:
+  void (*pop_)() = nullptr;
+};
+
 template <class M, class... Args>
 auto call_module(M& m, Args&&... args) {
+  ModuleRange range(m);
   using R = decltype(m.forward(std::forward<Args>(args)...));
   if (!m.has_forward_hooks()) return m.forward(std::forward<Args>(args)...);
   std::vector<Tensor> inputs;

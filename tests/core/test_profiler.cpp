@@ -3,6 +3,9 @@
 // and the error paths (one session at a time, hooks owned by someone else, results before stop).
 #include <ember/core/profiler.h>
 #include <ember/cuda/device.h>
+#include <ember/nn/activation.h>
+#include <ember/nn/container.h>
+#include <ember/nn/linear.h>
 
 #include <chrono>
 #include <fstream>
@@ -243,6 +246,27 @@ TEST(Profiler, RecordFunctionAndChromeTrace) {
   EXPECT_TRUE(inside(span("test_leaf", 0), span(step)));
   EXPECT_GE(span("test_leaf", 1).first, span(step).second);
 #endif
+}
+
+// A module's call is a range "nn.Module: <name>", nested in its parent module's, holding its
+// kernels: Sequential's self time is its total less its two children's.
+TEST(Profiler, ModuleCallsAreRangesNestedAsTheModules) {
+  nn::Sequential seq(nn::Linear(64, 64), nn::ReLU());
+  Tensor x = randn({256, 64});
+  seq(x);  // no session: nothing recorded
+  Profile prof(kCpuOnly);
+  seq(x);
+  prof.stop();
+  KeyAverages avg = prof.key_averages();
+  const FunctionEventAvg& all = entry(avg, "nn.Module: Sequential");
+  const FunctionEventAvg& linear = entry(avg, "nn.Module: Linear");
+  const FunctionEventAvg& relu = entry(avg, "nn.Module: ReLU");
+  EXPECT_EQ(all.count, 1);
+  EXPECT_EQ(linear.count, 1);
+  EXPECT_EQ(relu.count, 1);
+  EXPECT_NEAR(all.self_cpu_time_total, all.cpu_time_total - linear.cpu_time_total - relu.cpu_time_total, 1e-6);
+  // The product is Linear's child, not Sequential's.
+  EXPECT_LT(linear.self_cpu_time_total, linear.cpu_time_total);
 }
 
 TEST(Profiler, RecordShapesGroupsCallsByTheirTensorArguments) {
