@@ -8,6 +8,12 @@
 // neighbours when it comes back. Freed memory is never returned to CUDA on the hot path: only
 // empty_cache() and an out-of-memory retry call cudaFree.
 //
+// Settings (cuda/allocator_config.h, EMBER_CUDA_ALLOC_CONF): with max_split_size, blocks of that
+// size or more are never split and serve only requests of that size or more (wasting at most a
+// large segment's 20 MiB), as PyTorch's; with garbage_collection_threshold, a request that needs a
+// new segment while reserved memory is past the threshold first frees cached whole segments, the
+// longest unused first (age: requests served from their pool since they were freed).
+//
 // Streams: a block belongs to the stream it was allocated on, so reusing it in stream order is
 // safe. A block also used on other streams (record_stream) gets an event recorded on each of
 // them when freed and returns to the pool once they have completed (checked on each malloc).
@@ -25,6 +31,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <limits>
 #include <memory>
@@ -37,9 +44,10 @@
 
 #include "ember/core/allocator.h"
 #include "ember/core/tensor.h"
+#include "ember/cuda/allocator_config.h"
 #include "ember/cuda/check.h"
-#include "ember/cuda/device_support.h"
 #include "ember/cuda/device.h"
+#include "ember/cuda/device_support.h"
 #include "ember/cuda/stream.h"
 
 namespace ember::cuda {
@@ -67,6 +75,7 @@ struct BlockPool {
   std::set<Block*, BlockLess> blocks;  // the free blocks
   bool is_small;
   PrivatePool* owner = nullptr;  // the graph pool it belongs to, if any
+  int64_t requests = 0;          // searches for a free block so far: the clock of block ages
 };
 
 // A CUDA graph's memory: its own small and large pools, held by the graphs that captured into it.
@@ -90,7 +99,8 @@ struct Block {
   char* ptr;
   size_t requested = 0;  // the caller's size, while allocated
   bool allocated = false;
-  int event_count = 0;  // events that must complete before the block returns to its pool
+  int event_count = 0;   // events that must complete before the block returns to its pool
+  int64_t freed_at = 0;  // its pool's `requests` when it became free (garbage collection's age)
   Block* prev = nullptr;
   Block* next = nullptr;
   std::vector<cudaStream_t> stream_uses;  // other streams it was used on (record_stream)
@@ -165,7 +175,7 @@ std::string format_size(size_t n) {
 
 class DeviceAllocator {
  public:
-  explicit DeviceAllocator(int device) : device_(device) {}
+  DeviceAllocator(int device, const AllocatorConfig& config) : config_(config), device_(device) {}
 
   Block* malloc(size_t nbytes, cudaStream_t stream) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -176,7 +186,10 @@ class DeviceAllocator {
     BlockPool& pool = size <= kSmallSize ? (graph_pool ? graph_pool->small : small_)
                                          : (graph_pool ? graph_pool->large : large_);
     Block* block = take_free_block(pool, size, stream);
-    if (!block) block = new_segment(pool, size, stream);
+    if (!block) {
+      if (config_.garbage_collection_threshold > 0 && capture_pools_.empty()) collect_garbage();
+      block = new_segment(pool, size, stream);
+    }
     return use_block(block, size, nbytes);
   }
 
@@ -251,6 +264,11 @@ class DeviceAllocator {
     limit_ = bytes;
   }
 
+  void set_config(const AllocatorConfig& config) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    config_ = config;
+  }
+
   void empty_cache() {
     std::lock_guard<std::mutex> lock(mutex_);
     EMBER_CHECK(capture_pools_.empty(), "empty_cache: a CUDA graph is being captured on cuda:", device_,
@@ -300,12 +318,17 @@ class DeviceAllocator {
     block->stream_uses.clear();
   }
 
-  // The smallest free block of `stream` that holds `size`, taken out of the pool.
+  // The smallest free block of `stream` that holds `size`, taken out of the pool. With
+  // max_split_size, an oversize block serves only an oversize request it exceeds by less than a
+  // large segment.
   Block* take_free_block(BlockPool& pool, size_t size, cudaStream_t stream) {
+    ++pool.requests;
     Block key(device_, stream, size, &pool, nullptr);
     auto it = pool.blocks.lower_bound(&key);
     if (it == pool.blocks.end() || (*it)->stream != stream) return nullptr;
     Block* block = *it;
+    const size_t max_split = config_.max_split_size;
+    if (size < max_split ? block->size >= max_split : block->size >= size + kLargeBuffer) return nullptr;
     pool.blocks.erase(it);
     return block;
   }
@@ -372,8 +395,10 @@ class DeviceAllocator {
     BlockPool& pool = *block->pool;
     bool was_split = block->is_split();
     size_t rest_size = block->size - size;
-    if (pool.is_small ? rest_size >= kMinBlockSize : rest_size > kSmallSize) {
+    if (pool.is_small ? rest_size >= kMinBlockSize
+                      : size < config_.max_split_size && rest_size > kSmallSize) {
       Block* rest = new Block{device_, block->stream, rest_size, &pool, block->ptr + size};
+      rest->freed_at = pool.requests;
       rest->prev = block;
       rest->next = block->next;
       if (rest->next) rest->next->prev = rest;
@@ -425,6 +450,7 @@ class DeviceAllocator {
       block->size += n->size;
       delete n;
     }
+    block->freed_at = pool.requests;
     pool.blocks.insert(block);
     if (block->is_split()) {
       ++split_count;
@@ -491,20 +517,61 @@ class DeviceAllocator {
   void free_whole_segments(BlockPool& pool) {
     std::optional<DeviceGuard> guard;  // set only when there is something to free
     for (auto it = pool.blocks.begin(); it != pool.blocks.end();) {
-      Block* block = *it;
-      if (block->is_split()) {
+      if ((*it)->is_split()) {
         ++it;
         continue;
       }
       if (!guard) guard.emplace(device_);
-      EMBER_CUDA_CHECK(cudaFree(block->ptr));
-      update(stats_.segment, pool, -1);
-      update(stats_.reserved_bytes, pool, -static_cast<int64_t>(block->size));
-      ++stats_.num_device_free;
-      if (pool.owner) --pool.owner->segments;
-      it = pool.blocks.erase(it);
-      delete block;
+      it = free_segment(pool, it);
     }
+  }
+
+  // Gives one free whole-segment block back to CUDA (the caller holds a DeviceGuard).
+  std::set<Block*, BlockLess>::iterator free_segment(BlockPool& pool,
+                                                     std::set<Block*, BlockLess>::iterator it) {
+    Block* block = *it;
+    EMBER_CUDA_CHECK(cudaFree(block->ptr));
+    update(stats_.segment, pool, -1);
+    update(stats_.reserved_bytes, pool, -static_cast<int64_t>(block->size));
+    ++stats_.num_device_free;
+    if (pool.owner) --pool.owner->segments;
+    delete block;
+    return pool.blocks.erase(it);
+  }
+
+  // garbage_collection_threshold (PyTorch's garbage_collect_cached_blocks): past the threshold of
+  // the memory this allocator may use, frees cached whole segments of the shared pools whose age
+  // is at least the mean age, oldest first, until reserved memory is back under the threshold.
+  void collect_garbage() {
+    const size_t allowed = std::min(limit_, total_memory());
+    const auto target =
+        static_cast<int64_t>(config_.garbage_collection_threshold * static_cast<double>(allowed));
+    if (stats_.reserved_bytes[0].current <= target) return;
+    struct Candidate {
+      int64_t age;
+      BlockPool* pool;
+      Block* block;
+    };
+    std::vector<Candidate> candidates;
+    for (BlockPool* pool : {&small_, &large_})
+      for (Block* b : pool->blocks)
+        if (!b->is_split()) candidates.push_back({pool->requests - b->freed_at, pool, b});
+    if (candidates.empty()) return;
+    double mean = 0;
+    for (const Candidate& c : candidates)
+      mean += static_cast<double>(c.age) / static_cast<double>(candidates.size());
+    std::sort(candidates.begin(), candidates.end(),
+              [](const Candidate& a, const Candidate& b) { return a.age > b.age; });
+    DeviceGuard guard(device_);
+    for (const Candidate& c : candidates) {
+      if (static_cast<double>(c.age) < mean || stats_.reserved_bytes[0].current <= target) break;
+      free_segment(*c.pool, c.pool->blocks.find(c.block));
+    }
+  }
+
+  size_t total_memory() {
+    if (total_memory_ == 0) total_memory_ = mem_get_info(device_).second;
+    return total_memory_;
   }
 
   // Frees what graph pools no graph holds any more; a pool goes when its last segment does.
@@ -522,7 +589,9 @@ class DeviceAllocator {
   }
 
   std::mutex mutex_;
+  AllocatorConfig config_;
   size_t limit_ = SIZE_MAX;  // bytes reserved at most (set_per_process_memory_fraction)
+  size_t total_memory_ = 0;  // the device's, once asked
   const int device_;
   BlockPool small_{{}, true};
   BlockPool large_{{}, false};
@@ -537,10 +606,14 @@ class DeviceAllocator {
 };
 
 // One allocator per device, never destroyed: tensors may be freed during static destruction.
+// Its settings come from EMBER_CUDA_ALLOC_CONF when the first one is made (a bad value is an
+// error at the first use of a device, naming the variable).
 DeviceAllocator& device_allocator(int device) {
   static std::deque<DeviceAllocator>* all = [] {
+    const char* env = std::getenv("EMBER_CUDA_ALLOC_CONF");
+    const AllocatorConfig config = detail::parse_allocator_config(env ? env : "", "EMBER_CUDA_ALLOC_CONF");
     auto* d = new std::deque<DeviceAllocator>;
-    for (int i = 0; i < device_count(); ++i) d->emplace_back(i);
+    for (int i = 0; i < device_count(); ++i) d->emplace_back(i, config);
     return d;
   }();
   return (*all)[device];
@@ -689,6 +762,11 @@ std::string memory_summary(int device, bool abbreviated) {
 
 void empty_cache() {
   for (int d = 0; d < device_count(); ++d) device_allocator(d).empty_cache();
+}
+
+void set_allocator_settings(const std::string& settings) {
+  const AllocatorConfig config = detail::parse_allocator_config(settings, "set_allocator_settings");
+  for (int d = 0; d < device_count(); ++d) device_allocator(d).set_config(config);
 }
 
 namespace detail {

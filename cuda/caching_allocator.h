@@ -44,6 +44,11 @@ std::string memory_summary(int device = -1, bool abbreviated = false);
 void set_per_process_memory_fraction(double fraction, int device = -1);
 // Gives cached segments that hold no live block back to CUDA (on every device).
 void empty_cache();
+// Replaces every device's allocator settings with `settings`, in EMBER_CUDA_ALLOC_CONF's form
+// (cuda/allocator_config.h: max_split_size_mb, garbage_collection_threshold, ...); the keys not
+// given take their defaults ("" restores them all). torch.cuda.memory._set_allocator_settings,
+// which merges instead.
+void set_allocator_settings(const std::string& settings);
 
 // Declares that `stream` uses this memory too: when freed, it is reused only after the work
 // queued on `stream` by then has completed. The tensor form ignores memory the allocator does

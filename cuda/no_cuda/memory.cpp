@@ -1,4 +1,5 @@
 // The memory API of a build without CUDA: nothing is pinned or cached; stats throw.
+#include "ember/cuda/allocator_config.h"
 #include "ember/cuda/caching_allocator.h"
 #include "ember/cuda/host_allocator.h"
 #include "ember/cuda/no_cuda/no_cuda.h"
@@ -17,6 +18,10 @@ void set_per_process_memory_fraction(double, int) {
   detail::throw_no_cuda("set_per_process_memory_fraction");
 }
 void empty_cache() {}
+// Checked as a CUDA build checks them; there is no allocator to give them to.
+void set_allocator_settings(const std::string& settings) {
+  detail::parse_allocator_config(settings, "set_allocator_settings");
+}
 
 bool is_pinned(const void*) { return false; }
 void host_empty_cache() {}

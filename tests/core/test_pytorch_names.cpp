@@ -45,7 +45,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 249;
+constexpr int64_t kPresentRows = 250;
 
 using Sizes = std::vector<int64_t>;
 
@@ -684,6 +684,7 @@ TEST(PytorchNames, Cuda) {
   on_gpu([] { cuda::reset_peak_memory_stats(); });
   cuda::empty_cache();
   on_gpu([] { cuda::set_per_process_memory_fraction(1); });
+  on_gpu([] { cuda::set_allocator_settings(""); });
   manual_seed_then_restore(2);
   // PyTorch's defaults: TF32 for cuDNN's float32 convolutions, not for float32 matmuls.
   EXPECT_FALSE(cuda::matmul::allow_tf32());

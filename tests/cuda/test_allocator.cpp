@@ -326,6 +326,65 @@ TEST_F(CudaAllocatorTest, PerProcessMemoryFractionCapsReservedMemory) {
                      "0 to 1");
 }
 
+// Settings for one test, back to the defaults after it.
+struct AllocatorSettings {
+  explicit AllocatorSettings(const std::string& s) { cuda::set_allocator_settings(s); }
+  ~AllocatorSettings() { cuda::set_allocator_settings(""); }
+};
+
+// max_split_size_mb:40: a cached 64 MiB block is not split for a 4 MiB request (which gets a
+// 20 MiB segment of its own, where without the setting it takes the block's front); an oversize
+// request takes an oversize block only within 20 MiB of its size.
+TEST_F(CudaAllocatorTest, MaxSplitSizeKeepsLargeBlocksWhole) {
+  {
+    gpu_bytes(64 * kMiB);  // freed at once: a cached 64 MiB segment
+    Tensor small = gpu_bytes(4 * kMiB);
+    EXPECT_EQ(delta("reserved_bytes.all.current"), 64 * kMiB) << "without the setting the block is split";
+  }
+  cuda::empty_cache();
+  AllocatorSettings settings("max_split_size_mb:40");
+  base_ = cuda::memory_stats();
+  gpu_bytes(64 * kMiB);
+  {
+    Tensor small = gpu_bytes(4 * kMiB);
+    EXPECT_EQ(delta("reserved_bytes.all.current"), 64 * kMiB + 20 * kMiB);
+  }
+  {
+    Tensor fits = gpu_bytes(50 * kMiB);  // 64 < 50 + 20: the cached block serves it, whole
+    EXPECT_EQ(delta("reserved_bytes.all.current"), 64 * kMiB + 20 * kMiB);
+    EXPECT_EQ(delta("allocated_bytes.all.current"), 64 * kMiB);
+  }
+  Tensor too_small = gpu_bytes(42 * kMiB);  // 64 >= 42 + 20: a segment of its own
+  EXPECT_EQ(delta("reserved_bytes.all.current"), 64 * kMiB + 20 * kMiB + 42 * kMiB);
+}
+
+// garbage_collection_threshold:0.5 of a 1 GiB cap: with 600 MiB cached, a request that needs a new
+// segment first frees cached segments until reserved memory is under 512 MiB (one of the two
+// suffices), where without the setting all 1000 MiB would stay reserved.
+TEST_F(CudaAllocatorTest, GarbageCollectionFreesOldCachedSegments) {
+  const size_t total = cuda::mem_get_info().second;
+  cuda::set_per_process_memory_fraction(static_cast<double>(1024 * kMiB) / static_cast<double>(total));
+  {
+    AllocatorSettings settings("garbage_collection_threshold:0.5");
+    {
+      Tensor a = gpu_bytes(300 * kMiB), b = gpu_bytes(300 * kMiB);
+    }
+    EXPECT_EQ(delta("reserved_bytes.all.current"), 600 * kMiB);
+    Tensor c = gpu_bytes(400 * kMiB);  // fits in neither cached block
+    EXPECT_EQ(delta("reserved_bytes.all.current"), 300 * kMiB + 400 * kMiB);
+    EXPECT_EQ(delta("num_device_free"), 1);
+    EXPECT_EQ(delta("num_alloc_retries"), 0);  // freed by the collection, not by an out-of-memory retry
+  }
+  cuda::set_per_process_memory_fraction(1);
+}
+
+TEST_F(CudaAllocatorTest, AllocatorSettingsErrors) {
+  EXPECT_EMBER_ERROR(cuda::set_allocator_settings("expandable_segments:True"), "set_allocator_settings",
+                     "expandable_segments:True is not supported");
+  EXPECT_EMBER_ERROR(cuda::set_allocator_settings("max_split_size_mb:8"), "max_split_size_mb 8 is too small");
+  cuda::set_allocator_settings("");
+}
+
 TEST_F(CudaAllocatorTest, MemorySummary) {
   Tensor a = gpu_bytes(kMiB);  // the first half of a 2 MiB small-pool segment
   std::string s = cuda::memory_summary();
