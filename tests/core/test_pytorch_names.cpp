@@ -684,7 +684,7 @@ TEST(PytorchNames, Cuda) {
   on_gpu([] { cuda::reset_peak_memory_stats(); });
   cuda::empty_cache();
   on_gpu([] { cuda::set_per_process_memory_fraction(1); });
-  on_gpu([] { cuda::set_allocator_settings(""); });
+  cuda::set_allocator_settings("");  // no device needed: the settings are checked, then given to each one
   manual_seed_then_restore(2);
   // PyTorch's defaults: TF32 for cuDNN's float32 convolutions, not for float32 matmuls.
   EXPECT_FALSE(cuda::matmul::allow_tf32());
