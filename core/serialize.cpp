@@ -21,6 +21,7 @@
 #include "ember/core/crc32c.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/json_string.h"
 
 namespace ember {
 
@@ -110,24 +111,6 @@ bool is_valid_utf8(std::string_view s) {
     i += extra + 1;
   }
   return true;
-}
-
-void append_json_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  out += '"';
 }
 
 // ---------------------------------------------------------------------------------------------
