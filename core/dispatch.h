@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "ember/core/allocation_context.h"
 #include "ember/core/device.h"
 #include "ember/core/error.h"
 
@@ -49,6 +50,7 @@ class BoundKernel<R (*)(Args...)> {
   using Fn = R (*)(Args...);
   BoundKernel(Fn fn, const char* name) : fn_(fn), name_(name) {}
   R operator()(Args... args) const {
+    detail::AllocationContext context(name_);
     const detail::KernelRangeHooks* hooks = detail::g_kernel_range_hooks.load(std::memory_order_acquire);
     if (!hooks) return fn_(std::forward<Args>(args)...);
     if (hooks->push_with_shapes)

@@ -439,7 +439,8 @@ uint32_t parse_hex8(const std::string& key, const std::string& value, const std:
   bool hex = value.size() == 8 && std::all_of(value.begin(), value.end(), [](char c) {
                return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
              });
-  EMBER_CHECK(hex, where, ": __metadata__: \"", key, "\" is \"", value, "\", expected 8 lowercase hex digits");
+  EMBER_CHECK(hex, where, ": __metadata__: \"", key, "\" is \"", value,
+              "\", expected 8 lowercase hex digits");
   return static_cast<uint32_t>(std::stoul(value, nullptr, 16));
 }
 

@@ -42,7 +42,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ember/core/allocation_context.h"
 #include "ember/core/allocator.h"
+#include "ember/core/json_string.h"
 #include "ember/core/tensor.h"
 #include "ember/cuda/allocator_config.h"
 #include "ember/cuda/check.h"
@@ -98,6 +100,7 @@ struct Block {
   BlockPool* pool;
   char* ptr;
   size_t requested = 0;  // the caller's size, while allocated
+  std::string context;   // what allocated it, while memory history is recorded
   bool allocated = false;
   int event_count = 0;   // events that must complete before the block returns to its pool
   int64_t freed_at = 0;  // its pool's `requests` when it became free (garbage collection's age)
@@ -281,6 +284,87 @@ class DeviceAllocator {
     return stats_;
   }
 
+  // memory_snapshot's JSON for this device.
+  std::string snapshot() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Every segment through its first block: any block's list leads to it.
+    std::set<Block*, std::less<>> heads;
+    auto add = [&](Block* b) {
+      while (b->prev) b = b->prev;
+      heads.insert(b);
+    };
+    for (const auto& [ptr, b] : allocated_) add(b);
+    for (BlockPool* pool : {&small_, &large_})
+      for (Block* b : pool->blocks) add(b);
+    for (const auto& [id, pool] : graph_pools_)
+      for (BlockPool* p : {&pool->small, &pool->large})
+        for (Block* b : p->blocks) add(b);
+    for (const auto& [stream, queue] : pending_)
+      for (const auto& [event, b] : queue) add(b);
+    for (Block* b : deferred_) add(b);
+    std::vector<Block*> sorted(heads.begin(), heads.end());
+    std::sort(sorted.begin(), sorted.end(), [](const Block* a, const Block* b) { return a->ptr < b->ptr; });
+
+    // ", \"key\": value" (the first field of an object without the comma).
+    auto field = [](std::string& out, const char* key, const std::string& value) {
+      if (out.back() != '{') out += ", ";
+      out += '"';
+      out += key;
+      out += "\": ";
+      out += value;
+    };
+    auto num = [](auto v) { return std::to_string(v); };
+    auto address = [](const void* p) { return std::to_string(reinterpret_cast<uintptr_t>(p)); };
+    std::string out = "{\"segments\": [";
+    for (size_t s = 0; s < sorted.size(); ++s) {
+      const Block* head = sorted[s];
+      size_t total = 0, allocated = 0, active = 0, requested = 0;
+      std::string blocks;
+      for (const Block* b = head; b; b = b->next) {
+        total += b->size;
+        if (b->allocated) {
+          allocated += b->size;
+          requested += b->requested;
+        }
+        if (!b->is_free()) active += b->size;
+        std::string context;
+        append_json_string(context, b->allocated ? b->context : "");
+        if (!blocks.empty()) blocks += ", ";
+        blocks += '{';
+        field(blocks, "address", address(b->ptr));
+        field(blocks, "size", num(b->size));
+        field(blocks, "requested_size", num(b->allocated ? b->requested : 0));
+        field(blocks, "state",
+              b->allocated         ? "\"active_allocated\""
+              : b->event_count > 0 ? "\"active_pending_free\""
+                                   : "\"inactive\"");
+        field(blocks, "context", context);
+        blocks += '}';
+      }
+      MempoolId pool_id{0, 0};
+      for (const auto& [id, pool] : graph_pools_)
+        if (head->pool->owner == pool.get()) pool_id = id;
+      if (s) out += ", ";
+      out += '{';
+      field(out, "device", num(device_));
+      field(out, "address", address(head->ptr));
+      field(out, "total_size", num(total));
+      field(out, "allocated_size", num(allocated));
+      field(out, "active_size", num(active));
+      field(out, "requested_size", num(requested));
+      field(out, "stream", address(head->stream));
+      field(out, "segment_type", head->pool->is_small ? "\"small\"" : "\"large\"");
+      std::string ids = num(pool_id.first);
+      ids += ", ";
+      ids += num(pool_id.second);
+      field(out, "segment_pool_id", '[' + ids + ']');
+      field(out, "blocks", '[' + blocks + ']');
+      out += '}';
+    }
+    out += "]}";
+    return out;
+  }
+
   void reset_peak() {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const StatInfo& info : kStats)
@@ -418,6 +502,8 @@ class DeviceAllocator {
     }
     block->allocated = true;
     block->requested = nbytes;
+    block->context =
+        ember::detail::recording_allocation_context() ? ember::detail::current_allocation_context() : "";
     allocated_.emplace(block->ptr, block);
     auto bytes = static_cast<int64_t>(block->size);
     update(stats_.allocation, pool, 1);
@@ -763,6 +849,10 @@ std::string memory_summary(int device, bool abbreviated) {
 void empty_cache() {
   for (int d = 0; d < device_count(); ++d) device_allocator(d).empty_cache();
 }
+
+void record_memory_history(bool enabled) { ember::detail::g_record_allocation_context.store(enabled); }
+
+std::string memory_snapshot(int device) { return allocator_for("memory_snapshot", device).snapshot(); }
 
 void set_allocator_settings(const std::string& settings) {
   const AllocatorConfig config = detail::parse_allocator_config(settings, "set_allocator_settings");

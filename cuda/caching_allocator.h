@@ -38,6 +38,19 @@ std::map<std::string, int64_t> memory_stats(int device = -1);
 // torch.cuda.memory_summary: the stats as a table (abbreviated: without the per-pool rows).
 std::string memory_summary(int device = -1, bool abbreviated = false);
 
+// torch.cuda.memory._record_memory_history: while on, each block allocated remembers the innermost
+// module call ("nn.Module: Linear") or kernel (its stub's name) that made it, as memory_snapshot's
+// "context". Off by default; on, each module and kernel call copies its name.
+void record_memory_history(bool enabled);
+// torch.cuda.memory_snapshot: the device's segments and their blocks, as JSON:
+//   {"segments": [{"device", "address", "total_size", "allocated_size", "active_size",
+//     "requested_size", "stream", "segment_type": "small" | "large", "segment_pool_id": [a, b],
+//     "blocks": [{"address", "size", "requested_size", "state", "context"}]}]}
+// in address order; a block's state is "active_allocated", "active_pending_free" (freed, waiting
+// for work queued on other streams) or "inactive" (free); segment_pool_id is a CUDA graph's pool,
+// [0, 0] for the shared ones.
+std::string memory_snapshot(int device = -1);
+
 // Caps the memory the allocator reserves on a device at fraction * its total memory (0 to 1;
 // torch.cuda.set_per_process_memory_fraction): a request beyond it frees the cache, retries, then
 // throws OutOfMemoryError naming the limit. 1 lifts the cap.

@@ -44,7 +44,8 @@ const DeviceCount& count_devices() {
 std::string no_device_reason() {
   cudaError_t e = count_devices().error;
   if (e == cudaSuccess || e == cudaErrorNoDevice) return "ember sees no GPU";
-  if (e == cudaErrorInsufficientDriver) return detail::missing_driver_message(driver_version(), runtime_version());
+  if (e == cudaErrorInsufficientDriver)
+    return detail::missing_driver_message(driver_version(), runtime_version());
   return std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e);
 }
 

@@ -46,22 +46,24 @@ std::string unsupported_gpu_message(const char* op, int device, const std::strin
   std::string built;
   for (const std::string& a : archs) built += (built.empty() ? "" : " ") + a;
   const std::string own = std::to_string(major) + std::to_string(minor);
-  return ember::detail::str_cat(op, ": CUDA device ", device, " (", name, ", compute capability ", major, ".", minor,
-                         ") cannot run ember's kernels (", cuda_error, "): this build has them for ",
-                         built.empty() ? "no architecture" : built,
-                         " (sm_XY runs on capability X.Y to X.9, compute_XY is PTX the driver compiles for X.Y "
-                         "and newer). Rebuild ember for this GPU: cmake -DCMAKE_CUDA_ARCHITECTURES=",
-                         own, " (or a list such as \"", own, ";90\")");
+  return ember::detail::str_cat(
+      op, ": CUDA device ", device, " (", name, ", compute capability ", major, ".", minor,
+      ") cannot run ember's kernels (", cuda_error, "): this build has them for ",
+      built.empty() ? "no architecture" : built,
+      " (sm_XY runs on capability X.Y to X.9, compute_XY is PTX the driver compiles for X.Y "
+      "and newer). Rebuild ember for this GPU: cmake -DCMAKE_CUDA_ARCHITECTURES=",
+      own, " (or a list such as \"", own, ";90\")");
 }
 
 std::string missing_driver_message(Version driver, Version runtime) {
   const std::string cuda = std::to_string(runtime.major) + "." + std::to_string(runtime.minor);
   if (!driver.available())
-    return ember::detail::str_cat("no NVIDIA driver is installed, which ember's CUDA ", cuda, " runtime needs");
-  return ember::detail::str_cat("the NVIDIA driver supports CUDA ", driver.major, ".", driver.minor,
-                         ", older than the CUDA ", cuda,
-                         " runtime ember was built with: update the driver, or build ember with a CUDA "
-                         "toolkit no newer than the driver");
+    return ember::detail::str_cat("no NVIDIA driver is installed, which ember's CUDA ", cuda,
+                                  " runtime needs");
+  return ember::detail::str_cat(
+      "the NVIDIA driver supports CUDA ", driver.major, ".", driver.minor, ", older than the CUDA ", cuda,
+      " runtime ember was built with: update the driver, or build ember with a CUDA "
+      "toolkit no newer than the driver");
 }
 
 }  // namespace detail

@@ -39,8 +39,8 @@ constexpr int64_t kMaskId = 1;     // the [MASK] token
 constexpr int64_t kFirstWord = 5;  // ids below are special tokens
 
 struct Args {
-  int64_t tensor_parallel = 1, pipeline_parallel = 1, microbatches = 4, steps = 600, batch = 32, seq = 32, layers = 2, d_model = 128, heads = 4,
-          ffn = 512, vocab = 512, seed = 0, log_every = 25;
+  int64_t tensor_parallel = 1, pipeline_parallel = 1, microbatches = 4, steps = 600, batch = 32, seq = 32,
+          layers = 2, d_model = 128, heads = 4, ffn = 512, vocab = 512, seed = 0, log_every = 25;
   double lr = 2e-3, dropout = 0, mask_fraction = 0.15, max_final_loss = 0;
   std::string device;
 };
@@ -75,8 +75,8 @@ int run(const Args& a) {
               tp, " x --pipeline-parallel ", pp, " must divide the world size ", l.world_size);
   const int64_t dp = l.world_size / (tp * pp);
   const int64_t microbatches = pp > 1 ? a.microbatches : 1;
-  EMBER_CHECK(a.batch % (dp * microbatches) == 0, "train_bert_parallel: --batch ", a.batch, " must divide by the ",
-              dp, " data-parallel replicas x ", microbatches, " micro-batches");
+  EMBER_CHECK(a.batch % (dp * microbatches) == 0, "train_bert_parallel: --batch ", a.batch,
+              " must divide by the ", dp, " data-parallel replicas x ", microbatches, " micro-batches");
   EMBER_CHECK(a.seq % 2 == 0, "train_bert_parallel: --seq must be even (its second half repeats the first)");
   std::optional<dist::DeviceMesh> mesh;
   if (l.distributed())
@@ -105,8 +105,9 @@ int run(const Args& a) {
   if (pp > 1) {
     stage.emplace([model](const Tensor& x) { return model->forward_stage(x); }, mesh->get_group("pp"),
                   l.device);
-    schedule.emplace(*stage, static_cast<int>(microbatches),
-                     [model](const Tensor& hidden, const Tensor& labels) { return model->loss(hidden, labels); });
+    schedule.emplace(
+        *stage, static_cast<int>(microbatches),
+        [model](const Tensor& hidden, const Tensor& labels) { return model->loss(hidden, labels); });
   }
   const std::vector<Tensor> params = model->parameters();
   optim::AdamW opt(params, optim::AdamWOptions(a.lr).weight_decay(0.01));
@@ -114,10 +115,11 @@ int run(const Args& a) {
   int64_t numel = 0;
   for (const Tensor& p : params) numel += p.numel();
   if (l.is_main())
-    std::printf("mesh: %lld data-parallel x %lld pipeline stages x %lld tensor-parallel on %s; %lld parameters on "
-                "rank 0\n",
-                static_cast<long long>(dp), static_cast<long long>(pp), static_cast<long long>(tp),
-                l.device.str().c_str(), static_cast<long long>(numel));
+    std::printf(
+        "mesh: %lld data-parallel x %lld pipeline stages x %lld tensor-parallel on %s; %lld parameters on "
+        "rank 0\n",
+        static_cast<long long>(dp), static_cast<long long>(pp), static_cast<long long>(tp),
+        l.device.str().c_str(), static_cast<long long>(numel));
   const Tensor positions = arange(a.seq, TensorOptions(kInt64).device(l.device));
   const int64_t rows = a.batch / dp;
   double loss_value = 0;
@@ -130,9 +132,12 @@ int run(const Args& a) {
     Tensor loss;
     if (schedule) {
       std::vector<Tensor> losses;
-      if (stage->is_first()) schedule->step(ids);
-      else if (stage->is_last()) schedule->step({}, labels, &losses);
-      else schedule->step();
+      if (stage->is_first())
+        schedule->step(ids);
+      else if (stage->is_last())
+        schedule->step({}, labels, &losses);
+      else
+        schedule->step();
       // The replica's loss, from its last stage to every stage (0 elsewhere, summed).
       loss = stage->is_last() ? stack(losses).mean().detach() : zeros({}, TensorOptions().device(l.device));
       dist::all_reduce(loss, dist::ReduceOp::SUM, mesh->get_group("pp"));
@@ -151,8 +156,8 @@ int run(const Args& a) {
   }
   if (a.max_final_loss > 0 && loss_value > a.max_final_loss) {
     if (l.is_main())
-      std::fprintf(stderr, "train_bert_parallel: final loss %.4f is above --max-final-loss %.4f\n", loss_value,
-                   a.max_final_loss);
+      std::fprintf(stderr, "train_bert_parallel: final loss %.4f is above --max-final-loss %.4f\n",
+                   loss_value, a.max_final_loss);
     return 1;
   }
   if (l.distributed()) dist::destroy_process_group();
@@ -165,7 +170,8 @@ int main(int argc, char** argv) try {
   Args a;
   tools::ArgParser p("train_bert_parallel");
   p.option("--tensor-parallel", &a.tensor_parallel, "ranks each stage's layers are split over")
-      .option("--pipeline-parallel", &a.pipeline_parallel, "pipeline stages of each replica (at most --layers)")
+      .option("--pipeline-parallel", &a.pipeline_parallel,
+              "pipeline stages of each replica (at most --layers)")
       .option("--microbatches", &a.microbatches, "micro-batches per step of the pipeline (1F1B)")
       .option("--steps", &a.steps, "training steps")
       .option("--batch", &a.batch, "sequences per step, over all replicas")
@@ -180,7 +186,8 @@ int main(int argc, char** argv) try {
       .option("--mask-fraction", &a.mask_fraction, "share of each sequence's tokens masked")
       .option("--seed", &a.seed, "seed of the weights and the batches")
       .option("--log-every", &a.log_every, "steps between loss lines")
-      .option("--max-final-loss", &a.max_final_loss, "fail (exit 1) if the last loss is above this (0: never)")
+      .option("--max-final-loss", &a.max_final_loss,
+              "fail (exit 1) if the last loss is above this (0: never)")
       .option("--device", &a.device, "cpu or cuda (default: cuda when there is a GPU)");
   if (std::optional<int> code = p.parse_or_exit_code(argc, argv)) return *code;
   return run(a);

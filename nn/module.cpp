@@ -309,10 +309,16 @@ std::ostream& operator<<(std::ostream& os, const Module& module) {
 namespace ember::nn::detail {
 
 ModuleRange::ModuleRange(const Module& m) {
-  const ember::detail::KernelRangeHooks* hooks = ember::detail::g_kernel_range_hooks.load(std::memory_order_acquire);
-  if (!hooks || !hooks->push_copied) return;
-  hooks->push_copied(("nn.Module: " + m.name()).c_str());
-  pop_ = hooks->pop;
+  const ember::detail::KernelRangeHooks* hooks =
+      ember::detail::g_kernel_range_hooks.load(std::memory_order_acquire);
+  const bool range = hooks && hooks->push_copied, record = ember::detail::recording_allocation_context();
+  if (!range && !record) return;
+  const std::string name = "nn.Module: " + m.name();
+  if (record) context_.emplace(name);
+  if (range) {
+    hooks->push_copied(name.c_str());
+    pop_ = hooks->pop;
+  }
 }
 
 ModuleRange::~ModuleRange() {

@@ -7,11 +7,13 @@
 #include <concepts>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
+#include "ember/core/allocation_context.h"
 #include "ember/core/ordered_dict.h"
 #include "ember/core/state_dict.h"
 #include "ember/core/tensor.h"
@@ -147,7 +149,8 @@ std::ostream& operator<<(std::ostream& os, const Module& module);
 
 namespace detail {
 // While a profiler session or emit_nvtx is on, a range around a module's call, named
-// "nn.Module: <name>" (the kernels it calls nest inside); otherwise one atomic load.
+// "nn.Module: <name>" (the kernels it calls nest inside), and while memory history is recorded,
+// the name of what it allocates; otherwise two atomic loads.
 class ModuleRange {
  public:
   explicit ModuleRange(const Module& m);
@@ -157,6 +160,7 @@ class ModuleRange {
 
  private:
   void (*pop_)() = nullptr;
+  std::optional<ember::detail::AllocationContext> context_;
 };
 
 template <class M, class... Args>

@@ -1,4 +1,5 @@
 // The memory API of a build without CUDA: nothing is pinned or cached; stats throw.
+#include "ember/core/allocation_context.h"
 #include "ember/cuda/allocator_config.h"
 #include "ember/cuda/caching_allocator.h"
 #include "ember/cuda/host_allocator.h"
@@ -18,6 +19,9 @@ void set_per_process_memory_fraction(double, int) {
   detail::throw_no_cuda("set_per_process_memory_fraction");
 }
 void empty_cache() {}
+std::string memory_snapshot(int) { detail::throw_no_cuda("memory_snapshot"); }
+// CPU kernels and modules name themselves too; there is nothing to snapshot.
+void record_memory_history(bool enabled) { ember::detail::g_record_allocation_context.store(enabled); }
 // Checked as a CUDA build checks them; there is no allocator to give them to.
 void set_allocator_settings(const std::string& settings) {
   detail::parse_allocator_config(settings, "set_allocator_settings");

@@ -16,20 +16,21 @@ TEST(AllocatorConfig, ParsesPyTorchsForm) {
   EXPECT_EQ(d.max_split_size, SIZE_MAX);
   EXPECT_EQ(d.garbage_collection_threshold, 0);
   cuda::AllocatorConfig c = parse_allocator_config(
-      " max_split_size_mb:128, garbage_collection_threshold: 0.6,expandable_segments:False,backend:native,", "X");
+      " max_split_size_mb:128, garbage_collection_threshold: 0.6,expandable_segments:False,backend:native,",
+      "X");
   EXPECT_EQ(c.max_split_size, size_t{128} << 20);
   EXPECT_DOUBLE_EQ(c.garbage_collection_threshold, 0.6);
 }
 
 TEST(AllocatorConfig, ErrorsNameTheVariableAndTheSetting) {
   const char* v = "EMBER_CUDA_ALLOC_CONF";
-  EXPECT_EMBER_ERROR(parse_allocator_config("max_split_size_mb", v), "EMBER_CUDA_ALLOC_CONF: \"max_split_size_mb\"",
-                     "not key:value");
+  EXPECT_EMBER_ERROR(parse_allocator_config("max_split_size_mb", v),
+                     "EMBER_CUDA_ALLOC_CONF: \"max_split_size_mb\"", "not key:value");
   EXPECT_EMBER_ERROR(parse_allocator_config("max_split_size_mb:20", v), "max_split_size_mb 20 is too small",
                      "above 20");
   EXPECT_EMBER_ERROR(parse_allocator_config("max_split_size_mb:1.5", v), "\"1.5\" is not a whole number");
-  EXPECT_EMBER_ERROR(parse_allocator_config("garbage_collection_threshold:1", v), "garbage_collection_threshold",
-                     "between 0 and 1");
+  EXPECT_EMBER_ERROR(parse_allocator_config("garbage_collection_threshold:1", v),
+                     "garbage_collection_threshold", "between 0 and 1");
   EXPECT_EMBER_ERROR(parse_allocator_config("garbage_collection_threshold:x", v), "\"x\"");
   EXPECT_EMBER_ERROR(parse_allocator_config("expandable_segments:True", v), "expandable_segments:True",
                      "not supported");

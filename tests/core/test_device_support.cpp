@@ -29,9 +29,9 @@ TEST(DeviceSupport, ThisBuildsArchList) {
 TEST(DeviceSupport, AnUnsupportedGpuIsNamedWithTheRebuildCommand) {
   std::string m = cuda::detail::unsupported_gpu_message("empty", 1, "NVIDIA A100-SXM4-80GB", 8, 0,
                                                         {"sm_90", "compute_90"}, "no kernel image");
-  for (const char* part : {"empty: CUDA device 1 (NVIDIA A100-SXM4-80GB, compute capability 8.0)",
-                           "(no kernel image)", "for sm_90 compute_90", "cmake -DCMAKE_CUDA_ARCHITECTURES=80",
-                           "\"80;90\""})
+  for (const char* part :
+       {"empty: CUDA device 1 (NVIDIA A100-SXM4-80GB, compute capability 8.0)", "(no kernel image)",
+        "for sm_90 compute_90", "cmake -DCMAKE_CUDA_ARCHITECTURES=80", "\"80;90\""})
     EXPECT_NE(m.find(part), std::string::npos) << part << " not in: " << m;
   EXPECT_NE(cuda::detail::unsupported_gpu_message("x", 0, "g", 12, 0, {}, "e").find("no architecture"),
             std::string::npos);

@@ -264,7 +264,8 @@ TEST(Profiler, ModuleCallsAreRangesNestedAsTheModules) {
   EXPECT_EQ(all.count, 1);
   EXPECT_EQ(linear.count, 1);
   EXPECT_EQ(relu.count, 1);
-  EXPECT_NEAR(all.self_cpu_time_total, all.cpu_time_total - linear.cpu_time_total - relu.cpu_time_total, 1e-6);
+  EXPECT_NEAR(all.self_cpu_time_total, all.cpu_time_total - linear.cpu_time_total - relu.cpu_time_total,
+              1e-6);
   // The product is Linear's child, not Sequential's.
   EXPECT_LT(linear.self_cpu_time_total, linear.cpu_time_total);
 }

@@ -456,7 +456,8 @@ TEST(Serialize, TheHeaderChecksumCoversEveryHeaderByte) {
   const std::string key = "\"ember.header.crc32c\":";
   spaced.replace(spaced.find(key), key.size(), "\"ember.header.crc32c\" :");
   spaced.pop_back();  // the same length: one padding space fewer
-  EXPECT_EMBER_ERROR(load_buffer(with_json(spaced)), "\"ember.header.crc32c\" is not written as save() writes it");
+  EXPECT_EMBER_ERROR(load_buffer(with_json(spaced)),
+                     "\"ember.header.crc32c\" is not written as save() writes it");
   EXPECT_EQ(load_buffer(good).metadata, (std::map<std::string, std::string>{{"step", step}}));
 }
 
@@ -493,8 +494,8 @@ TEST(Serialize, EveryCorruptionOfASavedFileIsDetected) {
     } catch (const Error&) {
       detected = true;
     }
-    EXPECT_TRUE(detected) << "trial " << trial << ": " << kinds[kind] << " at byte " << at
-                          << " (header: 8 + " << n << " bytes) was not detected";
+    EXPECT_TRUE(detected) << "trial " << trial << ": " << kinds[kind] << " at byte " << at << " (header: 8 + "
+                          << n << " bytes) was not detected";
   }
 }
 

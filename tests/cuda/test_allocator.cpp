@@ -6,11 +6,16 @@
 #include <ember/cuda/event.h>
 #include <ember/cuda/host_allocator.h>
 #include <ember/cuda/stream.h>
+#include <ember/nn/linear.h>
 
 #include <algorithm>
 #include <cstring>
 #include <optional>
 #include <vector>
+
+#if __has_include(<nlohmann/json.hpp>)
+#include <nlohmann/json.hpp>
+#endif
 
 #include "cuda_test_util.h"
 #include "host_gate.h"
@@ -366,9 +371,7 @@ TEST_F(CudaAllocatorTest, GarbageCollectionFreesOldCachedSegments) {
   cuda::set_per_process_memory_fraction(static_cast<double>(1024 * kMiB) / static_cast<double>(total));
   {
     AllocatorSettings settings("garbage_collection_threshold:0.5");
-    {
-      Tensor a = gpu_bytes(300 * kMiB), b = gpu_bytes(300 * kMiB);
-    }
+    { Tensor a = gpu_bytes(300 * kMiB), b = gpu_bytes(300 * kMiB); }
     EXPECT_EQ(delta("reserved_bytes.all.current"), 600 * kMiB);
     Tensor c = gpu_bytes(400 * kMiB);  // fits in neither cached block
     EXPECT_EQ(delta("reserved_bytes.all.current"), 300 * kMiB + 400 * kMiB);
@@ -383,6 +386,40 @@ TEST_F(CudaAllocatorTest, AllocatorSettingsErrors) {
                      "expandable_segments:True is not supported");
   EXPECT_EMBER_ERROR(cuda::set_allocator_settings("max_split_size_mb:8"), "max_split_size_mb 8 is too small");
   cuda::set_allocator_settings("");
+}
+
+// memory_snapshot: the segment of a live tensor, its blocks with their states, and, with memory
+// history recorded, the module that allocated each (Linear's output, made inside its call).
+TEST_F(CudaAllocatorTest, MemorySnapshotNamesSegmentsBlocksAndTheirMaker) {
+  nn::Linear linear(nn::LinearOptions(256, 4096));
+  linear->to(Device(kCUDA));
+  Tensor x = randn({512, 256}, TensorOptions().device(kCUDA));
+  cuda::record_memory_history(true);
+  Tensor y = linear(x);  // 8 MiB: a 20 MiB large-pool segment of its own, split
+  cuda::record_memory_history(false);
+  cuda::synchronize();
+  const std::string json = cuda::memory_snapshot();
+  const std::string address = std::to_string(reinterpret_cast<uintptr_t>(y.data_ptr()));
+  for (const std::string part :
+       {std::string("{\"segments\": [{\"device\": "),
+        "\"address\": " + address + ", \"size\": " + std::to_string(8 * kMiB) +
+            ", \"requested_size\": " + std::to_string(8 * kMiB) +
+            ", \"state\": \"active_allocated\", \"context\": "
+            "\"nn.Module: Linear\"}",
+        std::string("\"state\": \"inactive\", \"context\": \"\""), std::string("\"segment_type\": \"large\""),
+        std::string("\"segment_pool_id\": [0, 0]")})
+    EXPECT_NE(json.find(part), std::string::npos) << part << "\nnot in " << json;
+#if __has_include(<nlohmann/json.hpp>)
+  nlohmann::json snap = nlohmann::json::parse(json);
+  int64_t total = 0;
+  for (const auto& seg : snap.at("segments")) {
+    int64_t blocks = 0;
+    for (const auto& b : seg.at("blocks")) blocks += b.at("size").get<int64_t>();
+    EXPECT_EQ(blocks, seg.at("total_size").get<int64_t>());
+    total += seg.at("total_size").get<int64_t>();
+  }
+  EXPECT_EQ(total, static_cast<int64_t>(cuda::memory_reserved()));
+#endif
 }
 
 TEST_F(CudaAllocatorTest, MemorySummary) {

@@ -30,8 +30,8 @@ std::vector<double> losses(const std::string& log) {
 std::string train(int nproc, const std::string& args) {
   TempDir tmp;
   const std::string log = tmp.file("log");
-  std::string cmd = nproc > 1 ? std::string("OMP_NUM_THREADS=1 ") + EMBER_EMBERRUN_PATH + " --nproc-per-node " +
-                                    std::to_string(nproc) + " --master-port 0 "
+  std::string cmd = nproc > 1 ? std::string("OMP_NUM_THREADS=1 ") + EMBER_EMBERRUN_PATH +
+                                    " --nproc-per-node " + std::to_string(nproc) + " --master-port 0 "
                               : std::string();
   cmd += std::string(EMBER_TRAIN_BERT_PARALLEL_PATH) + " --device cpu " + args + " > " + log + " 2>&1";
   int status = std::system(cmd.c_str());
@@ -66,8 +66,9 @@ TEST(TrainBertParallel, EveryMeshGivesTheLossesOfOneProcess) {
 
 TEST(TrainBertParallel, LearnsToRecoverMaskedTokensFromTheirCopies) {
   // ln(128) = 4.85 at the start; the run fails itself above 1.5 at the end.
-  const std::vector<double> l = losses(train(1, "--steps 400 --log-every 100 --seq 16 --vocab 128 "
-                                                "--d-model 64 --ffn 256 --lr 3e-3 --max-final-loss 1.5"));
+  const std::vector<double> l = losses(train(1,
+                                             "--steps 400 --log-every 100 --seq 16 --vocab 128 "
+                                             "--d-model 64 --ffn 256 --lr 3e-3 --max-final-loss 1.5"));
   ASSERT_EQ(l.size(), 4u);
   EXPECT_GT(l.front(), 3.0);
 }

@@ -263,7 +263,8 @@ TEST(ModelsBertLike, PipelineStagesSplitTheWholeModel) {
 
   Tensor ids = randint(0, 50, {2, 16}, kInt64), labels = randint(0, 50, {2, 16}, kInt64);
   Tensor expected = whole(ids, arange(16, kInt64), labels);
-  EXPECT_TRUE(allclose(last->loss(last->forward_stage(first->forward_stage(ids)), labels), expected, 1e-6, 1e-6));
+  EXPECT_TRUE(
+      allclose(last->loss(last->forward_stage(first->forward_stage(ids)), labels), expected, 1e-6, 1e-6));
   EXPECT_EMBER_ERROR(first(ids, arange(16, kInt64), labels), "BertLike::forward", "pipeline stage 0 of 2");
   EXPECT_EMBER_ERROR(first->loss(ids, labels), "BertLike::loss", "not on stage 0 of 2");
   EXPECT_EMBER_ERROR(models::BertLike(tiny_bert().pipeline_stage(0, 3)), "BertLike", "stage 0 of 3",
