@@ -247,6 +247,29 @@ TEST(EmberRun, TwoNodesOnOneMachineFormOneJob) {
   EXPECT_NE(n0.output().find("rank 3 on node 1 failed (code 5)"), std::string::npos) << n0.output();
 }
 
+// Nodes started with different --nnodes: both stop within seconds and say why, instead of one
+// waiting out the rendezvous timeout for a node that never comes.
+TEST(EmberRun, NodesWithDifferentNnodesStopWithAClearError) {
+  TempDir dir;
+  const std::string port = std::to_string(free_port());
+  auto node = [&](int rank, int nnodes) {
+    return Process(
+        emberrun({"--nnodes", std::to_string(nnodes), "--node-rank", std::to_string(rank), "--master-addr",
+                  "127.0.0.1", "--master-port", port, "--nproc-per-node", "1", "--rdzv-timeout", "60"},
+                 "allreduce_ranks"),
+        {}, dir.file("node" + std::to_string(rank)));
+  };
+  const auto start = Clock::now();
+  Process n0 = node(0, 2);
+  Process n1 = node(1, 3);
+  EXPECT_NE(n0.wait(milliseconds(30'000)), 0) << n0.output();
+  EXPECT_NE(n1.wait(milliseconds(30'000)), 0) << n1.output();
+  EXPECT_LT(elapsed_ms(start), 15'000);
+  const std::string both = n0.output() + n1.output();
+  EXPECT_NE(both.find("was started with --nnodes"), std::string::npos) << both;
+  EXPECT_NE(both.find("every node must be given the same --nnodes"), std::string::npos) << both;
+}
+
 // --- torchrun's command lines: the "Usage" examples of
 // https://pytorch.org/docs/stable/elastic/run.html with `torchrun` replaced by emberrun and a
 // program of ours instead of YOUR_TRAINING_SCRIPT.py ---

@@ -97,21 +97,53 @@ struct Placement {
   int world_size;
 };
 
+// A node's registration: "host:pid|nproc_per_node|nnodes".
+struct NodeEntry {
+  std::string who;
+  int nproc = 0, nnodes = 0;
+};
+NodeEntry parse_node_entry(const std::string& v) {
+  const size_t a = v.find('|'), b = v.find('|', a + 1);
+  return {v.substr(0, a), std::atoi(v.substr(a + 1).c_str()),
+          b == std::string::npos ? 0 : std::atoi(v.substr(b + 1).c_str())};
+}
+
+// Every node joined so far must have been started for the same number of nodes: otherwise one
+// waits for a node that never comes, and the other starts a world that cannot form.
+void check_same_nnodes(TCPStore& store, const Options& o, const std::vector<std::string>& keys) {
+  for (int n = 0; n < o.nnodes; ++n) {
+    if (!store.check({keys[static_cast<size_t>(n)]})) continue;
+    NodeEntry e = parse_node_entry(store.get(keys[static_cast<size_t>(n)]));
+    if (e.nnodes != o.nnodes)
+      throw std::runtime_error("node rank " + std::to_string(n) + " (" + e.who +
+                               ") was started with --nnodes " + std::to_string(e.nnodes) +
+                               ", this node with --nnodes " + std::to_string(o.nnodes) +
+                               ": every node must be given the same --nnodes");
+  }
+}
+
 // Every node registers how many workers it starts; once all nnodes are in, each knows its
 // first global rank (the nodes before it, in node rank order) and the world size.
 Placement rendezvous(TCPStore& store, const Options& o, const Round& round) {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  std::string me =
-      std::string(host) + ":" + std::to_string(getpid()) + "|" + std::to_string(o.nproc_per_node);
+  std::string me = std::string(host) + ":" + std::to_string(getpid()) + "|" +
+                   std::to_string(o.nproc_per_node) + "|" + std::to_string(o.nnodes);
   std::string got = store.compare_set(round.key("node_" + std::to_string(o.node_rank)), "", me);
   if (got != me)
     throw std::runtime_error("another emberrun (" + got.substr(0, got.find('|')) +
                              ") already joined as node rank " + std::to_string(o.node_rank));
   std::vector<std::string> keys;
   for (int n = 0; n < o.nnodes; ++n) keys.push_back(round.key("node_" + std::to_string(n)));
+  // A node of a larger --nnodes also registers under node ranks this node does not wait for.
+  const std::string beyond = round.key("node_" + std::to_string(o.nnodes));
   auto deadline = Clock::now() + to_ms(o.rdzv_timeout);
   while (!store.check(keys)) {
+    check_same_nnodes(store, o, keys);
+    if (store.check({beyond}))
+      throw std::runtime_error("a node registered as node rank " + std::to_string(o.nnodes) +
+                               ", but this node was started with --nnodes " + std::to_string(o.nnodes) +
+                               ": every node must be given the same --nnodes");
     if (Clock::now() >= deadline) {
       int joined = 0;
       for (const auto& k : keys) joined += store.check({k});
@@ -120,10 +152,10 @@ Placement rendezvous(TCPStore& store, const Options& o, const Round& round) {
     }
     if (int sig = sleep_or_signal(milliseconds(20))) throw Interrupted{sig};
   }
+  check_same_nnodes(store, o, keys);
   Placement p{0, 0};
   for (int n = 0; n < o.nnodes; ++n) {
-    std::string v = store.get(keys[n]);
-    int nproc = std::atoi(v.substr(v.find('|') + 1).c_str());
+    const int nproc = parse_node_entry(store.get(keys[static_cast<size_t>(n)])).nproc;
     if (n < o.node_rank) p.first_rank += nproc;
     p.world_size += nproc;
   }
