@@ -171,10 +171,12 @@ Tensor nll(const char* op, const Tensor& logp, const Tensor& target, const Tenso
   if (needs_grad({logp})) {
     SavedTensor st(target, false);
     DimVector sizes(logp.sizes());
+    // Not f itself: a node holding its own output would never be freed without a backward.
     record(op, {logp}, {f.out},
-           [st, f, weight, ignore_index, r, cs, sizes](const GradContext& g) -> std::vector<Tensor> {
-             Tensor ge = position_grad(g.grad(), r, f.total_sum, cs);
-             return {nll_backward(ge, g(st), f.total, weight, ignore_index, 0, cs).reshape(sizes)};
+           [st, total = f.total, total_sum = f.total_sum, weight, ignore_index, r, cs,
+            sizes](const GradContext& g) -> std::vector<Tensor> {
+             Tensor ge = position_grad(g.grad(), r, total_sum, cs);
+             return {nll_backward(ge, g(st), total, weight, ignore_index, 0, cs).reshape(sizes)};
            });
   }
   return f.out;
@@ -202,14 +204,15 @@ Tensor class_cross_entropy(const Tensor& input, const Tensor& target, const Tens
     Tensor weight_sum;
     if (weight.defined() && ls > 0) weight_sum = weight.sum();
     SavedTensor sx(input, false), st(target, false);
+    // Not f itself: a node holding its own output would never be freed without a backward.
     record(op, {input}, {f.out},
-           [sx, st, lse, f, weight, weight_sum, ignore_index, r, ls, cs, class_dim,
-            cd](const GradContext& g) -> std::vector<Tensor> {
+           [sx, st, lse, total = f.total, total_sum = f.total_sum, weight, weight_sum, ignore_index, r, ls,
+            cs, class_dim, cd](const GradContext& g) -> std::vector<Tensor> {
              Tensor x = g(sx), t = g(st);
-             Tensor ge = position_grad(g.grad(), r, f.total_sum, cs);
+             Tensor ge = position_grad(g.grad(), r, total_sum, cs);
              if (needs_grad({ge, x})) {
                // create_graph: nll's formula through log_softmax recomputed from the input.
-               Tensor d = nll_backward(ge, t, f.total, weight, ignore_index, ls, cs);
+               Tensor d = nll_backward(ge, t, total, weight, ignore_index, ls, cs);
                return {_log_softmax_backward_data(d.reshape(x.sizes()), log_softmax(x, class_dim, cd),
                                                   class_dim, x.dtype())};
              }

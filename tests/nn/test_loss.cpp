@@ -180,3 +180,24 @@ TEST(NnKLDivLoss, MatchesTheFormula) {
 
 }  // namespace
 }  // namespace ember::testing
+
+namespace ember::testing {
+namespace {
+
+// A loss computed and dropped without backward frees its graph: the node saves the input, so the
+// input's count of holders goes back to one (the node once held its own output, a cycle that
+// leaked each such call; found by LeakSanitizer).
+TEST(NnCrossEntropyLoss, ItsGraphIsFreedWithoutABackward) {
+  Tensor x = randn({4, 3}).requires_grad_();
+  Tensor t = targets();
+  for (const char* reduction : {"mean", "sum", "none"}) {
+    SCOPED_TRACE(reduction);
+    { Tensor loss = cross_entropy(x, t, {}, -100, reduction); }
+    EXPECT_EQ(x.use_count(), 1u);
+    { Tensor loss = nll_loss(x.log_softmax(1), t, {}, -100, reduction); }
+    EXPECT_EQ(x.use_count(), 1u);
+  }
+}
+
+}  // namespace
+}  // namespace ember::testing
