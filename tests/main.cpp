@@ -28,6 +28,23 @@ void run_entry(const OpEntry& e) {
   }
 }
 
+// Dropping an op's output without a backward frees its recorded graph: no backward formula may
+// own the op's own output (node -> output -> node is a cycle that leaks the graph and its saved
+// tensors, as cross_entropy's did).
+void expect_graph_freed_with_its_output(const autograd::TensorFn& fn, const std::vector<Tensor>& in) {
+  std::vector<uint32_t> holders;
+  for (const Tensor& t : in) holders.push_back(t.use_count());
+  std::weak_ptr<Node> node;
+  {
+    Tensor out = fn(in);
+    node = out.grad_fn();
+  }
+  EXPECT_TRUE(node.expired()) << "the output's grad_fn outlives it";
+  for (size_t i = 0; i < in.size(); ++i) {
+    EXPECT_EQ(in[i].use_count(), holders[i]) << "input " << i << " is still held by a dropped graph";
+  }
+}
+
 void run_gradcheck(const GradcheckCase& c) {
   for (bool non_contiguous_first : {false, true}) {
     SCOPED_TRACE(c.op + (non_contiguous_first ? " (first input non-contiguous)" : ""));
@@ -39,6 +56,7 @@ void run_gradcheck(const GradcheckCase& c) {
       in.push_back(t.requires_grad_());
     }
     try {
+      expect_graph_freed_with_its_output(c.fn, in);
       EXPECT_TRUE(autograd::gradcheck(c.fn, in));
       if (c.second_order) {
         EXPECT_TRUE(autograd::gradgradcheck(c.fn, in));
