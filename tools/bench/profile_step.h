@@ -1,7 +1,8 @@
 #pragma once
 
 // One more step under the profiler, for the step benchmarks' --profile: its tables (by kernel,
-// then by kernel and input shapes) go to stderr, sorted by device time (host time on the CPU).
+// then by kernel and input shapes) go to stderr, sorted by device time (host time on the CPU);
+// with a trace path (--trace) the step is also written there as a Chrome trace.
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -11,13 +12,15 @@
 
 namespace ember::bench {
 
-inline void profile_step(const Device& device, const std::string& name, const std::function<void()>& step) {
+inline void profile_step(const Device& device, const std::string& name, const std::function<void()>& step,
+                         const std::string& trace_path = "") {
   profiler::ProfileOptions options;
   options.record_shapes = true;
   profiler::Profile prof(options);
   step();
   if (device.is_cuda()) cuda::synchronize();
   prof.stop();
+  if (!trace_path.empty()) prof.export_chrome_trace(trace_path);
   const char* sort_by = prof.profiles_device() ? "device_time_total" : "self_cpu_time_total";
   std::fprintf(stderr, "== %s: one step, kernels by %s\n%s\n", name.c_str(), sort_by,
                prof.key_averages().table(sort_by, 25).c_str());

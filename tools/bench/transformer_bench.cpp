@@ -13,10 +13,11 @@
 // cuda::max_memory_allocated over the timed steps (reset between modes).
 //   transformer_bench [--layers 12] [--batch 32] [--seq 512] [--d-model 768] [--heads 12]
 //                     [--ffn 3072] [--vocab 30522] [--warmup 3] [--iters 10] [--device cuda]
-//                     [--modes f32,f32-ckpt,bf16,bf16-ckpt,f16,f16-ckpt] [--profile]
+//                     [--modes f32,f32-ckpt,bf16,bf16-ckpt,f16,f16-ckpt] [--profile [--trace PREFIX]]
 // --profile: after the timed steps of each mode, one more step runs under profiler::Profile and its
 // tables (top 25 kernels by device time, host time on the CPU; then the top 40 by kernel and input
-// shapes) go to stderr, next to torch_transformer_bench.py --profile.
+// shapes) go to stderr, next to torch_transformer_bench.py --profile; --trace PREFIX also writes that
+// step as a Chrome trace, PREFIX-<mode>.json.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -43,6 +44,7 @@ struct Config {
   int64_t layers = 12, batch = 32, seq = 512, d_model = 768, heads = 12, ffn = 3072, vocab = 30522;
   int warmup = 3, iters = 10;
   bool profile = false;
+  std::string trace;
   std::string device = "cuda";
   std::string modes = "f32,f32-ckpt,bf16,bf16-ckpt,f16,f16-ckpt";
 };
@@ -62,7 +64,9 @@ std::optional<Config> parse(int argc, char** argv) {
       .option("--iters", &c.iters, "timed steps per mode")
       .option("--device", &c.device, "cuda or cpu")
       .option("--modes", &c.modes, "comma-separated modes")
-      .flag("--profile", &c.profile, "profile one more step per mode (table to stderr)");
+      .flag("--profile", &c.profile, "profile one more step per mode (table to stderr)")
+      .option("--trace", &c.trace,
+              "with --profile, also write that step as a Chrome trace to PREFIX-<mode>.json");
   if (!args.parse(argc, argv)) return std::nullopt;
   EMBER_CHECK(c.iters > 0, "transformer_bench: --iters must be positive");
   return c;
@@ -157,7 +161,8 @@ void run_mode(const Config& c, const Device& device, const std::string& mode) {
     }
     auto [ms, peak] = time_steps(c, device, timed, !graphed);
     // The profiler times kernels per op call: a replay makes none, so a graph mode has no table.
-    if (c.profile && !graphed) bench::profile_step(device, name.str(), step);
+    if (c.profile && !graphed)
+      bench::profile_step(device, name.str(), step, c.trace.empty() ? "" : c.trace + "-" + mode + ".json");
     std::printf("{\"case\": \"%s\", \"ms\": %.3f, \"tokens_per_s\": %.1f", name.str().c_str(), ms,
                 static_cast<double>(c.batch * c.seq) / ms * 1000);
     if (peak >= 0) std::printf(", \"peak_mib\": %.0f", peak);
