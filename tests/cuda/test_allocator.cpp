@@ -6,7 +6,10 @@
 #include <ember/cuda/event.h>
 #include <ember/cuda/host_allocator.h>
 #include <ember/cuda/stream.h>
+#include <ember/nn/activation.h>
+#include <ember/nn/container.h>
 #include <ember/nn/linear.h>
+#include <ember/optim/adam.h>
 
 #include <algorithm>
 #include <cstring>
@@ -331,6 +334,70 @@ TEST_F(CudaAllocatorTest, PerProcessMemoryFractionCapsReservedMemory) {
                      "0 to 1");
 }
 
+// A step that runs out of memory in its backward leaves the model and optimizer usable (issue 25):
+// after zero_grad the parameters are those before the step, and the run goes on with a smaller
+// batch, as a PyTorch loop that catches torch.OutOfMemoryError does. The cap comes from a first
+// run without one: between the reserved peak of the forward and that of the whole step.
+TEST_F(CudaAllocatorTest, OutOfMemoryMidBackwardThenASmallerBatchTrains) {
+  manual_seed(3);
+  nn::Sequential model(nn::Linear(1024, 4096), nn::ReLU(), nn::Linear(4096, 1024));
+  model->to(kCUDA);
+  optim::AdamW opt(model->parameters(), optim::AdamWOptions(1e-3));
+  auto batch = [](int64_t n) {
+    Tensor x = randn({n, 1024}, TensorOptions().device(kCUDA));
+    return std::pair{x, x.flip({1})};  // a target the model can learn
+  };
+  auto loss_of = [&](const Tensor& x, const Tensor& y) { return (model->forward(x) - y).pow(2).mean(); };
+  // Two steps at 16384 rows: the first makes the optimizer's state, the second gives the peaks.
+  auto [x, y] = batch(16384);
+  int64_t forward_peak = 0, step_peak = 0;
+  for (int step = 0; step < 2; ++step) {
+    cuda::reset_peak_memory_stats();
+    Tensor loss = loss_of(x, y);
+    forward_peak = cuda::memory_stats().at("reserved_bytes.all.peak");
+    loss.backward();
+    opt.step();
+    opt.zero_grad();
+    step_peak = cuda::memory_stats().at("reserved_bytes.all.peak");
+  }
+  ASSERT_GT(step_peak - forward_peak, 200 * kMiB) << "the backward should need much more than the forward";
+  std::vector<Tensor> before;
+  for (const Tensor& p : model->parameters()) before.push_back(p.detach().clone());
+
+  cuda::empty_cache();
+  const size_t total = cuda::mem_get_info().second;
+  struct Cap {  // lifted however the test ends
+    explicit Cap(double fraction) { cuda::set_per_process_memory_fraction(fraction); }
+    ~Cap() { cuda::set_per_process_memory_fraction(1); }
+  } cap(static_cast<double>(forward_peak + step_peak) / 2 / static_cast<double>(total));
+  bool forward_ran = false, backward_ran_out = false;
+  try {
+    Tensor l = loss_of(x, y);
+    forward_ran = true;
+    l.backward();
+  } catch (const OutOfMemoryError&) {
+    backward_ran_out = forward_ran;
+  }
+  EXPECT_TRUE(forward_ran);
+  EXPECT_TRUE(backward_ran_out);
+  opt.zero_grad();  // whatever gradients the failed backward wrote are dropped
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(model->parameters()[i].cpu().equal(before[i].cpu()));
+
+  // The run goes on at a quarter of the batch, under the same cap, and learns.
+  auto [xs, ys] = batch(4096);
+  float first = 0, last = 0;
+  for (int step = 0; step < 20; ++step) {
+    Tensor l = loss_of(xs, ys);
+    l.backward();
+    opt.step();
+    opt.zero_grad();
+    (step == 0 ? first : last) = l.item<float>();
+  }
+  EXPECT_LT(last, first);
+  EXPECT_GE(delta("num_ooms"), 1);
+  for (const Tensor& p : model->parameters()) EXPECT_TRUE(isfinite(p).all().item<bool>());
+}
+
 // Settings for one test, back to the defaults after it.
 struct AllocatorSettings {
   explicit AllocatorSettings(const std::string& s) { cuda::set_allocator_settings(s); }
@@ -400,7 +467,7 @@ TEST_F(CudaAllocatorTest, MemorySnapshotNamesSegmentsBlocksAndTheirMaker) {
   cuda::synchronize();
   const std::string json = cuda::memory_snapshot();
   const std::string address = std::to_string(reinterpret_cast<uintptr_t>(y.data_ptr()));
-  for (const std::string part :
+  for (const std::string& part :
        {std::string("{\"segments\": [{\"device\": "),
         "\"address\": " + address + ", \"size\": " + std::to_string(8 * kMiB) +
             ", \"requested_size\": " + std::to_string(8 * kMiB) +
