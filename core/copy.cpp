@@ -8,7 +8,7 @@
 
 namespace ember {
 
-constinit DispatchStub<CopyFn> copy_stub("copy_");
+constinit DispatchStub<CopyFn> copy_stub("copy_", DeviceMix::Any);
 constinit DispatchStub<FillFn> fill_stub("fill_");
 
 void check_no_internal_overlap(const char* op, const Tensor& t) {

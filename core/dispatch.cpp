@@ -18,4 +18,15 @@ void append_tensor_shape(std::string& out, const Tensor& t) {
   }
 }
 
+void check_kernel_device(const char* kernel, Device device, DeviceMix mix, const Tensor& t, int arg) {
+  EMBER_CHECK(
+      !t.defined() || t.device() == device || (mix == DeviceMix::CpuScalars && t.is_cpu() && t.dim() == 0),
+      kernel, ": expected all tensors to be on the same device, but found ", device, " (the kernel's) and ",
+      t.device(), " (argument ", arg, ", of shape ", t.sizes(), ")");
+}
+
+void check_kernel_device(const char* kernel, Device device, DeviceMix mix, ArrayRef<Tensor> ts, int arg) {
+  for (const Tensor& t : ts) check_kernel_device(kernel, device, mix, t, arg);
+}
+
 }  // namespace ember::detail

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "ember/core/allocation_context.h"
+#include "ember/core/array_ref.h"
 #include "ember/core/device.h"
 #include "ember/core/error.h"
 
@@ -41,6 +42,35 @@ std::string tensor_shapes(const Args&... args) {
 }
 }  // namespace detail
 
+// Which devices a stub's tensor arguments may be on besides its own. Kernels dereference what they
+// are given, so a tensor on another device would crash the process or poison the CUDA context:
+// every call is checked before the kernel runs (a frontend that misses a device check still
+// raises an ember::Error naming the kernel).
+enum class DeviceMix : uint8_t {
+  None,        // every defined tensor on the kernel's device
+  CpuScalars,  // also 0-dim CPU tensors (wrapped scalars, read on the host): the elementwise kernels
+  Any,         // copies between devices
+};
+
+namespace detail {
+// Throws unless t (when defined) is on `device` or allowed there by `mix`; `arg` numbers it.
+void check_kernel_device(const char* kernel, Device device, DeviceMix mix, const Tensor& t, int arg);
+void check_kernel_device(const char* kernel, Device device, DeviceMix mix, ArrayRef<Tensor> ts, int arg);
+
+template <class... Args>
+void check_kernel_devices(const char* kernel, Device device, DeviceMix mix, const Args&... args) {
+  if (mix == DeviceMix::Any) return;
+  int arg = 0;
+  auto one = [&](const auto& a) {
+    using A = std::decay_t<decltype(a)>;
+    if constexpr (std::is_same_v<A, Tensor> || std::is_same_v<A, ArrayRef<Tensor>>)
+      check_kernel_device(kernel, device, mix, a, arg);
+    ++arg;
+  };
+  (one(args), ...);
+}
+}  // namespace detail
+
 // A stub's kernel for one device, called like the kernel itself.
 template <class Fn>
 class BoundKernel;
@@ -48,8 +78,10 @@ template <class R, class... Args>
 class BoundKernel<R (*)(Args...)> {
  public:
   using Fn = R (*)(Args...);
-  BoundKernel(Fn fn, const char* name) : fn_(fn), name_(name) {}
+  BoundKernel(Fn fn, const char* name, Device device, DeviceMix mix)
+      : fn_(fn), name_(name), device_(device), mix_(mix) {}
   R operator()(Args... args) const {
+    detail::check_kernel_devices(name_, device_, mix_, args...);
     detail::AllocationContext context(name_);
     const detail::KernelRangeHooks* hooks = detail::g_kernel_range_hooks.load(std::memory_order_acquire);
     if (!hooks) return fn_(std::forward<Args>(args)...);
@@ -68,6 +100,8 @@ class BoundKernel<R (*)(Args...)> {
  private:
   Fn fn_;
   const char* name_;
+  Device device_;
+  DeviceMix mix_;
 };
 
 // One slot per device type for a kernel of signature Fn. The CPU kernels fill theirs from
@@ -78,13 +112,14 @@ class BoundKernel<R (*)(Args...)> {
 template <class Fn>
 class DispatchStub {
  public:
-  explicit constexpr DispatchStub(const char* name) : name_(name) {}
+  explicit constexpr DispatchStub(const char* name, DeviceMix mix = DeviceMix::None)
+      : name_(name), mix_(mix) {}
 
   BoundKernel<Fn> operator()(Device d) const {
     Fn f = fns_[static_cast<int>(d.type)];
     EMBER_CHECK(f, name_, ": no kernel for device ", d,
                 d.is_cuda() ? " (ember was built without CUDA support)" : "");
-    return {f, name_};
+    return {f, name_, d, mix_};
   }
   void set(DeviceType d, Fn fn) { fns_[static_cast<int>(d)] = fn; }
   bool has(DeviceType d) const { return fns_[static_cast<int>(d)] != nullptr; }
@@ -92,6 +127,7 @@ class DispatchStub {
 
  private:
   const char* name_;
+  DeviceMix mix_;
   Fn fns_[kNumDeviceTypes] = {};
 };
 

@@ -11,8 +11,8 @@
 
 namespace ember {
 
-constinit DispatchStub<BinaryFn> binary_stub("binary");
-constinit DispatchStub<WhereFn> where_stub("where");
+constinit DispatchStub<BinaryFn> binary_stub("binary", DeviceMix::CpuScalars);
+constinit DispatchStub<WhereFn> where_stub("where", DeviceMix::CpuScalars);
 
 namespace {
 
