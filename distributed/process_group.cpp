@@ -176,18 +176,27 @@ void check_like(const char* op, const Tensor& t, const Tensor& ref, const char* 
 // alive through them can hold the last reference to this group (the tensor-parallel regions'
 // backwards capture it), whose destructor would then join that thread from itself (seen as
 // "Resource deadlock avoided" at a worker's exit).
+namespace {
+// A tensor a collective writes into: its version moves as an in-place op's does, so autograd's
+// check of saved tensors (and anything keyed on versions) sees the change.
+Tensor written(const Tensor& t) {
+  t.bump_version();
+  return t.detach();
+}
+}  // namespace
+
 std::shared_ptr<Work> ProcessGroup::all_reduce(const Tensor& tensor, ReduceOp op) {
   check_dense(kOpNames[0], tensor);
   check_tensor(kOpNames[0], tensor);
   check_reduce_op(kOpNames[0], tensor, op);
-  return all_reduce_impl(tensor.detach(), op);
+  return all_reduce_impl(written(tensor), op);
 }
 
 std::shared_ptr<Work> ProcessGroup::broadcast(const Tensor& tensor, int root) {
   check_dense(kOpNames[1], tensor);
   check_tensor(kOpNames[1], tensor);
   check_rank(kOpNames[1], "root", root, size_);
-  return broadcast_impl(tensor.detach(), root);
+  return broadcast_impl(root == rank_ ? tensor.detach() : written(tensor), root);
 }
 
 std::shared_ptr<Work> ProcessGroup::reduce(const Tensor& tensor, int root, ReduceOp op) {
@@ -195,7 +204,7 @@ std::shared_ptr<Work> ProcessGroup::reduce(const Tensor& tensor, int root, Reduc
   check_tensor(kOpNames[2], tensor);
   check_rank(kOpNames[2], "root", root, size_);
   check_reduce_op(kOpNames[2], tensor, op);
-  return reduce_impl(tensor.detach(), root, op);
+  return reduce_impl(root == rank_ ? written(tensor) : tensor.detach(), root, op);
 }
 
 std::shared_ptr<Work> ProcessGroup::all_gather(const std::vector<Tensor>& outputs, const Tensor& input) {
@@ -225,7 +234,7 @@ std::shared_ptr<Work> ProcessGroup::all_gather_into_tensor(const Tensor& output,
   EMBER_CHECK(output.numel() == size_ * input.numel(), op, ": output has ", output.numel(),
               " elements (shape ", output.sizes(), "), expected ", size_, " x ", input.numel(),
               " (group size x input ", input.sizes(), ")");
-  return all_gather_impl(output.detach(), input.detach());
+  return all_gather_impl(written(output), input.detach());
 }
 
 std::shared_ptr<Work> ProcessGroup::reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
@@ -243,7 +252,7 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter(const Tensor& output, const s
                 inputs[i].sizes(), ", output has ", output.sizes());
     flat.push_back(inputs[i].reshape({-1}));
   }
-  return reduce_scatter_impl(output.detach(), cat(flat).detach(), op);
+  return reduce_scatter_impl(written(output), cat(flat).detach(), op);
 }
 
 std::shared_ptr<Work> ProcessGroup::reduce_scatter_tensor(const Tensor& output, const Tensor& input,
@@ -256,7 +265,7 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter_tensor(const Tensor& output, 
   EMBER_CHECK(input.numel() == size_ * output.numel(), name, ": input has ", input.numel(),
               " elements (shape ", input.sizes(), "), expected ", size_, " x ", output.numel(),
               " (group size x output ", output.sizes(), ")");
-  return reduce_scatter_impl(output.detach(), input.detach(), op);
+  return reduce_scatter_impl(written(output), input.detach(), op);
 }
 
 std::shared_ptr<Work> ProcessGroup::all_to_all(const std::vector<Tensor>& outputs,
@@ -324,7 +333,7 @@ std::shared_ptr<Work> ProcessGroup::all_to_all_single(const Tensor& output, cons
   check_dense(op, input, "input");
   check_tensor(op, input);
   check_like(op, output, input, "output", 0);
-  return all_to_all_impl(output.detach(), input.detach(),
+  return all_to_all_impl(written(output), input.detach(),
                          split_counts(op, "output", output, output_split_sizes, size_),
                          split_counts(op, "input", input, input_split_sizes, size_));
 }
@@ -344,7 +353,7 @@ std::shared_ptr<Work> ProcessGroup::recv(const Tensor& tensor, int src, int tag)
   check_rank(kOpNames[10], "src", src, size_);
   EMBER_CHECK(src != rank_, "recv: rank ", rank_, " cannot receive from itself");
   EMBER_CHECK(tag >= 0, "recv: tag must be non-negative, got ", tag);
-  return recv_impl(tensor.detach(), src, tag);
+  return recv_impl(written(tensor), src, tag);
 }
 
 std::shared_ptr<Work> ProcessGroup::barrier() { return barrier_impl(); }

@@ -356,6 +356,58 @@ INSTANTIATE_TEST_SUITE_P(Gloo, Collectives, ::testing::Values(2, 4),
 TEST(CollectiveFailures, TimeoutFailsTheWork) { run_workers("collective_timeout", 2); }
 TEST(CollectiveFailures, DeadPeerFailsTheNextCollective) { run_workers("peer_dies", 2); }
 
+// A collective writes into its output like an in-place op: the output's version moves (a
+// broadcast's root and a reduce's other ranks keep theirs), so autograd refuses a backward through
+// a value that a collective changed after it was saved.
+DIST_WORKER(collectives_move_versions) {
+  d::init_process_group("gloo");
+  int rank = d::get_rank(), size = d::get_world_size();
+  auto moves = [](const Tensor& t, const std::function<void()>& collective) {
+    const uint32_t before = t._version();
+    collective();
+    return t._version() > before;
+  };
+  auto expect = [](bool moved, bool want, const char* what) {
+    EMBER_CHECK(moved == want, what, ": version ", moved ? "moved" : "kept", ", expected it ",
+                want ? "to move" : "kept");
+  };
+  Tensor t = ones({4});
+  expect(moves(t, [&] { d::all_reduce(t); }), true, "all_reduce");
+  expect(moves(t, [&] { d::broadcast(t, 0); }), rank != 0, "broadcast");
+  expect(moves(t, [&] { d::reduce(t, 0); }), rank == 0, "reduce");
+  Tensor gathered = empty({4 * size});
+  expect(moves(gathered, [&] { d::all_gather_into_tensor(gathered, t); }), true, "all_gather_into_tensor");
+  Tensor part = empty({4});
+  expect(moves(part, [&] { d::reduce_scatter_tensor(part, gathered); }), true, "reduce_scatter_tensor");
+  Tensor swapped = empty({4 * size});
+  expect(moves(swapped, [&] { d::all_to_all_single(swapped, gathered); }), true, "all_to_all_single");
+  Tensor got = empty({4});
+  expect(moves(got,
+               [&] {
+                 auto s = d::isend(t, (rank + 1) % size);
+                 d::recv(got, (rank + size - 1) % size);
+                 s->wait();
+               }),
+         true, "recv");
+  // A saved tensor that an all_reduce changed fails the backward instead of giving a wrong gradient.
+  Tensor w = ones({4}).requires_grad_();
+  Tensor x = ones({4});
+  Tensor loss = (w * x).sum();  // saves x for w's gradient
+  d::all_reduce(x);
+  bool refused = false;
+  try {
+    loss.backward();
+  } catch (const Error& e) {
+    refused = std::string(e.what()).find("modified by an inplace operation") != std::string::npos;
+  }
+  EMBER_CHECK(refused, "backward through a tensor changed by all_reduce was not refused");
+  d::destroy_process_group();
+}
+
+TEST(CollectiveVersions, CollectivesMoveTheVersionsOfWhatTheyWrite) {
+  run_workers("collectives_move_versions", 2);
+}
+
 // --- In one process: a group of one, and the argument checks ---
 
 std::shared_ptr<d::ProcessGroup> single_group(std::shared_ptr<d::Store>& store) {
