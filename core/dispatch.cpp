@@ -19,8 +19,10 @@ void append_tensor_shape(std::string& out, const Tensor& t) {
 }
 
 void check_kernel_device(const char* kernel, Device device, DeviceMix mix, const Tensor& t, int arg) {
-  EMBER_CHECK(
-      !t.defined() || t.device() == device || (mix == DeviceMix::CpuScalars && t.is_cpu() && t.dim() == 0),
+  if (!t.defined()) return;
+  // A stub bound to a device type without an index ("cuda") runs on the current device.
+  const bool same = t.device().type == device.type && (device.index < 0 || t.device().index == device.index);
+  EMBER_CHECK(same || (mix == DeviceMix::CpuScalars && t.is_cpu() && t.dim() == 0),
       kernel, ": expected all tensors to be on the same device, but found ", device, " (the kernel's) and ",
       t.device(), " (argument ", arg, ", of shape ", t.sizes(), ")");
 }

@@ -43,6 +43,9 @@ void check_linear(const Tensor& input, const Tensor& weight, const Tensor& bias)
   EMBER_CHECK(input.dtype() == weight.dtype() && (!bias.defined() || bias.dtype() == weight.dtype()),
               "linear: expected input, weight and bias of one dtype, got ", input.dtype(), ", ",
               weight.dtype(), " and ", bias.defined() ? to_string(bias.dtype()) : "no bias");
+  EMBER_CHECK(input.device() == weight.device() && (!bias.defined() || bias.device() == weight.device()),
+              "linear: expected input, weight and bias on one device, got ", input.device(), ", ", weight.device(),
+              " and ", bias.defined() ? bias.device().str() : "no bias");
 }
 
 // input [..., in]'s shape with `features` last.
