@@ -34,7 +34,7 @@ void append_tensor_shape(std::string& out, const Tensor& t);
 template <class... Args>
 std::string tensor_shapes(const Args&... args) {
   std::string out;
-  auto one = [&out](const auto& a) {
+  [[maybe_unused]] auto one = [&out](const auto& a) {
     if constexpr (std::is_same_v<std::decay_t<decltype(a)>, Tensor>) append_tensor_shape(out, a);
   };
   (one(args), ...);
@@ -61,7 +61,7 @@ template <class... Args>
 void check_kernel_devices(const char* kernel, Device device, DeviceMix mix, const Args&... args) {
   if (mix == DeviceMix::Any) return;
   int arg = 0;
-  auto one = [&](const auto& a) {
+  [[maybe_unused]] auto one = [&](const auto& a) {
     using A = std::decay_t<decltype(a)>;
     if constexpr (std::is_same_v<A, Tensor> || std::is_same_v<A, ArrayRef<Tensor>>)
       check_kernel_device(kernel, device, mix, a, arg);

@@ -1,6 +1,6 @@
 // CPU kernels of native_dropout (and gelu_dropout) and their backwards: the mask and the output in one pass
 // over x, in chunks converted to the compute type (float for f16/bf16/f32, double); gelu_dropout's
-// backward draws the mask again the same way.
+// backward reads the mask from the bits its forward packed.
 #include <utility>
 
 #include "ember/core/cpu/nn_kernel_util.h"
@@ -10,13 +10,14 @@
 namespace ember::cpu {
 namespace {
 
-constexpr int64_t kChunk = 256;  // a multiple of ops::kDropoutMaskBlock: a chunk starts on a Philox block
-static_assert(kChunk % ops::kDropoutMaskBlock == 0);
+// A multiple of ops::kDropoutMaskBlock and of 8: a chunk starts on a Philox block and a byte of bits.
+constexpr int64_t kChunk = 256;
+static_assert(kChunk % ops::kDropoutMaskBlock == 0 && kChunk % 8 == 0);
 
 // out = f(keep, in...) over the inputs (of out's shape and strides) in chunks, each with its mask
-// drawn first (into `keep` when it is not null).
+// taken first (and written into `keep` and/or packed into `bits` when they are not null).
 template <class C, class F, class... In>
-void masked_map(const Tensor& out, bool* keep, double p, PhiloxState rng, F f, const In&... in) {
+void masked_map(const Tensor& out, bool* keep, uint8_t* bits, ops::DropoutKeepSource src, F f, const In&... in) {
   const int64_t n = out.numel();
   parallel_for(0, (n + kChunk - 1) / kChunk, 16, [&](int64_t cb, int64_t ce) {
     C in_buf[sizeof...(In)][kChunk], out_buf[kChunk];
@@ -25,9 +26,20 @@ void masked_map(const Tensor& out, bool* keep, double p, PhiloxState rng, F f, c
       const int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
       bool* k = keep ? keep + begin : keep_buf;
       constexpr int64_t kBlock = ops::kDropoutMaskBlock;
-      for (int64_t i = 0; i < len; i += kBlock)
-        ops::dropout_mask_block(rng, p, static_cast<uint64_t>((begin + i) / kBlock), 0,
-                                static_cast<int>(std::min(kBlock, len - i)), k + i);
+      if (src.bits) {
+        for (int64_t i = 0; i < len; ++i) k[i] = (src.bits[(begin + i) / 8] >> ((begin + i) % 8)) & 1;
+      } else {
+        for (int64_t i = 0; i < len; i += kBlock)
+          ops::dropout_mask_block(src.rng, src.p, static_cast<uint64_t>((begin + i) / kBlock), 0,
+                                  static_cast<int>(std::min(kBlock, len - i)), k + i);
+      }
+      if (bits) {
+        for (int64_t i = 0; i < len; i += 8) {
+          uint8_t byte = 0;
+          for (int64_t j = 0; j < 8 && i + j < len; ++j) byte |= static_cast<uint8_t>(k[i + j]) << j;
+          bits[(begin + i) / 8] = byte;
+        }
+      }
       size_t slot = 0;
       const C* v[] = {load_compute<C>(byte_ptr(in, begin), in.dtype(), len, in_buf[slot++])...};
       C* o = out_compute<C>(byte_ptr(out, begin), out.dtype(), out_buf);
@@ -40,16 +52,18 @@ void masked_map(const Tensor& out, bool* keep, double p, PhiloxState rng, F f, c
   });
 }
 
-void native_dropout_kernel(const Tensor& out, const Tensor& mask, const Tensor& x, double p, PhiloxState rng,
-                           bool gelu) {
+void native_dropout_kernel(const Tensor& out, const Tensor& mask, const Tensor& bits, const Tensor& x, double p,
+                           PhiloxState rng, bool gelu) {
   bool* keep = mask.defined() ? mask.data_ptr<bool>() : nullptr;
+  uint8_t* packed = bits.defined() ? bits.data_ptr<uint8_t>() : nullptr;
   visit_float_compute(x.dtype(), [&](auto tag) {
     using C = decltype(tag);
     const auto scale = static_cast<C>(ops::dropout_scale(p));
+    const ops::DropoutKeepSource src{rng, p, nullptr};
     if (gelu)
-      masked_map<C>(out, keep, p, rng, ops::GeluMaskedScale<C>{scale}, x);
+      masked_map<C>(out, keep, packed, src, ops::GeluMaskedScale<C>{scale}, x);
     else
-      masked_map<C>(out, keep, p, rng, ops::MaskedScale<C>{scale}, x);
+      masked_map<C>(out, keep, packed, src, ops::MaskedScale<C>{scale}, x);
   });
 }
 
@@ -63,10 +77,10 @@ void native_dropout_backward_kernel(const Tensor& grad_input, const Tensor& grad
 }
 
 void gelu_dropout_backward_kernel(const Tensor& grad_input, const Tensor& grad_output, const Tensor& x,
-                                  double p, PhiloxState rng) {
+                                  const Tensor& bits, double p) {
   visit_float_compute(grad_input.dtype(), [&](auto tag) {
     using C = decltype(tag);
-    masked_map<C>(grad_input, nullptr, p, rng,
+    masked_map<C>(grad_input, nullptr, nullptr, ops::DropoutKeepSource{{}, p, bits.data_ptr<uint8_t>()},
                   ops::GeluMaskedScaleBackward<C>{static_cast<C>(ops::dropout_scale(p))}, grad_output, x);
   });
 }

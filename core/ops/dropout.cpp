@@ -45,20 +45,26 @@ void record_masked_scale(const char* op, const Tensor& input, const Tensor& out,
 // so an NHWC x gives an NHWC output, as PyTorch.
 Tensor dense_like(const Tensor& x) { return x.is_non_overlapping_and_dense() ? x : x.contiguous(); }
 
-// out = mask ? (gelu ? gelu(x) : x) * scale : 0 and, with `with_mask`, the mask, unrecorded; the
-// generator state it drew from.
-std::tuple<Tensor, Tensor, PhiloxState> masked_forward(const Tensor& x, double p, Generator* gen, bool gelu,
-                                                       bool with_mask) {
+// out = mask ? (gelu ? gelu(x) : x) * scale : 0 and the mask, unrecorded: as bools (native_dropout's)
+// or packed bits (gelu_dropout's); the generator state it drew from.
+struct MaskedForward {
+  Tensor out, mask, bits;
+  PhiloxState rng;
+};
+MaskedForward masked_forward(const Tensor& x, double p, Generator* gen, bool gelu) {
   // One generator offset per call, even for an empty x: as bernoulli_, so RNG replay agrees.
   const PhiloxState rng = (gen ? *gen : default_generator(x.device().type)).next();
   Tensor dense = dense_like(x);
-  Tensor out = empty_like(dense);
-  Tensor mask = with_mask ? empty_like(dense, TensorOptions(kBool).device(x.device())) : Tensor();
+  MaskedForward r{empty_like(dense), {}, {}, rng};
+  if (gelu)
+    r.bits = empty({(x.numel() + 7) / 8}, TensorOptions(kUInt8).device(x.device()));
+  else
+    r.mask = empty_like(dense, TensorOptions(kBool).device(x.device()));
   if (x.numel() > 0) {
     NoGradGuard no_grad;  // recorded by the caller, on x itself
-    native_dropout_stub(x.device())(out, mask, dense, p, rng, gelu);
+    native_dropout_stub(x.device())(r.out, r.mask, r.bits, dense, p, rng, gelu);
   }
-  return {out, mask, rng};
+  return r;
 }
 
 }  // namespace
@@ -67,25 +73,26 @@ Tensor dropout_keep_mask(const Tensor& x, double p, PhiloxState rng) {
   NoGradGuard no_grad;
   Tensor dense = dense_like(x), out = empty_like(dense);
   Tensor mask = empty_like(dense, TensorOptions(kBool).device(x.device()));
-  if (x.numel() > 0) native_dropout_stub(x.device())(out, mask, dense, p, rng, false);
+  if (x.numel() > 0) native_dropout_stub(x.device())(out, mask, Tensor(), dense, p, rng, false);
   return mask;
 }
 
 std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, bool training, Generator* gen) {
   check_args("native_dropout", x, p);
   if (!training || p == 0) return {x.clone(), ones(x.sizes(), TensorOptions(kBool).device(x.device()))};
-  auto [out, mask, rng] = masked_forward(x, p, gen, false, true);
-  if (needs_grad({x})) record_masked_scale("native_dropout", x, out, mask, ops::dropout_scale(p));
-  return {out, mask};
+  MaskedForward f = masked_forward(x, p, gen, false);
+  if (needs_grad({x})) record_masked_scale("native_dropout", x, f.out, f.mask, ops::dropout_scale(p));
+  return {f.out, f.mask};
 }
 
 Tensor gelu_dropout(const Tensor& x, double p, bool training, Generator* gen) {
   check_args("gelu_dropout", x, p);
   if (!training || p == 0) return gelu(x);
-  auto [out, mask, rng] = masked_forward(x, p, gen, true, false);
+  MaskedForward f = masked_forward(x, p, gen, true);
   if (needs_grad({x}))
-    record("gelu_dropout", {x}, {out},
-           [p, rng, sx = SavedTensor(x, false)](const GradContext& g) -> std::vector<Tensor> {
+    record("gelu_dropout", {x}, {f.out},
+           [p, rng = f.rng, sx = SavedTensor(x, false),
+            sbits = SavedTensor(f.bits, false)](const GradContext& g) -> std::vector<Tensor> {
              const Tensor grad = g.grad(), input = g(sx);
              // create_graph: the two ops' differentiable backwards.
              if (GradMode::is_enabled())
@@ -96,10 +103,10 @@ Tensor gelu_dropout(const Tensor& x, double p, bool training, Generator* gen) {
              const Tensor dense = dense_like(input);
              const Tensor gd = grad.strides().equals(dense.strides()) ? grad : empty_like(dense).copy_(grad);
              Tensor grad_input = empty_like(dense);
-             if (grad.numel() > 0) gelu_dropout_backward_stub(grad.device())(grad_input, gd, dense, p, rng);
+             if (grad.numel() > 0) gelu_dropout_backward_stub(grad.device())(grad_input, gd, dense, g(sbits), p);
              return {grad_input};
            });
-  return out;
+  return f.out;
 }
 
 Tensor native_dropout_backward(const Tensor& grad_output, const Tensor& mask, double scale) {

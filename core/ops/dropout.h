@@ -27,8 +27,8 @@ Tensor native_dropout_backward(const Tensor& grad_output, const Tensor& mask, do
 
 // dropout(gelu(x), p, training, gen) (GELU's exact form, as TransformerEncoderLayer's "gelu")
 // in one pass each way: the same mask from the same generator offset, GELU computed in float
-// (double for float64) and rounded once. Nothing holds the mask: the backward reads x and draws
-// the mask again from the forward's Philox state.
+// (double for float64) and rounded once. The backward reads x and the mask, kept as packed bits
+// (an eighth of a bool mask; drawing it again cost the backward most of its time on the GPU).
 Tensor gelu_dropout(const Tensor& x, double p, bool training = true, Generator* gen = nullptr);
 
 // native_dropout's keep mask for x and `rng` (the draw its kernels make), unrecorded: for the
@@ -36,16 +36,17 @@ Tensor gelu_dropout(const Tensor& x, double p, bool training = true, Generator* 
 Tensor dropout_keep_mask(const Tensor& x, double p, PhiloxState rng);
 
 // The kernels see a dense floating x, and fresh out (x's dtype) and mask (bool; undefined: not
-// written) with x's strides: all are walked as flat memory. With `gelu` the kept values are
-// gelu(x) * scale.
-using NativeDropoutFn = void (*)(const Tensor& out, const Tensor& mask, const Tensor& x, double p,
-                                 PhiloxState rng, bool gelu);
+// written) with x's strides: all are walked as flat memory. bits (uint8, (n + 7) / 8 elements;
+// undefined: not written) gets the mask packed: bit j of byte i is element 8 i + j, the bits past n
+// zero. With `gelu` the kept values are gelu(x) * scale.
+using NativeDropoutFn = void (*)(const Tensor& out, const Tensor& mask, const Tensor& bits, const Tensor& x,
+                                 double p, PhiloxState rng, bool gelu);
 using NativeDropoutBackwardFn = void (*)(const Tensor& grad_input, const Tensor& grad_output,
                                          const Tensor& mask, double scale);
-// grad_input = keep ? gelu'(x) * grad_output * scale : 0 with keep drawn from `rng` as the
-// forward drew it; all three dense with x's strides, walked as flat memory.
+// grad_input = keep ? gelu'(x) * grad_output * scale : 0 with keep read from the forward's packed
+// bits; all three dense with x's strides, walked as flat memory.
 using GeluDropoutBackwardFn = void (*)(const Tensor& grad_input, const Tensor& grad_output, const Tensor& x,
-                                       double p, PhiloxState rng);
+                                       const Tensor& bits, double p);
 extern DispatchStub<NativeDropoutFn> native_dropout_stub;
 extern DispatchStub<NativeDropoutBackwardFn> native_dropout_backward_stub;
 extern DispatchStub<GeluDropoutBackwardFn> gelu_dropout_backward_stub;

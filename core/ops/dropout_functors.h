@@ -36,6 +36,14 @@ EMBER_HOST_DEVICE inline void dropout_keep_range(PhiloxState rng, double p, int6
   }
 }
 
+// Where a dropout kernel takes its keep mask from: drawn from `rng` with probability 1 - p, or read
+// from packed bits (bit j of byte i is element 8 i + j) when `bits` is set.
+struct DropoutKeepSource {
+  PhiloxState rng;
+  double p;
+  const uint8_t* bits;
+};
+
 // keep ? x * scale : 0 in compute type C (float for f16/bf16/f32): the forward's output and the
 // backward's gradient, so a dropped element is 0 even where x is inf or NaN.
 template <class C>
