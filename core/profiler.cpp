@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <deque>
 #include <functional>
@@ -15,6 +16,7 @@
 #include "ember/core/dispatch.h"
 #include "ember/core/error.h"
 #include "ember/core/json_string.h"
+#include "ember/core/storage.h"
 
 namespace ember::profiler {
 namespace {
@@ -33,6 +35,16 @@ struct Range {
   std::string shapes;   // the kernel's tensor arguments, when the session records shapes
   double start_ms = 0;  // host, from the session's start (set when the range closes)
   double host_ms = 0, child_host_ms = 0;
+  int64_t cpu_bytes = 0, device_bytes = 0;  // allocated less freed while it was the innermost range
+};
+
+// One allocation (bytes > 0) or free of tensor memory, for the trace.
+struct MemoryEvent {
+  double ms;  // from the session's start
+  const void* ptr;
+  int64_t bytes;
+  Device device;
+  int64_t thread;
 };
 
 // The running session's ranges, shared by every thread that calls kernels meanwhile.
@@ -43,8 +55,15 @@ struct Session {
   uint64_t generation = 0;  // a range opened in an earlier session is ignored when it closes
   Clock::time_point start;
   std::vector<Range> ranges;
+  std::vector<MemoryEvent> memory;
   std::deque<std::string> names;                         // record_function's, which Range::name points into
   std::unordered_map<std::thread::id, int64_t> threads;  // numbered in order of first range
+
+  // This thread's number, made on first use (under mu).
+  int64_t thread_number() {
+    return threads.try_emplace(std::this_thread::get_id(), static_cast<int64_t>(threads.size()))
+        .first->second;
+  }
 };
 Session g_session;
 
@@ -68,9 +87,7 @@ void push_range(const char* name, bool owned, const std::string* shapes = nullpt
       if (!t_open.empty() && t_open.back().generation == g_session.generation) parent = t_open.back().index;
       int64_t slot = g_session.device ? g_timer.load()->start() : -1;
       if (owned) name = g_session.names.emplace_back(name).c_str();
-      auto [thread, added] = g_session.threads.try_emplace(std::this_thread::get_id(),
-                                                           static_cast<int64_t>(g_session.threads.size()));
-      Range r{name, parent, slot, thread->second};
+      Range r{name, parent, slot, g_session.thread_number()};
       r.user = owned;
       if (shapes) r.shapes = *shapes;
       g_session.ranges.push_back(std::move(r));
@@ -96,6 +113,19 @@ void pop() {
   r.start_ms = std::chrono::duration<double, std::milli>(open.start - g_session.start).count();
   r.host_ms = std::chrono::duration<double, std::milli>(end - open.start).count();
   if (r.parent >= 0) g_session.ranges[static_cast<size_t>(r.parent)].child_host_ms += r.host_ms;
+}
+
+// The memory hook (profile_memory): charges the bytes to this thread's innermost open range.
+void on_memory(const void* ptr, int64_t bytes, Device device) {
+  const Clock::time_point now = Clock::now();
+  std::lock_guard lock(g_session.mu);
+  if (!g_session.active) return;
+  if (!t_open.empty() && t_open.back().generation == g_session.generation && t_open.back().index >= 0) {
+    Range& r = g_session.ranges[static_cast<size_t>(t_open.back().index)];
+    (device.is_cpu() ? r.cpu_bytes : r.device_bytes) += bytes;
+  }
+  g_session.memory.push_back({std::chrono::duration<double, std::milli>(now - g_session.start).count(), ptr,
+                              bytes, device, g_session.thread_number()});
 }
 
 void push(const char* name) { push_range(name, false); }
@@ -126,6 +156,17 @@ std::vector<FunctionEventAvg> aggregate(const std::vector<Range>& ranges,
   };
   for (const Range& r : ranges)
     if (r.closed && r.parent >= 0) child_device[static_cast<size_t>(r.parent)] += device_of(r);
+  // Memory with the nested ranges': a range comes after its parent, so walking back adds each
+  // range's whole total to its parent's.
+  std::vector<int64_t> cpu_bytes(ranges.size()), device_bytes(ranges.size());
+  for (size_t i = ranges.size(); i-- > 0;) {
+    cpu_bytes[i] += ranges[i].cpu_bytes;
+    device_bytes[i] += ranges[i].device_bytes;
+    if (ranges[i].parent >= 0) {
+      cpu_bytes[static_cast<size_t>(ranges[i].parent)] += cpu_bytes[i];
+      device_bytes[static_cast<size_t>(ranges[i].parent)] += device_bytes[i];
+    }
+  }
   std::vector<FunctionEventAvg> out;
   std::map<std::pair<std::string, std::string>, size_t> index;
   for (size_t i = 0; i < ranges.size(); ++i) {
@@ -141,6 +182,10 @@ std::vector<FunctionEventAvg> aggregate(const std::vector<Range>& ranges,
     e.self_cpu_time_total += std::max(0.0, r.host_ms - r.child_host_ms);
     e.device_time_total += device;
     e.self_device_time_total += std::max(0.0, device - child_device[i]);
+    e.cpu_memory_usage += cpu_bytes[i];
+    e.self_cpu_memory_usage += r.cpu_bytes;
+    e.device_memory_usage += device_bytes[i];
+    e.self_device_memory_usage += r.device_bytes;
   }
   return out;
 }
@@ -169,9 +214,25 @@ std::string fixed(double v, const char* suffix = "") {
 
 double percent(double part, double total) { return total > 0 ? 100.0 * part / total : 0.0; }
 
+// Bytes as PyTorch's tables print them: "12 b", "3.91 Kb", "-1.50 Mb", "2.00 Gb".
+std::string memory_string(int64_t bytes) {
+  const double b = static_cast<double>(bytes), a = std::abs(b);
+  char buf[64];
+  if (a >= 1024.0 * 1024 * 1024)
+    std::snprintf(buf, sizeof buf, "%.2f Gb", b / (1024.0 * 1024 * 1024));
+  else if (a >= 1024.0 * 1024)
+    std::snprintf(buf, sizeof buf, "%.2f Mb", b / (1024.0 * 1024));
+  else if (a >= 1024.0)
+    std::snprintf(buf, sizeof buf, "%.2f Kb", b / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%lld b", static_cast<long long>(bytes));
+  return buf;
+}
+
 // The Trace Event Format's complete events ("ph": "X", microseconds), one per closed range on
 // its thread's track, nested by time as they ran; a range's device time is in its args.
-std::string chrome_trace(const std::vector<Range>& ranges, const std::vector<double>& device_ms) {
+std::string chrome_trace(const std::vector<Range>& ranges, const std::vector<double>& device_ms,
+                         const std::vector<MemoryEvent>& memory) {
   std::string out = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [";
   bool first = true;
   char buf[160];
@@ -194,6 +255,21 @@ std::string chrome_trace(const std::vector<Range>& ranges, const std::vector<dou
     }
     if (!args.empty()) out += ", \"args\": {" + args + "}";
     out += "}";
+    first = false;
+  }
+  // Instant events, as PyTorch writes them for profile_memory.
+  for (const MemoryEvent& m : memory) {
+    char event[320];
+    std::snprintf(
+        event, sizeof event,
+        "{\"name\": \"[memory]\", \"cat\": \"cpu_instant_event\", \"ph\": \"i\", \"s\": \"t\", "
+        "\"pid\": 0, \"tid\": %lld, \"ts\": %.3f, \"args\": {\"Device Type\": %d, \"Device Id\": %d, "
+        "\"Addr\": %llu, \"Bytes\": %lld}}",
+        static_cast<long long>(m.thread), m.ms * 1e3, m.device.is_cpu() ? 0 : 1,
+        static_cast<int>(m.device.index), static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(m.ptr)),
+        static_cast<long long>(m.bytes));
+    out += first ? "\n" : ",\n";
+    out += event;
     first = false;
   }
   return out + "\n]}\n";
@@ -241,6 +317,17 @@ std::string KeyAverages::table(const std::string& sort_by, int row_limit) const 
       {"cpu_time_total", [](const FunctionEventAvg& e) { return e.cpu_time_total; }},
       {"self_cpu_time_total", [](const FunctionEventAvg& e) { return e.self_cpu_time_total; }},
       {"count", [](const FunctionEventAvg& e) { return static_cast<double>(e.count); }},
+      {"cpu_memory_usage", [](const FunctionEventAvg& e) { return static_cast<double>(e.cpu_memory_usage); }},
+      {"self_cpu_memory_usage",
+       [](const FunctionEventAvg& e) { return static_cast<double>(e.self_cpu_memory_usage); }},
+      {"device_memory_usage",
+       [](const FunctionEventAvg& e) { return static_cast<double>(e.device_memory_usage); }},
+      {"cuda_memory_usage",
+       [](const FunctionEventAvg& e) { return static_cast<double>(e.device_memory_usage); }},
+      {"self_device_memory_usage",
+       [](const FunctionEventAvg& e) { return static_cast<double>(e.self_device_memory_usage); }},
+      {"self_cuda_memory_usage",
+       [](const FunctionEventAvg& e) { return static_cast<double>(e.self_device_memory_usage); }},
   };
   auto key = kSortKeys.find(sort_by);
   if (key == kSortKeys.end()) {
@@ -266,6 +353,14 @@ std::string KeyAverages::table(const std::string& sort_by, int row_limit) const 
   if (has_device_time_)
     for (const char* h : {"Self device %", "Self device ms", "Device total ms", "Device avg ms"})
       header.push_back(h);
+  if (has_memory_) {
+    header.push_back("CPU Mem");
+    header.push_back("Self CPU Mem");
+    if (has_device_time_) {
+      header.push_back("Device Mem");
+      header.push_back("Self Device Mem");
+    }
+  }
   header.push_back("# Calls");
   const bool shapes = std::any_of(rows.begin(), rows.end(),
                                   [](const FunctionEventAvg& e) { return !e.input_shapes.empty(); });
@@ -280,6 +375,14 @@ std::string KeyAverages::table(const std::string& sort_by, int row_limit) const 
            {fixed(percent(e.self_device_time_total, self_device), "%"), fixed(e.self_device_time_total),
             fixed(e.device_time_total), fixed(e.device_time_avg())})
         row.push_back(s);
+    }
+    if (has_memory_) {
+      row.push_back(memory_string(e.cpu_memory_usage));
+      row.push_back(memory_string(e.self_cpu_memory_usage));
+      if (has_device_time_) {
+        row.push_back(memory_string(e.device_memory_usage));
+        row.push_back(memory_string(e.self_device_memory_usage));
+      }
     }
     row.push_back(std::to_string(e.count));
     if (shapes) row.push_back(e.input_shapes);
@@ -305,6 +408,7 @@ std::string KeyAverages::table(const std::string& sort_by, int row_limit) const 
 struct Profile::Window {
   std::vector<Range> ranges;
   std::vector<double> device_ms;
+  std::vector<MemoryEvent> memory;
 };
 
 Profile::Profile() : Profile(ProfileOptions{}) {}
@@ -341,6 +445,8 @@ void Profile::start(const ProfileOptions& options) {
   device_ = install_hooks(options.activities.value_or(default_activities()), hooks);
   hooks_ = hooks;
   running_ = true;
+  memory_ = options.profile_memory;
+  if (memory_) ember::detail::g_memory_hook.store(&on_memory, std::memory_order_release);
 }
 
 Profile::~Profile() {
@@ -366,6 +472,7 @@ Profile::Action Profile::action(int64_t step) const {
 void Profile::begin_window() {
   std::lock_guard lock(g_session.mu);
   g_session.ranges.clear();
+  g_session.memory.clear();
   g_session.names.clear();
   g_session.threads.clear();
   g_session.start = Clock::now();
@@ -377,16 +484,19 @@ void Profile::begin_window() {
 
 void Profile::end_window(bool keep) {
   std::vector<Range> ranges;
+  std::vector<MemoryEvent> memory;
   {
     std::lock_guard lock(g_session.mu);
     g_session.active = false;
     ranges.swap(g_session.ranges);
+    memory.swap(g_session.memory);
   }
   recording_ = false;
   std::vector<double> device_ms;
   if (device_) device_ms = g_timer.load()->collect();  // also frees the window's event slots
   if (!keep) return;
-  result_ = std::make_shared<const Window>(Window{std::move(ranges), std::move(device_ms)});
+  result_ =
+      std::make_shared<const Window>(Window{std::move(ranges), std::move(device_ms), std::move(memory)});
   if (on_trace_ready_) on_trace_ready_(*this);
 }
 
@@ -408,17 +518,19 @@ void Profile::stop() {
   running_ = false;
   const ember::detail::KernelRangeHooks* ours = hooks_;
   ember::detail::g_kernel_range_hooks.compare_exchange_strong(ours, nullptr, std::memory_order_acq_rel);
+  if (memory_) ember::detail::g_memory_hook.store(nullptr, std::memory_order_release);
   if (recording_) end_window(!schedule_ || action(step_num_) != Action::Warmup);
 }
 
 KeyAverages Profile::key_averages(bool group_by_input_shape) const {
   EMBER_CHECK(result_, "profiler::Profile: key_averages() needs a stopped session (call stop())");
-  return KeyAverages(aggregate(result_->ranges, result_->device_ms, group_by_input_shape), device_);
+  return KeyAverages(aggregate(result_->ranges, result_->device_ms, group_by_input_shape), device_, memory_);
 }
 
 void Profile::export_chrome_trace(const std::string& path) const {
   EMBER_CHECK(result_, "profiler::Profile: export_chrome_trace() needs a stopped session (call stop())");
-  write_file_atomically(path, chrome_trace(result_->ranges, result_->device_ms), "export_chrome_trace");
+  write_file_atomically(path, chrome_trace(result_->ranges, result_->device_ms, result_->memory),
+                        "export_chrome_trace");
 }
 
 RecordFunction::RecordFunction(const std::string& name) { push_range(name.c_str(), true); }

@@ -37,6 +37,10 @@ struct FunctionEventAvg {
   int64_t count = 0;
   double cpu_time_total = 0, self_cpu_time_total = 0;
   double device_time_total = 0, self_device_time_total = 0;
+  // With profile_memory: bytes of tensor memory allocated less freed inside the calls (self: not
+  // in a range nested in them), on the CPU and on the device.
+  int64_t cpu_memory_usage = 0, self_cpu_memory_usage = 0;
+  int64_t device_memory_usage = 0, self_device_memory_usage = 0;
 
   double cpu_time_avg() const { return count ? cpu_time_total / static_cast<double>(count) : 0; }
   double device_time_avg() const { return count ? device_time_total / static_cast<double>(count) : 0; }
@@ -45,8 +49,8 @@ struct FunctionEventAvg {
 // What key_averages() returns: one entry per stub name, in order of first call.
 class KeyAverages {
  public:
-  KeyAverages(std::vector<FunctionEventAvg> events, bool has_device_time)
-      : events_(std::move(events)), has_device_time_(has_device_time) {}
+  KeyAverages(std::vector<FunctionEventAvg> events, bool has_device_time, bool has_memory = false)
+      : events_(std::move(events)), has_device_time_(has_device_time), has_memory_(has_memory) {}
 
   const std::vector<FunctionEventAvg>& events() const { return events_; }
   size_t size() const { return events_.size(); }
@@ -54,16 +58,20 @@ class KeyAverages {
   // The entry named `key`, or null.
   const FunctionEventAvg* find(const std::string& key) const;
   bool has_device_time() const { return has_device_time_; }
+  bool has_memory() const { return has_memory_; }
 
   // An aligned table sorted by a column (descending): "device_time_total", "self_device_time_total",
   // "cpu_time_total", "self_cpu_time_total" or "count" (PyTorch's "cuda_time_total" and
   // "self_cuda_time_total" are accepted); row_limit < 0 prints every row. Percentages are of the
-  // summed self times, given in the last lines.
+  // summed self times, given in the last lines. A session that profiled memory adds the memory
+  // columns, and sorts by "cpu_memory_usage", "self_cpu_memory_usage", "device_memory_usage" and
+  // "self_device_memory_usage" ("cuda_" for "device_" too).
   std::string table(const std::string& sort_by = "device_time_total", int row_limit = 20) const;
 
  private:
   std::vector<FunctionEventAvg> events_;
   bool has_device_time_;
+  bool has_memory_;
 };
 
 // Which steps a scheduled profile records (torch.profiler.schedule): after `skip_first` steps,
@@ -82,6 +90,10 @@ struct ProfileOptions {
   // Each kernel call's tensor arguments, sizes and dtype ("[4096, 768] bf16, [768] f32"), for
   // key_averages(true) and the trace; costs a string per call.
   bool record_shapes = false;
+  // Each allocation and free of tensor memory, charged to the range open on its thread (a kernel,
+  // a module's forward, a record_function), in key_averages' memory columns and as "[memory]"
+  // events of the trace (torch.profiler.profile(profile_memory=True)).
+  bool profile_memory = false;
 };
 
 // A profiling session, running from construction to stop() (or destruction). One at a time, and not
@@ -131,6 +143,7 @@ class Profile {
 
   bool running_ = false;
   bool device_ = false;
+  bool memory_ = false;
   const ember::detail::KernelRangeHooks* hooks_ = nullptr;  // the ones this session installed
   bool recording_ = false;
   std::optional<Schedule> schedule_;

@@ -6,9 +6,16 @@
 
 namespace ember {
 
+namespace detail {
+constinit std::atomic<MemoryHook> g_memory_hook{nullptr};
+}
+
 Storage make_storage(size_t nbytes, Device device) {
   DataPtr p = get_allocator(device.type)->allocate_on(nbytes, device.index);
-  return Storage::make(p, nbytes);
+  if (nbytes > 0)
+    if (detail::MemoryHook hook = detail::g_memory_hook.load(std::memory_order_acquire))
+      hook(p.ptr, static_cast<int64_t>(nbytes), p.device);
+  return Storage::make(p, nbytes, true);
 }
 
 TensorImpl::TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes, IntArrayRef strides,

@@ -248,6 +248,70 @@ TEST(Profiler, RecordFunctionAndChromeTrace) {
 #endif
 }
 
+// profile_memory: tensor memory allocated and freed inside a range is charged to it (self) and to
+// the ranges around it (total), and each allocation and free is a "[memory]" event of the trace.
+TEST(Profiler, ProfileMemoryChargesAllocationsToTheirInnermostRange) {
+  profiler::ProfileOptions options;
+  options.activities = kCpuOnly;
+  options.profile_memory = true;
+  Tensor kept;
+  Profile prof(options);
+  {
+    profiler::RecordFunction outer("outer");
+    Tensor scratch = empty({1000});  // 4000 bytes, freed before outer ends
+    {
+      profiler::RecordFunction inner("inner");
+      kept = empty({250}, kFloat64);  // 2000 bytes, outlives the session
+    }
+  }
+  Tensor after = empty({10});  // in no range: only a trace event
+  prof.stop();
+  KeyAverages avg = prof.key_averages();
+  EXPECT_TRUE(avg.has_memory());
+  const FunctionEventAvg &outer = entry(avg, "outer"), &inner = entry(avg, "inner");
+  EXPECT_EQ(inner.self_cpu_memory_usage, 2000);
+  EXPECT_EQ(inner.cpu_memory_usage, 2000);
+  EXPECT_EQ(outer.self_cpu_memory_usage, 0);  // +4000 - 4000
+  EXPECT_EQ(outer.cpu_memory_usage, 2000);
+  EXPECT_EQ(outer.device_memory_usage, 0);
+  const std::string table = avg.table("self_cpu_memory_usage");
+  EXPECT_NE(table.find("Self CPU Mem"), std::string::npos) << table;
+  EXPECT_NE(table.find("1.95 Kb"), std::string::npos) << table;  // 2000 bytes
+  EXPECT_EQ(lines(table)[3].rfind("inner", 0), 0u) << table;     // sorted by self memory
+
+#if __has_include(<nlohmann/json.hpp>)
+  TempDir dir;
+  prof.export_chrome_trace(dir.path() + "/trace.json");
+  std::ifstream in(dir.path() + "/trace.json");
+  nlohmann::json trace = nlohmann::json::parse(in);
+  std::vector<int64_t> bytes;
+  double inner_start = 0, inner_end = 0, kept_at = -1;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("name") == "inner") {
+      inner_start = e.at("ts");
+      inner_end = inner_start + e.at("dur").get<double>();
+    }
+    if (e.at("name") != "[memory]") continue;
+    EXPECT_EQ(e.at("ph"), "i");
+    EXPECT_EQ(e.at("args").at("Device Type"), 0);
+    bytes.push_back(e.at("args").at("Bytes"));
+    if (bytes.back() == 2000) kept_at = e.at("ts");
+  }
+  EXPECT_EQ(bytes, (std::vector<int64_t>{4000, 2000, -4000, 40}));
+  EXPECT_TRUE(kept_at >= inner_start && kept_at <= inner_end);
+#endif
+  // Without the option, no memory is recorded.
+  Profile plain(kCpuOnly);
+  {
+    profiler::RecordFunction r("r");
+    Tensor t = empty({8});
+  }
+  plain.stop();
+  EXPECT_FALSE(plain.key_averages().has_memory());
+  EXPECT_EQ(entry(plain.key_averages(), "r").cpu_memory_usage, 0);
+  EXPECT_EQ(plain.key_averages().table().find("CPU Mem"), std::string::npos);
+}
+
 // A module's call is a range "nn.Module: <name>", nested in its parent module's, holding its
 // kernels: Sequential's self time is its total less its two children's.
 TEST(Profiler, ModuleCallsAreRangesNestedAsTheModules) {
