@@ -198,9 +198,7 @@ __device__ __forceinline__ int64_t unaligned_head(const T* row, int64_t len) {
 // f(i, x) for the elements x (as Acc<T>) of row[0, len) that thread t of a group of g threads
 // owns. With VEC > 1 the row is read in 16-byte vectors from its first 16-byte boundary on, the
 // elements before it and after the last whole vector one by one: rows of any length and start
-// (a 30522-word vocabulary's logits) read at full width. A thread's vectors are loaded four at a
-// time before f sees them (in the same order): a long row keeps four loads in flight per thread
-// instead of one.
+// (a 30522-word vocabulary's logits) read at full width.
 template <class T, int VEC, class F>
 __device__ __forceinline__ void for_each_in_row(const T* row, int64_t len, int t, int g, F&& f) {
   if constexpr (VEC > 1) {
@@ -208,18 +206,7 @@ __device__ __forceinline__ void for_each_in_row(const T* row, int64_t len, int t
     for (int64_t i = t; i < head; i += g) f(i, to_acc(row[i]));
     const int64_t nvec = (len - head) / VEC;
     const auto* vrow = reinterpret_cast<const Vec<T, VEC>*>(row + head);
-    constexpr int kInFlight = 4;
-    int64_t v = t;
-    for (; v + (kInFlight - 1) * static_cast<int64_t>(g) < nvec; v += kInFlight * static_cast<int64_t>(g)) {
-      Vec<T, VEC> x[kInFlight];
-#pragma unroll
-      for (int u = 0; u < kInFlight; ++u) x[u] = vrow[v + u * g];
-#pragma unroll
-      for (int u = 0; u < kInFlight; ++u)
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) f(head + (v + u * g) * VEC + j, to_acc(x[u].v[j]));
-    }
-    for (; v < nvec; v += g) {
+    for (int64_t v = t; v < nvec; v += g) {
       Vec<T, VEC> x = vrow[v];
 #pragma unroll
       for (int j = 0; j < VEC; ++j) f(head + v * VEC + j, to_acc(x.v[j]));
