@@ -4,6 +4,7 @@
 // float, four for double), their two Philox blocks and, for gelu_dropout, one byte of the packed mask.
 // gelu_dropout's backward is the same kernel over (grad, x) with the mask read from those bits;
 // native_dropout's is the generic elementwise launcher over (mask, grad).
+#include <type_traits>
 #include <utility>
 
 #include "ember/core/ops/dropout.h"
@@ -18,13 +19,13 @@ constexpr int kDropoutBlock = 256;
 constexpr int kStep = 8;  // elements per thread step: one byte of packed mask
 static_assert(kStep % ops::kDropoutMaskBlock == 0);
 
-// out = f(keep, in...) over inputs of out's layout; the mask is written as bools (`mask`) and/or
-// packed bits (`bits`) unless null. `vectorized`: every pointer is aligned for 16-byte accesses
-// (else one element at a time).
-template <class T, class F, class... In>
+// out = f(keep, in...) over inputs of out's layout, keep read from src.bits (kReadBits) or drawn
+// from src.rng; a drawn mask is written as bools (`mask`) and/or packed bits (`bits`) unless null.
+// `vectorized`: every pointer is aligned for 16-byte accesses (else one element at a time).
+template <bool kReadBits, class T, class F, class... In>
 __global__ void __launch_bounds__(kDropoutBlock)
-    masked_map_kernel(T* out, bool* mask, uint8_t* bits, int64_t n, ops::DropoutKeepSource src, F f, bool vectorized,
-                      const In*... in) {
+    masked_map_kernel(T* out, bool* mask, uint8_t* bits, int64_t n, ops::DropoutKeepSource src, F f,
+                      bool vectorized, const In*... in) {
   const PhiloxState rng = src.rng.resolved();
   constexpr int kVec = 16 / sizeof(T);  // 8 (f16, bf16), 4 (f32), 2 (f64)
   constexpr int kLoads = kStep / kVec;
@@ -32,16 +33,16 @@ __global__ void __launch_bounds__(kDropoutBlock)
   const int64_t groups = (n + kStep - 1) / kStep, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += step) {
     const int64_t first = g * kStep;
-    bool keep[kStep];
-    if (src.bits) {
+    Vec<bool, kStep> keep;
+    if constexpr (kReadBits) {
       const uint8_t byte = src.bits[g];
 #pragma unroll
-      for (int j = 0; j < kStep; ++j) keep[j] = (byte >> j) & 1;
+      for (int j = 0; j < kStep; ++j) keep.v[j] = (byte >> j) & 1;
     } else {
 #pragma unroll
       for (int b = 0; b < kStep / kBlock; ++b)
         ops::dropout_mask_block(rng, src.p, static_cast<uint64_t>(first / kBlock + b), 0, kBlock,
-                                keep + kBlock * b);
+                                keep.v + kBlock * b);
     }
     if (vectorized && first + kStep <= n) {
 #pragma unroll
@@ -50,24 +51,24 @@ __global__ void __launch_bounds__(kDropoutBlock)
         Vec<T, kVec> o;
 #pragma unroll
         for (int j = 0; j < kVec; ++j) o.v[j] = [&]<size_t... I>(std::index_sequence<I...>) {
-            return from_acc<T>(f(static_cast<Acc<T>>(keep[l * kVec + j]), to_acc(v[I].v[j])...));
+            return from_acc<T>(f(static_cast<Acc<T>>(keep.v[l * kVec + j]), to_acc(v[I].v[j])...));
           }
         (std::index_sequence_for<In...>{});
         reinterpret_cast<Vec<T, kVec>*>(out)[g * kLoads + l] = o;
       }
-      if (mask) *reinterpret_cast<Vec<bool, kStep>*>(mask + first) = *reinterpret_cast<Vec<bool, kStep>*>(keep);
+      if (mask) *reinterpret_cast<Vec<bool, kStep>*>(mask + first) = keep;
     } else {
 #pragma unroll
       for (int j = 0; j < kStep; ++j)  // unrolled: keep stays in registers
         if (first + j < n) {
-          out[first + j] = from_acc<T>(f(static_cast<Acc<T>>(keep[j]), to_acc(in[first + j])...));
-          if (mask) mask[first + j] = keep[j];
+          out[first + j] = from_acc<T>(f(static_cast<Acc<T>>(keep.v[j]), to_acc(in[first + j])...));
+          if (mask) mask[first + j] = keep.v[j];
         }
     }
-    if (bits && !src.bits) {
+    if (!kReadBits && bits) {
       uint8_t byte = 0;
 #pragma unroll
-      for (int j = 0; j < kStep; ++j) byte |= static_cast<uint8_t>(keep[j] && first + j < n) << j;
+      for (int j = 0; j < kStep; ++j) byte |= static_cast<uint8_t>(keep.v[j] && first + j < n) << j;
       bits[g] = byte;
     }
   }
@@ -77,17 +78,23 @@ bool aligned(const void* ptr, int bytes) { return reinterpret_cast<uintptr_t>(pt
 
 // masked_map_kernel over n = out.numel() elements.
 template <class T, class F, class... In>
-void launch_masked_map(const Tensor& out, const Tensor& mask, const Tensor& bits, ops::DropoutKeepSource src, F f,
-                       const In&... in) {
-  const bool vectorized = aligned(out.data_ptr(), 16) && (!mask.defined() || aligned(mask.data_ptr(), kStep)) &&
+void launch_masked_map(const Tensor& out, const Tensor& mask, const Tensor& bits, ops::DropoutKeepSource src,
+                       F f, const In&... in) {
+  const bool vectorized = aligned(out.data_ptr(), 16) &&
+                          (!mask.defined() || aligned(mask.data_ptr(), kStep)) &&
                           (aligned(in.data_ptr(), 16) && ...);
   const int64_t n = out.numel();
-  masked_map_kernel<T>
-      <<<grid_for(ceil_div<int64_t>(n, kStep), kDropoutBlock), kDropoutBlock, 0, current_stream()>>>(
-          static_cast<T*>(out.data_ptr()), mask.defined() ? mask.data_ptr<bool>() : nullptr,
-          bits.defined() ? static_cast<uint8_t*>(bits.data_ptr()) : nullptr, n, src, f, vectorized,
-          static_cast<const T*>(in.data_ptr())...);
-  EMBER_CUDA_LAUNCH_CHECK();
+  auto launch = [&](auto kernel) {
+    kernel<<<grid_for(ceil_div<int64_t>(n, kStep), kDropoutBlock), kDropoutBlock, 0, current_stream()>>>(
+        static_cast<T*>(out.data_ptr()), mask.defined() ? mask.data_ptr<bool>() : nullptr,
+        bits.defined() ? static_cast<uint8_t*>(bits.data_ptr()) : nullptr, n, src, f, vectorized,
+        static_cast<const T*>(in.data_ptr())...);
+    EMBER_CUDA_LAUNCH_CHECK();
+  };
+  if (src.bits)
+    launch(masked_map_kernel<true, T, F, std::conditional_t<true, T, In>...>);  // each input is a T
+  else
+    launch(masked_map_kernel<false, T, F, std::conditional_t<true, T, In>...>);
 }
 
 void native_dropout_cuda(const Tensor& out, const Tensor& mask, const Tensor& bits, const Tensor& x, double p,
@@ -121,9 +128,9 @@ void gelu_dropout_backward_cuda(const Tensor& grad_input, const Tensor& grad_out
                                 const Tensor& bits, double p) {
   visit_float_dtype("gelu_dropout_backward", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    launch_masked_map<T>(grad_input, Tensor(), Tensor(), ops::DropoutKeepSource{{}, p, bits.data_ptr<uint8_t>()},
-                         ops::GeluMaskedScaleBackward<Acc<T>>{static_cast<Acc<T>>(ops::dropout_scale(p))},
-                         grad_output, x);
+    launch_masked_map<T>(
+        grad_input, Tensor(), Tensor(), ops::DropoutKeepSource{{}, p, bits.data_ptr<uint8_t>()},
+        ops::GeluMaskedScaleBackward<Acc<T>>{static_cast<Acc<T>>(ops::dropout_scale(p))}, grad_output, x);
   });
 }
 
