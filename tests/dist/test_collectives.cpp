@@ -509,6 +509,15 @@ TEST(InitProcessGroup, ErrorsAndWorldOfOne) {
     EXPECT_EMBER_ERROR(d::init_process_group("gloo"),
                        "init_process_group: RANK='x1' is not a non-negative integer");
   }
+  {  // RANK >= WORLD_SIZE, and no MASTER_ADDR: clear errors before any connection is tried
+    ScopedEnv r("RANK", "3"), w("WORLD_SIZE", "2");
+    EXPECT_EMBER_ERROR(d::init_process_group("gloo"), "init_process_group: rank 3 is not in [0, 2)");
+  }
+  {
+    ScopedEnv r("RANK", "0"), a("MASTER_ADDR", nullptr);
+    EXPECT_EMBER_ERROR(d::init_process_group("gloo"), "init_process_group: master_addr is not given",
+                       "MASTER_ADDR is not set");
+  }
   d::InitOptions o;
   o.rank = 0;
   o.master_addr = "127.0.0.1";
