@@ -11,6 +11,7 @@
 #include "ember/core/autocast_mode.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/op_range.h"
 #include "ember/core/ops/reduce.h"
 
 namespace ember::autograd {
@@ -110,7 +111,10 @@ std::vector<Tensor> run(const std::vector<Edge>& roots, const std::vector<Tensor
       }
     }
     std::vector<Tensor> out;
-    if (any) out = n->apply(std::move(grads));
+    if (any) {
+      detail::OpRange range(detail::OpRangeKind::Backward, n->name().c_str(), grads);
+      out = n->apply(std::move(grads));
+    }
     if (!keep_graph) n->release_saved();
     const auto& edges = n->next_edges();
     EMBER_CHECK(out.empty() || out.size() == edges.size(), "backward of ", n->name(), " returned ",

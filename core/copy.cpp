@@ -4,6 +4,7 @@
 
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/op_range.h"
 #include "ember/core/shape.h"
 
 namespace ember {
@@ -44,6 +45,7 @@ void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& i
 }
 
 const Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) const {
+  detail::OpRange op_range("copy_", *this, src);
   check_no_internal_overlap("copy_", *this);
   check_no_partial_overlap("copy_", *this, src);
   check_inplace("copy_", {*this, src});
@@ -63,6 +65,7 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
 }
 
 const Tensor& Tensor::fill_(const Scalar& value) const {
+  detail::OpRange op_range("fill_", *this);
   check_no_internal_overlap("fill_", *this);
   check_inplace("fill_", {*this});
   if (numel() > 0) fill_stub(device())(*this, value);
@@ -91,11 +94,13 @@ Tensor copy_of(const Tensor& src, const TensorOptions& options, bool non_blockin
 }  // namespace
 
 Tensor Tensor::clone(MemoryFormat memory_format) const {
+  detail::OpRange op_range("clone", *this);
   check_memory_format_rank("clone", memory_format, sizes());
   return copy_of(*this, options().memory_format(memory_format));
 }
 
 Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) const {
+  detail::OpRange op_range("to", *this);
   ScalarType dt = options.has_dtype() ? options.dtype() : dtype();
   Device dev = options.device();
   const MemoryFormat format = options.memory_format_opt().value_or(MemoryFormat::Preserve);

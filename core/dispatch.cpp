@@ -6,6 +6,13 @@ namespace ember::detail {
 
 constinit std::atomic<const KernelRangeHooks*> g_kernel_range_hooks{nullptr};
 
+std::string op_range_name(OpRangeKind kind, const char* op) {
+  if (kind == OpRangeKind::Frontend) return std::string("ember::") + op;
+  // An op's node is "<op>_backward"; the engine's own (AccumulateGrad) keeps its name.
+  const bool engine_node = op[0] >= 'A' && op[0] <= 'Z';
+  return std::string("autograd::") + op + (engine_node ? "" : "_backward");
+}
+
 void append_tensor_shape(std::string& out, const Tensor& t) {
   if (!out.empty()) out += ", ";
   out += '[';
@@ -22,9 +29,9 @@ void check_kernel_device(const char* kernel, Device device, DeviceMix mix, const
   if (!t.defined()) return;
   // A stub bound to a device type without an index ("cuda") runs on the current device.
   const bool same = t.device().type == device.type && (device.index < 0 || t.device().index == device.index);
-  EMBER_CHECK(same || (mix == DeviceMix::CpuScalars && t.is_cpu() && t.dim() == 0),
-      kernel, ": expected all tensors to be on the same device, but found ", device, " (the kernel's) and ",
-      t.device(), " (argument ", arg, ", of shape ", t.sizes(), ")");
+  EMBER_CHECK(same || (mix == DeviceMix::CpuScalars && t.is_cpu() && t.dim() == 0), kernel,
+              ": expected all tensors to be on the same device, but found ", device, " (the kernel's) and ",
+              t.device(), " (argument ", arg, ", of shape ", t.sizes(), ")");
 }
 
 void check_kernel_device(const char* kernel, Device device, DeviceMix mix, ArrayRef<Tensor> ts, int arg) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <concepts>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -20,12 +21,21 @@ namespace detail {
 // `push_with_shapes`, when set, is called instead of `push` with the kernel's tensor arguments
 // described ("[4096, 768] bf16, [768] f32"), for a profiler that records shapes. `push_copied`
 // opens a range whose name may not outlive the call (a module's: nn::Module's forward ranges).
+// What an op's range stands for: its frontend (`ember::softmax`, PyTorch's `aten::softmax`) or
+// its backward node running in the engine (`autograd::softmax_backward`).
+enum class OpRangeKind : int8_t { Frontend, Backward };
 struct KernelRangeHooks {
   void (*push)(const char* name);
   void (*pop)();
   void (*push_with_shapes)(const char* name, const std::string& shapes) = nullptr;
   void (*push_copied)(const char* name) = nullptr;
+  // An op's range (detail::OpRange); `name` need only live through the call, `shapes` is null
+  // unless shapes are recorded. Null: ops are not ranges.
+  void (*push_op)(OpRangeKind kind, const char* name, const std::string* shapes) = nullptr;
 };
+// The name an op's range shows: "ember::softmax", "autograd::softmax_backward",
+// "autograd::AccumulateGrad".
+std::string op_range_name(OpRangeKind kind, const char* op);
 extern std::atomic<const KernelRangeHooks*> g_kernel_range_hooks;
 
 // Appends ", " (unless `out` is empty) and t's sizes and dtype, or "[]" for an undefined tensor.
@@ -35,7 +45,14 @@ template <class... Args>
 std::string tensor_shapes(const Args&... args) {
   std::string out;
   [[maybe_unused]] auto one = [&out](const auto& a) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(a)>, Tensor>) append_tensor_shape(out, a);
+    using T = std::decay_t<decltype(a)>;
+    if constexpr (std::is_same_v<T, Tensor>) {
+      append_tensor_shape(out, a);
+    } else if constexpr (requires {
+                           { a.data() } -> std::convertible_to<const Tensor*>;
+                         }) {
+      for (const Tensor& t : ArrayRef<Tensor>(a.data(), a.size())) append_tensor_shape(out, t);
+    }
   };
   (one(args), ...);
   return out;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "ember/core/op_range.h"
 #include "ember/core/shape.h"
 
 namespace ember {
@@ -18,43 +19,54 @@ Tensor filled(const char* op, IntArrayRef sizes, const Scalar& value, TensorOpti
   return t;
 }
 
-}  // namespace
-
-Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions options) {
-  check_sizes("empty_strided", sizes);
-  EMBER_CHECK(sizes.size() == strides.size(), "empty_strided: got ", sizes.size(), " sizes but ",
+// The storage for a tensor of these sizes and strides, checked in the name of `op`.
+Tensor allocate(const char* op, IntArrayRef sizes, IntArrayRef strides, TensorOptions options) {
+  check_sizes(op, sizes);
+  EMBER_CHECK(sizes.size() == strides.size(), op, ": got ", sizes.size(), " sizes but ",
               strides.size(), " strides");
-  checked_numel("empty_strided", sizes);
-  const int64_t span = checked_span("empty_strided", sizes, strides);
+  checked_numel(op, sizes);
+  const int64_t span = checked_span(op, sizes, strides);
   const auto nbytes = static_cast<size_t>(
-      checked_mul("empty_strided", span, static_cast<int64_t>(element_size(options.dtype()))));
+      checked_mul(op, span, static_cast<int64_t>(element_size(options.dtype()))));
   Storage storage = make_storage(nbytes, options.device());
   return Tensor(IntrusivePtr<TensorImpl>::make(storage, options.dtype(), sizes, strides, 0));
 }
 
+}  // namespace
+
+Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions options) {
+  detail::OpRange op_range("empty_strided");
+  return allocate("empty_strided", sizes, strides, options);
+}
+
 Tensor empty(IntArrayRef sizes, TensorOptions options) {
+  detail::OpRange op_range("empty");
   checked_nbytes("empty", sizes, static_cast<int64_t>(element_size(options.dtype())));
   const MemoryFormat format = options.memory_format_opt().value_or(MemoryFormat::Contiguous);
   EMBER_CHECK(format != MemoryFormat::Preserve, "empty: memory format Preserve is not supported, use ",
               "Contiguous or ChannelsLast");
   if (format == MemoryFormat::ChannelsLast)
-    return empty_strided(sizes, channels_last_strides("empty", sizes), options);
-  return empty_strided(sizes, contiguous_strides(sizes), options);
+    return allocate("empty", sizes, channels_last_strides("empty", sizes), options);
+  return allocate("empty", sizes, contiguous_strides(sizes), options);
 }
 
 Tensor zeros(IntArrayRef sizes, TensorOptions options) {
+  detail::OpRange op_range("zeros");
   return filled("zeros", sizes, 0, options.dtype(options.dtype()));
 }
 Tensor ones(IntArrayRef sizes, TensorOptions options) {
+  detail::OpRange op_range("ones");
   return filled("ones", sizes, 1, options.dtype(options.dtype()));
 }
 
 Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions options) {
+  detail::OpRange op_range("full");
   if (!options.has_dtype()) options = options.dtype(value.default_dtype());
   return filled("full", sizes, value, options);
 }
 
 Tensor empty_like(const Tensor& t, std::optional<TensorOptions> options) {
+  detail::OpRange op_range("empty_like", t);
   TensorOptions o =
       options.value_or(t.options()).dtype(options && options->has_dtype() ? options->dtype() : t.dtype());
   if (o.memory_format_opt().value_or(MemoryFormat::Preserve) != MemoryFormat::Preserve)
@@ -64,9 +76,16 @@ Tensor empty_like(const Tensor& t, std::optional<TensorOptions> options) {
   if (t.is_non_overlapping_and_dense()) return empty_strided(t.sizes(), t.strides(), o);
   return empty_strided(t.sizes(), dense_strides_like(t.sizes(), {t.strides()}), o);
 }
-Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> options) { return full_like(t, 0, options); }
-Tensor ones_like(const Tensor& t, std::optional<TensorOptions> options) { return full_like(t, 1, options); }
+Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> options) {
+  detail::OpRange op_range("zeros_like", t);
+  return full_like(t, 0, options);
+}
+Tensor ones_like(const Tensor& t, std::optional<TensorOptions> options) {
+  detail::OpRange op_range("ones_like", t);
+  return full_like(t, 1, options);
+}
 Tensor full_like(const Tensor& t, const Scalar& value, std::optional<TensorOptions> options) {
+  detail::OpRange op_range("full_like", t);
   Tensor out = empty_like(t, options);
   out.fill_(value);
   return out;
@@ -75,6 +94,7 @@ Tensor full_like(const Tensor& t, const Scalar& value, std::optional<TensorOptio
 Tensor arange(const Scalar& end, TensorOptions options) { return arange(0, end, 1, options); }
 
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions options) {
+  detail::OpRange op_range("arange");
   bool all_int = !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
   if (!options.has_dtype()) options = options.dtype(all_int ? kInt64 : kFloat32);
   double s = start.to_double(), e = end.to_double(), st = step.to_double();
@@ -92,6 +112,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
 }
 
 Tensor linspace(double start, double end, int64_t steps, TensorOptions options) {
+  detail::OpRange op_range("linspace");
   EMBER_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
   checked_nbytes("linspace", {steps}, static_cast<int64_t>(element_size(options.dtype())));
   Tensor out = empty({steps}, options);
@@ -103,6 +124,7 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions options) 
 }
 
 Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions options) {
+  detail::OpRange op_range("eye");
   int64_t cols = m.value_or(n);
   EMBER_CHECK(n >= 0 && cols >= 0, "eye: n and m must be non-negative, got ", n, " and ", cols);
   checked_nbytes("eye", {n, cols}, static_cast<int64_t>(element_size(options.dtype())));
@@ -118,6 +140,7 @@ Tensor from_blob(void* data, IntArrayRef sizes, TensorOptions options, std::func
 
 Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, TensorOptions options,
                  std::function<void(void*)> deleter) {
+  detail::OpRange op_range("from_blob");
   check_sizes("from_blob", sizes);
   EMBER_CHECK(sizes.size() == strides.size(), "from_blob: got ", sizes.size(), " sizes but ", strides.size(),
               " strides");
@@ -159,6 +182,7 @@ void collect(const NestedList& l, size_t depth, const DimVector& shape, std::vec
 }  // namespace
 
 Tensor tensor(const NestedList& data, TensorOptions options) {
+  detail::OpRange op_range("tensor");
   DimVector shape;  // from the first element at each depth; collect() checks the rest
   for (const NestedList* c = &data; !c->is_scalar(); c = &c->list()[0]) {
     shape.push_back(static_cast<int64_t>(c->list().size()));

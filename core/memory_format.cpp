@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "ember/core/factories.h"
+#include "ember/core/op_range.h"
 #include "ember/core/shape.h"
 
 namespace ember {
@@ -171,6 +172,7 @@ MemoryFormat Tensor::suggest_memory_format() const {
 }
 
 Tensor Tensor::contiguous(MemoryFormat memory_format) const {
+  detail::OpRange op_range("contiguous", *this);
   EMBER_CHECK(memory_format != MemoryFormat::Preserve,
               "contiguous: memory format Preserve is not supported, use Contiguous or ChannelsLast");
   check_memory_format_rank("contiguous", memory_format, sizes());

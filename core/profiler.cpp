@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -23,14 +24,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One kernel call or record_function range. Ranges are appended at push, so a nested call
-// finds its parent by index.
+// What opened a range; the trace's category.
+enum class Kind : int8_t { Kernel, Op, User };
+
+// One kernel call, op (frontend or backward node) or record_function range. Ranges are appended
+// at push, so a nested call finds its parent by index.
 struct Range {
   const char* name;
   int64_t parent;
   int64_t slot;  // the device timer's, or -1
   int64_t thread;
-  bool user = false;  // a record_function range
+  Kind kind = Kind::Kernel;
   bool closed = false;
   std::string shapes;   // the kernel's tensor arguments, when the session records shapes
   double start_ms = 0;  // host, from the session's start (set when the range closes)
@@ -56,7 +60,10 @@ struct Session {
   Clock::time_point start;
   std::vector<Range> ranges;
   std::vector<MemoryEvent> memory;
-  std::deque<std::string> names;                         // record_function's, which Range::name points into
+  std::deque<std::string> names;  // record_function's, which Range::name points into
+  // Ops' names, "ember::softmax" and "autograd::softmax_backward": kept for the program's life,
+  // so a range points into them without a copy per call.
+  std::set<std::string, std::less<>> op_names[2];
   std::unordered_map<std::thread::id, int64_t> threads;  // numbered in order of first range
 
   // This thread's number, made on first use (under mu).
@@ -76,19 +83,30 @@ thread_local std::vector<Open> t_open;
 
 std::atomic<const detail::DeviceTimer*> g_timer{nullptr};
 
-// `owned`: the name is copied into the session (a record_function's), else it is a stub's,
-// which lives as long as the program.
-void push_range(const char* name, bool owned, const std::string* shapes = nullptr) {
+// The name an op's range shows (under the session's lock).
+const char* op_name(ember::detail::OpRangeKind kind, const char* op) {
+  auto& names = g_session.op_names[static_cast<int>(kind)];
+  auto it = names.find(std::string_view(op));
+  if (it == names.end()) it = names.emplace_hint(it, ember::detail::op_range_name(kind, op));
+  return it->c_str();
+}
+
+// A User range's name is copied into the session (a record_function's), an Op's looked up in
+// op_names, a Kernel's is a stub's, which lives as long as the program.
+void push_range(const char* name, Kind kind, const std::string* shapes = nullptr,
+                ember::detail::OpRangeKind op = ember::detail::OpRangeKind::Frontend) {
   Open open{0, -1, {}};
   {
     std::lock_guard lock(g_session.mu);
     if (g_session.active) {
       int64_t parent = -1;
       if (!t_open.empty() && t_open.back().generation == g_session.generation) parent = t_open.back().index;
-      int64_t slot = g_session.device ? g_timer.load()->start() : -1;
-      if (owned) name = g_session.names.emplace_back(name).c_str();
+      // Only kernels are timed on the device; a range's device time is its kernels'.
+      int64_t slot = g_session.device && kind == Kind::Kernel ? g_timer.load()->start() : -1;
+      if (kind == Kind::User) name = g_session.names.emplace_back(name).c_str();
+      if (kind == Kind::Op) name = op_name(op, name);
       Range r{name, parent, slot, g_session.thread_number()};
-      r.user = owned;
+      r.kind = kind;
       if (shapes) r.shapes = *shapes;
       g_session.ranges.push_back(std::move(r));
       open = {g_session.generation, static_cast<int64_t>(g_session.ranges.size()) - 1, {}};
@@ -128,14 +146,21 @@ void on_memory(const void* ptr, int64_t bytes, Device device) {
                               bytes, device, g_session.thread_number()});
 }
 
-void push(const char* name) { push_range(name, false); }
-void push_with_shapes(const char* name, const std::string& shapes) { push_range(name, false, &shapes); }
+void push(const char* name) { push_range(name, Kind::Kernel); }
+void push_with_shapes(const char* name, const std::string& shapes) {
+  push_range(name, Kind::Kernel, &shapes);
+}
 
 // A module's forward range is kept as a record_function range is (its name copied, a row of its own).
-void push_copied(const char* name) { push_range(name, true); }
+void push_copied(const char* name) { push_range(name, Kind::User); }
 
-constexpr ember::detail::KernelRangeHooks kProfilerHooks{&push, &pop, nullptr, &push_copied};
-constexpr ember::detail::KernelRangeHooks kProfilerShapeHooks{&push, &pop, &push_with_shapes, &push_copied};
+void push_op(ember::detail::OpRangeKind kind, const char* name, const std::string* shapes) {
+  push_range(name, Kind::Op, shapes, kind);
+}
+
+constexpr ember::detail::KernelRangeHooks kProfilerHooks{&push, &pop, nullptr, &push_copied, &push_op};
+constexpr ember::detail::KernelRangeHooks kProfilerShapeHooks{&push, &pop, &push_with_shapes, &push_copied,
+                                                              &push_op};
 
 bool wants_device(const std::vector<ProfilerActivity>& activities) {
   return std::find(activities.begin(), activities.end(), ProfilerActivity::CUDA) != activities.end();
@@ -148,24 +173,25 @@ std::vector<ProfilerActivity> default_activities() {
 }
 
 // Per-name totals in order of first call; self times subtract the ranges nested directly inside.
+// A kernel's device time is its span on the stream; an op's, module's or user range's is the sum
+// of the kernels inside it, with no self device time (as PyTorch's CPU ops' CUDA totals).
 std::vector<FunctionEventAvg> aggregate(const std::vector<Range>& ranges,
                                         const std::vector<double>& device_ms, bool group_by_input_shape) {
-  std::vector<double> child_device(ranges.size(), 0);
-  auto device_of = [&](const Range& r) {
-    return r.slot >= 0 && static_cast<size_t>(r.slot) < device_ms.size() ? device_ms[r.slot] : 0.0;
-  };
-  for (const Range& r : ranges)
-    if (r.closed && r.parent >= 0) child_device[static_cast<size_t>(r.parent)] += device_of(r);
-  // Memory with the nested ranges': a range comes after its parent, so walking back adds each
-  // range's whole total to its parent's.
+  // Totals with the nested ranges': a range comes after its parent, so walking back finishes each
+  // range before adding it to its parent.
+  std::vector<double> child_device(ranges.size(), 0), device(ranges.size(), 0);
   std::vector<int64_t> cpu_bytes(ranges.size()), device_bytes(ranges.size());
   for (size_t i = ranges.size(); i-- > 0;) {
-    cpu_bytes[i] += ranges[i].cpu_bytes;
-    device_bytes[i] += ranges[i].device_bytes;
-    if (ranges[i].parent >= 0) {
-      cpu_bytes[static_cast<size_t>(ranges[i].parent)] += cpu_bytes[i];
-      device_bytes[static_cast<size_t>(ranges[i].parent)] += device_bytes[i];
-    }
+    const Range& r = ranges[i];
+    const bool timed = r.slot >= 0 && static_cast<size_t>(r.slot) < device_ms.size();
+    if (r.closed) device[i] = timed ? device_ms[static_cast<size_t>(r.slot)] : child_device[i];
+    cpu_bytes[i] += r.cpu_bytes;
+    device_bytes[i] += r.device_bytes;
+    if (r.parent < 0) continue;
+    const auto p = static_cast<size_t>(r.parent);
+    child_device[p] += device[i];
+    cpu_bytes[p] += cpu_bytes[i];
+    device_bytes[p] += device_bytes[i];
   }
   std::vector<FunctionEventAvg> out;
   std::map<std::pair<std::string, std::string>, size_t> index;
@@ -176,12 +202,11 @@ std::vector<FunctionEventAvg> aggregate(const std::vector<Range>& ranges,
     auto [it, inserted] = index.try_emplace({r.name, shapes}, out.size());
     if (inserted) out.push_back({r.name, shapes});
     FunctionEventAvg& e = out[it->second];
-    double device = device_of(r);
     e.count += 1;
     e.cpu_time_total += r.host_ms;
     e.self_cpu_time_total += std::max(0.0, r.host_ms - r.child_host_ms);
-    e.device_time_total += device;
-    e.self_device_time_total += std::max(0.0, device - child_device[i]);
+    e.device_time_total += device[i];
+    e.self_device_time_total += r.slot >= 0 ? std::max(0.0, device[i] - child_device[i]) : 0.0;
     e.cpu_memory_usage += cpu_bytes[i];
     e.self_cpu_memory_usage += r.cpu_bytes;
     e.device_memory_usage += device_bytes[i];
@@ -243,7 +268,8 @@ std::string chrome_trace(const std::vector<Range>& ranges, const std::vector<dou
     out += first ? "\n" : ",\n";
     out += "{\"name\": ";
     append_json_string(out, r.name);
-    out += std::string(", \"cat\": \"") + (r.user ? "user_annotation" : "kernel") + "\", " + buf;
+    static constexpr const char* kCategory[] = {"kernel", "cpu_op", "user_annotation"};
+    out += std::string(", \"cat\": \"") + kCategory[static_cast<int>(r.kind)] + "\", " + buf;
     std::string args;
     if (r.slot >= 0 && static_cast<size_t>(r.slot) < device_ms.size()) {
       std::snprintf(buf, sizeof buf, "\"device_ms\": %.6f", device_ms[static_cast<size_t>(r.slot)]);
@@ -409,6 +435,7 @@ struct Profile::Window {
   std::vector<Range> ranges;
   std::vector<double> device_ms;
   std::vector<MemoryEvent> memory;
+  std::deque<std::string> names;  // what the user ranges' names point into (moving keeps them in place)
 };
 
 Profile::Profile() : Profile(ProfileOptions{}) {}
@@ -485,18 +512,20 @@ void Profile::begin_window() {
 void Profile::end_window(bool keep) {
   std::vector<Range> ranges;
   std::vector<MemoryEvent> memory;
+  std::deque<std::string> names;
   {
     std::lock_guard lock(g_session.mu);
     g_session.active = false;
     ranges.swap(g_session.ranges);
     memory.swap(g_session.memory);
+    names.swap(g_session.names);
   }
   recording_ = false;
   std::vector<double> device_ms;
   if (device_) device_ms = g_timer.load()->collect();  // also frees the window's event slots
   if (!keep) return;
-  result_ =
-      std::make_shared<const Window>(Window{std::move(ranges), std::move(device_ms), std::move(memory)});
+  result_ = std::make_shared<const Window>(
+      Window{std::move(ranges), std::move(device_ms), std::move(memory), std::move(names)});
   if (on_trace_ready_) on_trace_ready_(*this);
 }
 
@@ -533,7 +562,7 @@ void Profile::export_chrome_trace(const std::string& path) const {
                         "export_chrome_trace");
 }
 
-RecordFunction::RecordFunction(const std::string& name) { push_range(name.c_str(), true); }
+RecordFunction::RecordFunction(const std::string& name) { push_range(name.c_str(), Kind::User); }
 RecordFunction::~RecordFunction() { pop(); }
 
 }  // namespace ember::profiler

@@ -5,6 +5,7 @@
 #include "ember/core/autograd_meta.h"
 #include "ember/core/copy.h"
 #include "ember/core/factories.h"
+#include "ember/core/op_range.h"
 #include "ember/core/shape.h"
 
 namespace ember {
@@ -53,6 +54,7 @@ void check_probability(const char* op, double p) {
 }  // namespace
 
 const Tensor& uniform_(const Tensor& t, double from, double to, Generator* gen) {
+  detail::OpRange op_range("uniform_", t);
   EMBER_CHECK(from <= to, "uniform_: expects from <= to, got from=", from, " to=", to);
   EMBER_CHECK(to - from <= std::numeric_limits<double>::max(),
               "uniform_: expects to - from to be finite, got from=", from, " to=", to);
@@ -60,28 +62,33 @@ const Tensor& uniform_(const Tensor& t, double from, double to, Generator* gen) 
 }
 
 const Tensor& normal_(const Tensor& t, double mean, double std, Generator* gen) {
+  detail::OpRange op_range("normal_", t);
   EMBER_CHECK(std >= 0, "normal_: expects std >= 0.0, got std=", std);
   return fill_random("normal_", t, RandomKind::Normal, mean, std, gen);
 }
 
 const Tensor& bernoulli_(const Tensor& t, double p, Generator* gen) {
+  detail::OpRange op_range("bernoulli_", t);
   check_probability("bernoulli_", p);
   return fill_random("bernoulli_", t, RandomKind::Bernoulli, p, 0, gen);
 }
 
 Tensor rand(IntArrayRef sizes, TensorOptions options, Generator* gen) {
+  detail::OpRange op_range("rand");
   Tensor t = new_floating_tensor("rand", sizes, options);
   uniform_(t, 0, 1, gen);
   return t;
 }
 
 Tensor randn(IntArrayRef sizes, TensorOptions options, Generator* gen) {
+  detail::OpRange op_range("randn");
   Tensor t = new_floating_tensor("randn", sizes, options);
   normal_(t, 0, 1, gen);
   return t;
 }
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions options, Generator* gen) {
+  detail::OpRange op_range("randint");
   EMBER_CHECK(low < high, "randint: expects low < high, got low=", low, " high=", high);
   EMBER_CHECK(options.dtype() != kBool, "randint: bool is not a supported dtype");
   Tensor t = new_tensor("randint", sizes, options);
@@ -89,10 +96,17 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions optio
                      gen);
 }
 
-Tensor rand_like(const Tensor& t, Generator* gen) { return rand(t.sizes(), t.options(), gen); }
-Tensor randn_like(const Tensor& t, Generator* gen) { return randn(t.sizes(), t.options(), gen); }
+Tensor rand_like(const Tensor& t, Generator* gen) {
+  detail::OpRange op_range("rand_like", t);
+  return rand(t.sizes(), t.options(), gen);
+}
+Tensor randn_like(const Tensor& t, Generator* gen) {
+  detail::OpRange op_range("randn_like", t);
+  return randn(t.sizes(), t.options(), gen);
+}
 
 Tensor randperm(int64_t n, TensorOptions options, Generator* gen) {
+  detail::OpRange op_range("randperm");
   EMBER_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
   // Fisher-Yates driven by one Philox draw of n 64-bit integers.
   Tensor keys = new_tensor("randperm", {n}, kInt64);
@@ -105,6 +119,7 @@ Tensor randperm(int64_t n, TensorOptions options, Generator* gen) {
 }
 
 Tensor bernoulli(const Tensor& like, double p, Generator* gen) {
+  detail::OpRange op_range("bernoulli", like);
   check_probability("bernoulli", p);
   Tensor t = empty_like(like);
   bernoulli_(t, p, gen);
@@ -112,6 +127,7 @@ Tensor bernoulli(const Tensor& like, double p, Generator* gen) {
 }
 
 Tensor bernoulli(const Tensor& p, Generator* gen) {
+  detail::OpRange op_range("bernoulli", p);
   EMBER_CHECK(p.is_floating_point(), "bernoulli: expects a floating point tensor of probabilities, got ",
               p.dtype());
   // On the CPU, as PyTorch; on CUDA the check would wait for the GPU (PyTorch asserts on the device).
@@ -123,6 +139,7 @@ Tensor bernoulli(const Tensor& p, Generator* gen) {
 }
 
 Tensor get_rng_state(Generator* gen) {
+  detail::OpRange op_range("get_rng_state");
   PhiloxState s = (gen ? *gen : default_generator(kCPU)).get_state();
   EMBER_CHECK(!s.seed_ptr,
               "get_rng_state: the generator is capturing a CUDA graph, whose numbers are drawn "

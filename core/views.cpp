@@ -6,6 +6,7 @@
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
 #include "ember/core/memory_format.h"
+#include "ember/core/op_range.h"
 #include "ember/core/ops/shape_ops.h"
 #include "ember/core/shape.h"
 #include "ember/core/tensor.h"
@@ -82,6 +83,7 @@ int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim("size", d, dim()
 int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim("stride", d, dim())]; }
 
 Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides, std::optional<int64_t> offset) const {
+  detail::OpRange op_range("as_strided", *this);
   EMBER_CHECK(sizes.size() == strides.size(), "as_strided: got ", sizes.size(), " sizes but ", strides.size(),
               " strides");
   int64_t off = offset.value_or(storage_offset());
@@ -99,6 +101,7 @@ Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides, std::optional<
 }
 
 Tensor Tensor::view(IntArrayRef sizes) const {
+  detail::OpRange op_range("view", *this);
   DimVector shape = infer_size("view", sizes, numel());
   auto st = view_strides(this->sizes(), strides(), shape);
   EMBER_CHECK(st.has_value(), "view: size ", sizes, " is not compatible with input of size ", this->sizes(),
@@ -108,6 +111,7 @@ Tensor Tensor::view(IntArrayRef sizes) const {
 }
 
 Tensor Tensor::reshape(IntArrayRef sizes) const {
+  detail::OpRange op_range("reshape", *this);
   DimVector shape = infer_size("reshape", sizes, numel());
   if (auto st = view_strides(this->sizes(), strides(), shape))
     return record_reshape("reshape", *this, make_view(*this, shape, *st, storage_offset()));
@@ -115,6 +119,7 @@ Tensor Tensor::reshape(IntArrayRef sizes) const {
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  detail::OpRange op_range("transpose", *this);
   int64_t n = dim();
   d0 = wrap_dim("transpose", d0, n);
   d1 = wrap_dim("transpose", d1, n);
@@ -128,6 +133,7 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
 }
 
 Tensor Tensor::permute(IntArrayRef dims) const {
+  detail::OpRange op_range("permute", *this);
   int64_t n = dim();
   EMBER_CHECK(static_cast<int64_t>(dims.size()) == n, "permute: number of dims don't match, tensor has ", n,
               " dims but got dims ", dims);
@@ -146,12 +152,14 @@ Tensor Tensor::permute(IntArrayRef dims) const {
 }
 
 Tensor Tensor::t() const {
+  detail::OpRange op_range("t", *this);
   EMBER_CHECK(dim() <= 2, "t: expects a tensor with <= 2 dimensions, but got ", dim(), "D of shape ",
               sizes());
   return dim() < 2 ? *this : transpose(0, 1);
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  detail::OpRange op_range("narrow", *this);
   EMBER_CHECK(dim() > 0, "narrow: cannot be applied to a 0-dim tensor");
   d = wrap_dim("narrow", d, dim());
   int64_t n = sizes()[d];
@@ -163,6 +171,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> end,
                      int64_t step) const {
+  detail::OpRange op_range("slice", *this);
   EMBER_CHECK(dim() > 0, "slice: cannot be applied to a 0-dim tensor");
   d = wrap_dim("slice", d, dim());
   EMBER_CHECK(step > 0, "slice: step must be positive, got ", step);
@@ -180,6 +189,7 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
+  detail::OpRange op_range("select", *this);
   EMBER_CHECK(dim() > 0, "select: cannot be applied to a 0-dim tensor");
   d = wrap_dim("select", d, dim());
   int64_t n = sizes()[d];
@@ -194,6 +204,7 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
 }
 
 Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
+  detail::OpRange op_range("index", *this);
   int64_t consumed = 0;
   bool has_ellipsis = false;
   for (const TensorIndex& i : indices) {
@@ -226,6 +237,7 @@ Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
 }
 
 Tensor Tensor::expand(IntArrayRef sizes) const {
+  detail::OpRange op_range("expand", *this);
   int64_t n = static_cast<int64_t>(sizes.size());
   EMBER_CHECK(n >= dim(), "expand: the number of sizes provided (", n,
               ") must be greater or equal to the number of dimensions in the tensor (", dim(), ")");
@@ -251,6 +263,7 @@ Tensor Tensor::expand(IntArrayRef sizes) const {
 }
 
 Tensor Tensor::squeeze() const {
+  detail::OpRange op_range("squeeze", *this);
   DimVector sz, st;
   for (int64_t d = 0; d < dim(); ++d)
     if (sizes()[d] != 1) sz.push_back(sizes()[d]), st.push_back(strides()[d]);
@@ -258,6 +271,7 @@ Tensor Tensor::squeeze() const {
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
+  detail::OpRange op_range("squeeze", *this);
   d = wrap_dim("squeeze", d, dim());
   if (dim() == 0 || sizes()[d] != 1)
     return record_reshape("squeeze", *this, make_view(*this, sizes(), strides(), storage_offset()));
@@ -268,6 +282,7 @@ Tensor Tensor::squeeze(int64_t d) const {
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
+  detail::OpRange op_range("unsqueeze", *this);
   d = wrap_dim("unsqueeze", d, dim() + 1);
   DimVector sz(sizes()), st(strides());
   int64_t s = d < dim() ? sizes()[d] * strides()[d] : 1;
@@ -277,6 +292,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
+  detail::OpRange op_range("flatten", *this);
   if (dim() == 0) return reshape({1});
   start = wrap_dim("flatten", start, dim());
   end = wrap_dim("flatten", end, dim());
@@ -291,6 +307,7 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
 }
 
 Tensor Tensor::unflatten(int64_t d, IntArrayRef sizes) const {
+  detail::OpRange op_range("unflatten", *this);
   EMBER_CHECK(dim() > 0, "unflatten: cannot be applied to a 0-dim tensor");
   d = wrap_dim("unflatten", d, dim());
   EMBER_CHECK(!sizes.empty(), "unflatten: sizes must be non-empty");
@@ -303,6 +320,7 @@ Tensor Tensor::unflatten(int64_t d, IntArrayRef sizes) const {
 }
 
 std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
+  detail::OpRange op_range("split", *this);
   EMBER_CHECK(dim() > 0, "split: cannot be applied to a 0-dim tensor");
   d = wrap_dim("split", d, dim());
   int64_t n = sizes()[d];
@@ -315,6 +333,7 @@ std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
 }
 
 std::vector<Tensor> Tensor::split(IntArrayRef split_sizes, int64_t d) const {
+  detail::OpRange op_range("split", *this);
   EMBER_CHECK(dim() > 0, "split: cannot be applied to a 0-dim tensor");
   d = wrap_dim("split", d, dim());
   int64_t total = 0;
@@ -349,6 +368,7 @@ std::vector<Tensor> Tensor::split(IntArrayRef split_sizes, int64_t d) const {
 }
 
 std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
+  detail::OpRange op_range("chunk", *this);
   EMBER_CHECK(chunks > 0, "chunk: number of chunks must be positive, got ", chunks);
   EMBER_CHECK(dim() > 0, "chunk: cannot be applied to a 0-dim tensor");
   int64_t n = sizes()[wrap_dim("chunk", d, dim())];
@@ -356,6 +376,7 @@ std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
 }
 
 std::vector<Tensor> Tensor::unbind(int64_t d) const {
+  detail::OpRange op_range("unbind", *this);
   EMBER_CHECK(dim() > 0, "unbind: cannot be applied to a 0-dim tensor");
   d = wrap_dim("unbind", d, dim());
   std::vector<Tensor> out;

@@ -11,8 +11,11 @@ namespace {
 
 void push(const char* name) { nvtxRangePushA(name); }
 void pop() { nvtxRangePop(); }
+void push_op(detail::OpRangeKind kind, const char* op, const std::string*) {
+  nvtxRangePushA(detail::op_range_name(kind, op).c_str());
+}
 // NVTX copies the message, so a module's name needs nothing more.
-constexpr detail::KernelRangeHooks kNvtxHooks{&push, &pop, nullptr, &push};
+constexpr detail::KernelRangeHooks kNvtxHooks{&push, &pop, nullptr, &push, &push_op};
 
 }  // namespace
 

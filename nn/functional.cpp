@@ -5,6 +5,7 @@
 #include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/op_range.h"
 #include "ember/core/ops/linalg.h"
 #include "ember/core/ops/reduce.h"
 #include "ember/core/shape.h"
@@ -44,8 +45,8 @@ void check_linear(const Tensor& input, const Tensor& weight, const Tensor& bias)
               "linear: expected input, weight and bias of one dtype, got ", input.dtype(), ", ",
               weight.dtype(), " and ", bias.defined() ? to_string(bias.dtype()) : "no bias");
   EMBER_CHECK(input.device() == weight.device() && (!bias.defined() || bias.device() == weight.device()),
-              "linear: expected input, weight and bias on one device, got ", input.device(), ", ", weight.device(),
-              " and ", bias.defined() ? bias.device().str() : "no bias");
+              "linear: expected input, weight and bias on one device, got ", input.device(), ", ",
+              weight.device(), " and ", bias.defined() ? bias.device().str() : "no bias");
 }
 
 // input [..., in]'s shape with `features` last.
@@ -80,6 +81,7 @@ Tensor linear_on_float32_params(const Tensor& input, const Tensor& weight, const
 }  // namespace
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  ember::detail::OpRange op_range("linear", input, weight, bias);
   if (amp::detail::autocast_pending) {
     if (Tensor out = linear_on_float32_params(input, weight, bias); out.defined()) return out;
     // Autocast casts the weight itself (a leaf, so its cast is cached), with addmm's policy.
@@ -96,12 +98,14 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction) {
+  ember::detail::OpRange op_range("l1_loss", input, target);
   Reduction r = parse_reduction("l1_loss", reduction);
   check_loss_inputs("l1_loss", input, target);
   return reduce((input - target).abs(), r);
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction, double beta) {
+  ember::detail::OpRange op_range("smooth_l1_loss", input, target);
   Reduction r = parse_reduction("smooth_l1_loss", reduction);
   check_loss_inputs("smooth_l1_loss", input, target);
   EMBER_CHECK(beta >= 0, "smooth_l1_loss: beta must not be negative, got ", beta);
@@ -112,6 +116,7 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, std::string_vie
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
                             std::string_view reduction) {
+  ember::detail::OpRange op_range("binary_cross_entropy", input, target, weight);
   constexpr const char* kOp = "binary_cross_entropy";
   Reduction r = parse_reduction(kOp, reduction);
   check_loss_inputs(kOp, input, target);
@@ -150,6 +155,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
 }
 
 Tensor kl_div(const Tensor& input, const Tensor& target, std::string_view reduction, bool log_target) {
+  ember::detail::OpRange op_range("kl_div", input, target);
   constexpr const char* kOp = "kl_div";
   const bool batchmean = reduction == "batchmean";
   EMBER_CHECK(batchmean || reduction == "none" || reduction == "mean" || reduction == "sum", kOp,
@@ -171,6 +177,7 @@ Tensor kl_div(const Tensor& input, const Tensor& target, std::string_view reduct
 
 Tensor rms_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight,
                 std::optional<double> eps) {
+  ember::detail::OpRange op_range("rms_norm", input, weight);
   int64_t n = static_cast<int64_t>(normalized_shape.size());
   bool trailing = n >= 1 && input.dim() >= n &&
                   IntArrayRef(input.sizes().data() + input.dim() - n, n).equals(normalized_shape);
@@ -190,11 +197,13 @@ Tensor rms_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor&
 }
 
 Tensor normalize(const Tensor& input, double p, int64_t dim, double eps) {
+  ember::detail::OpRange op_range("normalize", input);
   EMBER_CHECK(input.is_floating_point(), "normalize: expected a floating point input, got ", input.dtype());
   return input / input.norm(p, {dim}, /*keepdim=*/true).clamp(eps);
 }
 
 Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double eps) {
+  ember::detail::OpRange op_range("cosine_similarity", x1, x2);
   EMBER_CHECK(x1.is_floating_point() && x2.is_floating_point(),
               "cosine_similarity: expected floating point inputs, got ", x1.dtype(), " and ", x2.dtype());
   DimVector shape = broadcast_shapes("cosine_similarity", x1.sizes(), x2.sizes());
@@ -203,8 +212,14 @@ Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double
   return ((a / a.norm(2, {dim}, true).clamp(eps)) * (b / b.norm(2, {dim}, true).clamp(eps))).sum({dim});
 }
 
-Tensor relu6(const Tensor& input) { return clamp(input, 0, 6); }
+Tensor relu6(const Tensor& input) {
+  ember::detail::OpRange op_range("relu6", input);
+  return clamp(input, 0, 6);
+}
 
-Tensor hardswish(const Tensor& input) { return input * clamp(input + 3, 0, 6) / 6; }
+Tensor hardswish(const Tensor& input) {
+  ember::detail::OpRange op_range("hardswish", input);
+  return input * clamp(input + 3, 0, 6) / 6;
+}
 
 }  // namespace ember::nn::functional

@@ -6,6 +6,7 @@
 
 #include "ember/core/autograd_meta.h"
 #include "ember/core/copy.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/fused_optim.h"
 
@@ -37,6 +38,7 @@ void check_same_device(const char* op, const char* what, const Tensor& t, const 
 
 void _amp_foreach_non_finite_check_and_unscale_(ArrayRef<Tensor> self, const Tensor& found_inf,
                                                 const Tensor& inv_scale) {
+  detail::OpRange op_range("_amp_foreach_non_finite_check_and_unscale_", self);
   const char* op = "_amp_foreach_non_finite_check_and_unscale_";
   check_scalar(op, "found_inf", found_inf, kFloat32);
   check_scalar(op, "inv_scale", inv_scale, kFloat32);
@@ -72,6 +74,7 @@ void _amp_foreach_non_finite_check_and_unscale_(ArrayRef<Tensor> self, const Ten
 
 const Tensor& _amp_update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf,
                                  double growth_factor, double backoff_factor, int64_t growth_interval) {
+  detail::OpRange op_range("_amp_update_scale_", scale, growth_tracker, found_inf);
   const char* op = "_amp_update_scale_";
   check_scalar(op, "scale", scale, kFloat32);
   check_scalar(op, "growth_tracker", growth_tracker, kInt32);

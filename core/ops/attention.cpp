@@ -12,6 +12,7 @@
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/dropout.h"
 #include "ember/core/ops/elementwise.h"
@@ -116,6 +117,7 @@ void record_fused(const SdpaFused& f, const Tensor& query, const Tensor& key, co
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale) {
+  detail::OpRange op_range("scaled_dot_product_attention", query, key, value, attn_mask);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         kOp, [&](const auto&... t) { return scaled_dot_product_attention(t...); }, query, key, value,

@@ -4,6 +4,7 @@
 #include "ember/core/autograd_meta.h"
 #include "ember/core/copy.h"
 #include "ember/core/factories.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/shape.h"
@@ -212,25 +213,34 @@ const Tensor& run_(const char* name, BinaryOp op, const Tensor& self, const Scal
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  detail::OpRange op_range("add", a, b);
   ScalarType c = result_type(a, b);
   return run("add", BinaryOp::Add, a, b, c, alpha_params("add", alpha, c));
 }
 Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) {
+  detail::OpRange op_range("add", a);
   return run("add", BinaryOp::Add, a, b, alpha_params("add", alpha, result_type(a, b)));
 }
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  detail::OpRange op_range("sub", a, b);
   ScalarType c = result_type(a, b);
   return run("sub", BinaryOp::Sub, a, b, c, alpha_params("sub", alpha, c));
 }
 Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
+  detail::OpRange op_range("sub", a);
   return run("sub", BinaryOp::Sub, a, b, alpha_params("sub", alpha, result_type(a, b)));
 }
 Tensor rsub(const Tensor& a, const Scalar& b) {
+  detail::OpRange op_range("rsub", a);
   return run("rsub", BinaryOp::Sub, wrap(b), a, result_type(a, b), {1.0});
 }
-Tensor mul(const Tensor& a, const Tensor& b) { return run("mul", BinaryOp::Mul, a, b, result_type(a, b)); }
+Tensor mul(const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range("mul", a, b);
+  return run("mul", BinaryOp::Mul, a, b, result_type(a, b));
+}
 
 Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, const std::string& approximate) {
+  detail::OpRange op_range("gelu_backward", grad_output, self);
   constexpr const char* kOp = "gelu_backward";
   EMBER_CHECK(approximate == "none" || approximate == "tanh", kOp,
               ": approximate must be 'none' or 'tanh', got '", approximate, "'");
@@ -247,6 +257,7 @@ Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, const std::s
   return grad_output * ((t + 1) * 0.5 + x * (1 - t * t) * dinner * 0.5);
 }
 Tensor threshold_backward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold) {
+  detail::OpRange op_range("threshold_backward", grad_output, self);
   constexpr const char* kOp = "threshold_backward";
   const ScalarType common = result_type(grad_output, self);
   EMBER_CHECK(is_floating_point(common), kOp, ": expected floating point inputs, got grad_output ",
@@ -254,16 +265,27 @@ Tensor threshold_backward(const Tensor& grad_output, const Tensor& self, const S
   // self first: the result takes its layout, as PyTorch's (relu's output, NHWC in a channels-last net).
   return run(kOp, BinaryOp::ThresholdBackward, self, grad_output, common, {threshold.to_double()});
 }
-Tensor mul(const Tensor& a, const Scalar& b) { return run("mul", BinaryOp::Mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return run("div", BinaryOp::Div, a, b, result_type(a, b)); }
-Tensor div(const Tensor& a, const Scalar& b) { return run("div", BinaryOp::Div, a, b); }
+Tensor mul(const Tensor& a, const Scalar& b) {
+  detail::OpRange op_range("mul", a);
+  return run("mul", BinaryOp::Mul, a, b);
+}
+Tensor div(const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range("div", a, b);
+  return run("div", BinaryOp::Div, a, b, result_type(a, b));
+}
+Tensor div(const Tensor& a, const Scalar& b) {
+  detail::OpRange op_range("div", a);
+  return run("div", BinaryOp::Div, a, b);
+}
 Tensor pow(const Tensor& a, const Tensor& e) {
+  detail::OpRange op_range("pow", a, e);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "pow", [&](const auto&... t) { return pow(t...); }, a, e);
   return run("pow", BinaryOp::Pow, a, e, result_type(a, e));
 }
 Tensor pow(const Tensor& a, const Scalar& e) {
+  detail::OpRange op_range("pow", a);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "pow", [&](const auto&... t) { return pow(t...); }, a, e);
@@ -272,42 +294,88 @@ Tensor pow(const Tensor& a, const Scalar& e) {
   return run("pow", BinaryOp::Pow, a, e);
 }
 Tensor pow(const Scalar& base, const Tensor& e) {
+  detail::OpRange op_range("pow", e);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "pow", [&](const auto&... t) { return pow(t...); }, base, e);
   return run("pow", BinaryOp::Pow, wrap(base), e, result_type(e, base));
 }
 Tensor maximum(const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range("maximum", a, b);
   return run("maximum", BinaryOp::Maximum, a, b, result_type(a, b));
 }
 Tensor minimum(const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range("minimum", a, b);
   return run("minimum", BinaryOp::Minimum, a, b, result_type(a, b));
 }
 
-Tensor eq(const Tensor& a, const Tensor& b) { return run("eq", BinaryOp::Eq, a, b, result_type(a, b)); }
-Tensor ne(const Tensor& a, const Tensor& b) { return run("ne", BinaryOp::Ne, a, b, result_type(a, b)); }
-Tensor lt(const Tensor& a, const Tensor& b) { return run("lt", BinaryOp::Lt, a, b, result_type(a, b)); }
-Tensor le(const Tensor& a, const Tensor& b) { return run("le", BinaryOp::Le, a, b, result_type(a, b)); }
-Tensor gt(const Tensor& a, const Tensor& b) { return run("gt", BinaryOp::Gt, a, b, result_type(a, b)); }
-Tensor ge(const Tensor& a, const Tensor& b) { return run("ge", BinaryOp::Ge, a, b, result_type(a, b)); }
-Tensor eq(const Tensor& a, const Scalar& b) { return run("eq", BinaryOp::Eq, a, b); }
-Tensor ne(const Tensor& a, const Scalar& b) { return run("ne", BinaryOp::Ne, a, b); }
-Tensor lt(const Tensor& a, const Scalar& b) { return run("lt", BinaryOp::Lt, a, b); }
-Tensor le(const Tensor& a, const Scalar& b) { return run("le", BinaryOp::Le, a, b); }
-Tensor gt(const Tensor& a, const Scalar& b) { return run("gt", BinaryOp::Gt, a, b); }
-Tensor ge(const Tensor& a, const Scalar& b) { return run("ge", BinaryOp::Ge, a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range("eq", a, b);
+  return run("eq", BinaryOp::Eq, a, b, result_type(a, b));
+}
+Tensor ne(const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range("ne", a, b);
+  return run("ne", BinaryOp::Ne, a, b, result_type(a, b));
+}
+Tensor lt(const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range("lt", a, b);
+  return run("lt", BinaryOp::Lt, a, b, result_type(a, b));
+}
+Tensor le(const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range("le", a, b);
+  return run("le", BinaryOp::Le, a, b, result_type(a, b));
+}
+Tensor gt(const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range("gt", a, b);
+  return run("gt", BinaryOp::Gt, a, b, result_type(a, b));
+}
+Tensor ge(const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range("ge", a, b);
+  return run("ge", BinaryOp::Ge, a, b, result_type(a, b));
+}
+Tensor eq(const Tensor& a, const Scalar& b) {
+  detail::OpRange op_range("eq", a);
+  return run("eq", BinaryOp::Eq, a, b);
+}
+Tensor ne(const Tensor& a, const Scalar& b) {
+  detail::OpRange op_range("ne", a);
+  return run("ne", BinaryOp::Ne, a, b);
+}
+Tensor lt(const Tensor& a, const Scalar& b) {
+  detail::OpRange op_range("lt", a);
+  return run("lt", BinaryOp::Lt, a, b);
+}
+Tensor le(const Tensor& a, const Scalar& b) {
+  detail::OpRange op_range("le", a);
+  return run("le", BinaryOp::Le, a, b);
+}
+Tensor gt(const Tensor& a, const Scalar& b) {
+  detail::OpRange op_range("gt", a);
+  return run("gt", BinaryOp::Gt, a, b);
+}
+Tensor ge(const Tensor& a, const Scalar& b) {
+  detail::OpRange op_range("ge", a);
+  return run("ge", BinaryOp::Ge, a, b);
+}
 Tensor logical_and(const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range("logical_and", a, b);
   return run("logical_and", BinaryOp::LogicalAnd, a, b, kBool);
 }
 Tensor logical_or(const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range("logical_or", a, b);
   return run("logical_or", BinaryOp::LogicalOr, a, b, kBool);
 }
 Tensor logical_xor(const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range("logical_xor", a, b);
   return run("logical_xor", BinaryOp::LogicalXor, a, b, kBool);
 }
-Tensor logical_not(const Tensor& a) { return run("logical_not", BinaryOp::Eq, a, zeros({}, kBool), kBool); }
+Tensor logical_not(const Tensor& a) {
+  detail::OpRange op_range("logical_not", a);
+  return run("logical_not", BinaryOp::Eq, a, zeros({}, kBool), kBool);
+}
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range("where", cond, a, b);
   EMBER_CHECK(cond.dtype() == kBool, "where: expected condition to be a bool tensor, got ", cond.dtype());
   Device device = common_device("where", {cond, a, b});
   DimVector shape = broadcast_shapes("where", broadcast_shapes("where", cond.sizes(), a.sizes()), b.sizes());
@@ -325,15 +393,18 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return out;
 }
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) {
+  detail::OpRange op_range("where", cond, a);
   Tensor bt = wrap(b);
   return where(cond, a, bt.to(result_type(a, b)));
 }
 Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) {
+  detail::OpRange op_range("where", cond, b);
   Tensor at = wrap(a);
   return where(cond, at.to(result_type(b, a)), b);
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
+  detail::OpRange op_range("masked_fill", x, mask);
   EMBER_CHECK(mask.dtype() == kBool, "masked_fill: expected a bool mask, got ", mask.dtype());
   Device device = common_device("masked_fill", {x, mask});
   // Contiguous whatever x's layout, as PyTorch (its masked_fill fills a contiguous clone).
@@ -350,6 +421,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
 }
 
 const Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
+  detail::OpRange op_range("masked_fill_", *this, mask);
   EMBER_CHECK(mask.dtype() == kBool, "masked_fill_: expected a bool mask, got ", mask.dtype());
   check_devices_inplace("masked_fill_", *this, mask);
   DimVector shape = broadcast_shapes("masked_fill_", sizes(), mask.sizes());
@@ -379,28 +451,43 @@ Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& v) const {
 }
 
 const Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) const {
+  detail::OpRange op_range("add_", *this, o);
   ScalarType c = result_type(*this, o);
   return run_("add_", BinaryOp::Add, *this, o, c, alpha_params("add_", alpha, c));
 }
 const Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) const {
+  detail::OpRange op_range("add_", *this);
   return run_("add_", BinaryOp::Add, *this, o, alpha_params("add_", alpha, result_type(*this, o)));
 }
 const Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) const {
+  detail::OpRange op_range("sub_", *this, o);
   ScalarType c = result_type(*this, o);
   return run_("sub_", BinaryOp::Sub, *this, o, c, alpha_params("sub_", alpha, c));
 }
 const Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) const {
+  detail::OpRange op_range("sub_", *this);
   return run_("sub_", BinaryOp::Sub, *this, o, alpha_params("sub_", alpha, result_type(*this, o)));
 }
 const Tensor& Tensor::mul_(const Tensor& o) const {
+  detail::OpRange op_range("mul_", *this, o);
   return run_("mul_", BinaryOp::Mul, *this, o, result_type(*this, o));
 }
-const Tensor& Tensor::mul_(const Scalar& o) const { return run_("mul_", BinaryOp::Mul, *this, o); }
+const Tensor& Tensor::mul_(const Scalar& o) const {
+  detail::OpRange op_range("mul_", *this);
+  return run_("mul_", BinaryOp::Mul, *this, o);
+}
 const Tensor& Tensor::div_(const Tensor& o) const {
+  detail::OpRange op_range("div_", *this, o);
   return run_("div_", BinaryOp::Div, *this, o, result_type(*this, o));
 }
-const Tensor& Tensor::div_(const Scalar& o) const { return run_("div_", BinaryOp::Div, *this, o); }
-const Tensor& Tensor::pow_(const Scalar& e) const { return run_("pow_", BinaryOp::Pow, *this, e); }
+const Tensor& Tensor::div_(const Scalar& o) const {
+  detail::OpRange op_range("div_", *this);
+  return run_("div_", BinaryOp::Div, *this, o);
+}
+const Tensor& Tensor::pow_(const Scalar& e) const {
+  detail::OpRange op_range("pow_", *this);
+  return run_("pow_", BinaryOp::Pow, *this, e);
+}
 
 Tensor Tensor::eq(const Tensor& o) const { return ember::eq(*this, o); }
 Tensor Tensor::ne(const Tensor& o) const { return ember::ne(*this, o); }
@@ -431,6 +518,7 @@ Tensor operator+(const Scalar& a, const Tensor& b) { return add(b, a); }
 Tensor operator-(const Scalar& a, const Tensor& b) { return rsub(b, a); }
 Tensor operator*(const Scalar& a, const Tensor& b) { return mul(b, a); }
 Tensor operator/(const Scalar& a, const Tensor& b) {
+  detail::OpRange op_range("div", b);
   return run("div", BinaryOp::Div, wrap(a), b, result_type(b, a));
 }
 Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }

@@ -9,6 +9,7 @@
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/shape.h"
 
@@ -276,24 +277,28 @@ ConvArgs string_padding(const char* op, int64_t dims, const Tensor& weight, IntA
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
               IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  detail::OpRange op_range("conv1d", input, weight, bias);
   return convolution("conv1d", 1, false, input, weight, bias,
                      make_args("conv1d", 1, stride, padding, dilation, 0, groups));
 }
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
               PaddingMode padding, IntArrayRef dilation, int64_t groups) {
+  detail::OpRange op_range("conv1d", input, weight, bias);
   return convolution("conv1d", 1, false, input, weight, bias,
                      string_padding("conv1d", 1, weight, stride, padding, dilation, groups));
 }
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
               IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  detail::OpRange op_range("conv2d", input, weight, bias);
   return convolution("conv2d", 2, false, input, weight, bias,
                      make_args("conv2d", 2, stride, padding, dilation, 0, groups));
 }
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
               PaddingMode padding, IntArrayRef dilation, int64_t groups) {
+  detail::OpRange op_range("conv2d", input, weight, bias);
   return convolution("conv2d", 2, false, input, weight, bias,
                      string_padding("conv2d", 2, weight, stride, padding, dilation, groups));
 }
@@ -301,6 +306,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
                         IntArrayRef padding, IntArrayRef output_padding, int64_t groups,
                         IntArrayRef dilation) {
+  detail::OpRange op_range("conv_transpose2d", input, weight, bias);
   return convolution("conv_transpose2d", 2, true, input, weight, bias,
                      make_args("conv_transpose2d", 2, stride, padding, dilation, output_padding, groups));
 }

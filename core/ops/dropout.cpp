@@ -6,6 +6,7 @@
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
 #include "ember/core/memory_format.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/dropout_functors.h"
 #include "ember/core/ops/elementwise.h"
@@ -70,6 +71,7 @@ MaskedForward masked_forward(const Tensor& x, double p, Generator* gen, bool gel
 }  // namespace
 
 Tensor dropout_keep_mask(const Tensor& x, double p, PhiloxState rng) {
+  detail::OpRange op_range("dropout_keep_mask", x);
   NoGradGuard no_grad;
   Tensor dense = dense_like(x), out = empty_like(dense);
   Tensor mask = empty_like(dense, TensorOptions(kBool).device(x.device()));
@@ -78,6 +80,7 @@ Tensor dropout_keep_mask(const Tensor& x, double p, PhiloxState rng) {
 }
 
 std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, bool training, Generator* gen) {
+  detail::OpRange op_range("native_dropout", x);
   check_args("native_dropout", x, p);
   if (!training || p == 0) return {x.clone(), ones(x.sizes(), TensorOptions(kBool).device(x.device()))};
   MaskedForward f = masked_forward(x, p, gen, false);
@@ -86,6 +89,7 @@ std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, bool traini
 }
 
 Tensor gelu_dropout(const Tensor& x, double p, bool training, Generator* gen) {
+  detail::OpRange op_range("gelu_dropout", x);
   check_args("gelu_dropout", x, p);
   if (!training || p == 0) return gelu(x);
   MaskedForward f = masked_forward(x, p, gen, true);
@@ -103,13 +107,15 @@ Tensor gelu_dropout(const Tensor& x, double p, bool training, Generator* gen) {
              const Tensor dense = dense_like(input);
              const Tensor gd = grad.strides().equals(dense.strides()) ? grad : empty_like(dense).copy_(grad);
              Tensor grad_input = empty_like(dense);
-             if (grad.numel() > 0) gelu_dropout_backward_stub(grad.device())(grad_input, gd, dense, g(sbits), p);
+             if (grad.numel() > 0)
+               gelu_dropout_backward_stub(grad.device())(grad_input, gd, dense, g(sbits), p);
              return {grad_input};
            });
   return f.out;
 }
 
 Tensor native_dropout_backward(const Tensor& grad_output, const Tensor& mask, double scale) {
+  detail::OpRange op_range("native_dropout_backward", grad_output, mask);
   const char* op = "native_dropout_backward";
   EMBER_CHECK(grad_output.is_floating_point(), op, ": expected a floating point grad_output, got ",
               grad_output.dtype(), " of shape ", grad_output.sizes());
@@ -127,6 +133,7 @@ Tensor native_dropout_backward(const Tensor& grad_output, const Tensor& mask, do
 }
 
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
+  detail::OpRange op_range("dropout", x);
   check_args("dropout", x, p);
   if (!training || p == 0) return x;
   return std::get<0>(native_dropout(x, p, training, gen));

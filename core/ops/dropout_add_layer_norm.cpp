@@ -5,6 +5,7 @@
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/dropout.h"
 #include "ember/core/ops/dropout_functors.h"
@@ -30,6 +31,7 @@ constexpr int64_t kFusedRowMax = 8192;
 
 Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& residual_in, const Tensor& weight,
                               const Tensor& bias, double p, double eps, bool training, Generator* gen) {
+  detail::OpRange op_range("dropout_add_layer_norm", x, residual_in, weight, bias);
   const char* op = "dropout_add_layer_norm";
   nn_detail::check_floating(op, x, "input");
   nn_detail::check_floating(op, residual_in, "residual");

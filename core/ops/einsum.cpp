@@ -9,6 +9,7 @@
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/linalg.h"
 
@@ -86,8 +87,7 @@ using Groups = std::vector<int64_t>;
 
 Tensor diagonal_view(const Tensor& t, const Groups& group, int64_t dims) {
   DimVector sizes(dims), strides(dims, 0);
-  for (int64_t d = 0; d < t.dim(); ++d)
-    sizes[group[d]] = t.size(d), strides[group[d]] += t.stride(d);
+  for (int64_t d = 0; d < t.dim(); ++d) sizes[group[d]] = t.size(d), strides[group[d]] += t.stride(d);
   return t.as_strided(sizes, strides);
 }
 
@@ -138,8 +138,7 @@ Term diagonal(size_t index, const Tensor& t, const Labels& labels) {
                 " is repeated for operand ", index, " but the sizes don't match, ", t.size(first),
                 " != ", t.size(d));
   }
-  if (r.labels.size() < labels.size())
-    r.t = take_diagonal(t, group, static_cast<int64_t>(r.labels.size()));
+  if (r.labels.size() < labels.size()) r.t = take_diagonal(t, group, static_cast<int64_t>(r.labels.size()));
   return r;
 }
 
@@ -190,8 +189,7 @@ Term contract(Term a, Term b, const Labels& after, size_t num_labels) {
     if (!has(a.labels, l)) cols.push_back(l);
     if (!has(a.labels, l) || size[l] == 1) size[l] = b.t.size(d);  // broadcast a size of 1
   }
-  Tensor prod =
-      bmm(arrange(a, {&batch, &rows, &inner}, size), arrange(b, {&batch, &inner, &cols}, size));
+  Tensor prod = bmm(arrange(a, {&batch, &rows, &inner}, size), arrange(b, {&batch, &inner, &cols}, size));
   Term r{Tensor(), join(join(batch, rows), cols)};
   DimVector shape;
   for (int l : r.labels) shape.push_back(size[l]);
@@ -202,6 +200,7 @@ Term contract(Term a, Term b, const Labels& after, size_t num_labels) {
 }  // namespace
 
 Tensor einsum(std::string_view equation, ArrayRef<Tensor> operands) {
+  detail::OpRange op_range("einsum", operands);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "einsum", [&](const auto&... t) { return einsum(t...); }, equation, operands);
@@ -211,9 +210,8 @@ Tensor einsum(std::string_view equation, ArrayRef<Tensor> operands) {
               " input terms, but ", operands.size(), " operands were given");
   for (const Tensor& t : operands) {
     EMBER_CHECK(t.dtype() == operands[0].dtype() && t.device() == operands[0].device(),
-                "einsum: expected all operands to have one dtype and device, but got ",
-                operands[0].dtype(), " on ", operands[0].device(), " and ", t.dtype(), " on ",
-                t.device());
+                "einsum: expected all operands to have one dtype and device, but got ", operands[0].dtype(),
+                " on ", operands[0].device(), " and ", t.dtype(), " on ", t.device());
   }
   EMBER_CHECK(operands[0].dtype() != kBool, "einsum: not supported for bool tensors");
 
@@ -223,8 +221,8 @@ Tensor einsum(std::string_view equation, ArrayRef<Tensor> operands) {
     const Labels& in = eq.inputs[i];
     const int64_t letters = static_cast<int64_t>(in.size()) - (has(in, kEllipsis) ? 1 : 0);
     const int64_t ndim = operands[i].dim();
-    EMBER_CHECK(has(in, kEllipsis) ? ndim >= letters : ndim == letters, "einsum: operand ", i,
-                " has ", ndim, " dims, but its term in the equation has ", letters, " subscripts",
+    EMBER_CHECK(has(in, kEllipsis) ? ndim >= letters : ndim == letters, "einsum: operand ", i, " has ", ndim,
+                " dims, but its term in the equation has ", letters, " subscripts",
                 has(in, kEllipsis) ? " and an ellipsis" : " and no ellipsis");
     if (has(in, kEllipsis)) ellipsis_dims = std::max(ellipsis_dims, ndim - letters);
   }
@@ -285,11 +283,9 @@ Tensor einsum(std::string_view equation, ArrayRef<Tensor> operands) {
     return l;
   };
   Term acc = sum_out(terms[0], needed_after(0));
-  for (size_t i = 1; i < terms.size(); ++i)
-    acc = contract(acc, terms[i], needed_after(i), num_labels);
+  for (size_t i = 1; i < terms.size(); ++i) acc = contract(acc, terms[i], needed_after(i), num_labels);
   DimVector perm;
-  for (int l : out)
-    perm.push_back(std::find(acc.labels.begin(), acc.labels.end(), l) - acc.labels.begin());
+  for (int l : out) perm.push_back(std::find(acc.labels.begin(), acc.labels.end(), l) - acc.labels.begin());
   return acc.t.permute(perm);
 }
 

@@ -6,6 +6,7 @@
 
 #include "ember/core/autograd_meta.h"
 #include "ember/core/copy.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/fused_optim.h"
 
@@ -22,6 +23,7 @@ const OpRegistrar registrar({
 }  // namespace
 
 void _foreach_copy_(ArrayRef<Tensor> self, ArrayRef<Tensor> src) {
+  detail::OpRange op_range("_foreach_copy_", self, src);
   const char* op = "_foreach_copy_";
   EMBER_CHECK(!self.empty(), op, ": Tensor list must have at least one tensor");
   EMBER_CHECK(self.size() == src.size(), op, ": Tensor lists must have the same number of tensors, got ",

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "ember/core/autograd_meta.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 
 namespace ember {
@@ -73,6 +74,7 @@ void fused_adam_(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tenso
                  ArrayRef<Tensor> exp_avg_sqs, ArrayRef<Tensor> max_exp_avg_sqs, ArrayRef<Tensor> state_steps,
                  const FusedAdamArgs& args, const Tensor& grad_scale, const Tensor& found_inf,
                  const Tensor& lr) {
+  detail::OpRange op_range("fused_adam_", params, grads);
   const char* op = "fused_adam_";
   if (params.empty()) return;
   check_params(op, params);
@@ -101,6 +103,7 @@ void fused_adam_(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tenso
 void fused_sgd_(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> momentum_buffers,
                 const FusedSgdArgs& args, const Tensor& grad_scale, const Tensor& found_inf,
                 const Tensor& lr) {
+  detail::OpRange op_range("fused_sgd_", params, grads);
   const char* op = "fused_sgd_";
   if (params.empty()) return;
   check_params(op, params);

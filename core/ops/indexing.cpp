@@ -10,6 +10,7 @@
 #include "ember/core/copy.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/shape_ops.h"
 #include "ember/core/shape.h"
@@ -193,10 +194,12 @@ void record_scatter(const char* op, bool assign, const Tensor& out, const Tensor
 }  // namespace
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  detail::OpRange op_range("gather", x, index);
   return gather_checked("gather", x, dim, index);
 }
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  detail::OpRange op_range("index_select", x, index);
   const char* op = "index_select";
   check_index_dtype(op, index, true);
   check_device(op, x, index, "index");
@@ -229,6 +232,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 
 // The gradient reaches x through the broadcast views (expand sums it back).
 Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) {
+  detail::OpRange op_range("take_along_dim", x, indices);
   const char* op = "take_along_dim";
   EMBER_CHECK(indices.dtype() == kInt64, op, ": dtype of indices should be int64, got ", indices.dtype());
   if (!dim) return gather_checked(op, x.reshape({-1}), 0, indices.reshape({-1}));
@@ -247,24 +251,29 @@ Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int6
 }
 
 const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  detail::OpRange op_range("scatter_", self, index, src);
   check_inplace("scatter_", {self, src});
   return scatter_checked("scatter_", ScatterOp::Assign, self, dim, index, src);
 }
 const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
+  detail::OpRange op_range("scatter_", self, index);
   check_inplace("scatter_", {self});
   return scatter_checked("scatter_", ScatterOp::Assign, self, dim, index, value_src(self, index, value));
 }
 const Tensor& scatter_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  detail::OpRange op_range("scatter_add_", self, index, src);
   check_inplace("scatter_add_", {self, src});
   return scatter_checked("scatter_add_", ScatterOp::Add, self, dim, index, src);
 }
 const Tensor& index_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
                          const Scalar& alpha) {
+  detail::OpRange op_range("index_add_", self, index, source);
   check_inplace("index_add_", {self, source});
   return index_add_checked("index_add_", self, dim, index, source, alpha);
 }
 
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  detail::OpRange op_range("scatter", x, index, src);
   Tensor out = on_copy(x, [&](const Tensor& self) {
     return scatter_checked("scatter", ScatterOp::Assign, self, dim, index, src);
   });
@@ -272,6 +281,7 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
   return out;
 }
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Scalar& value) {
+  detail::OpRange op_range("scatter", x, index);
   Tensor out = on_copy(x, [&](const Tensor& self) {
     return scatter_checked("scatter", ScatterOp::Assign, self, dim, index, value_src(x, index, value));
   });
@@ -279,6 +289,7 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Scalar& 
   return out;
 }
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  detail::OpRange op_range("scatter_add", x, index, src);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "scatter_add", [&](const auto&... t) { return scatter_add(t...); }, x, dim, index, src);
@@ -290,6 +301,7 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 }
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
                  const Scalar& alpha) {
+  detail::OpRange op_range("index_add", x, index, source);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "index_add", [&](const auto&... t) { return index_add(t...); }, x, dim, index, source, alpha);
@@ -312,6 +324,7 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
 }
 
 Tensor one_hot(const Tensor& indices, int64_t num_classes) {
+  detail::OpRange op_range("one_hot", indices);
   const char* op = "one_hot";
   EMBER_CHECK(indices.dtype() == kInt64, op, ": expected an int64 index tensor, got ", indices.dtype());
   EMBER_CHECK(num_classes >= -1, op, ": num_classes must be -1 or non-negative, got ", num_classes);

@@ -7,6 +7,7 @@
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/shape.h"
@@ -172,6 +173,7 @@ Tensor add_product(const char* op, const Tensor& input, IntArrayRef sizes, const
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range("matmul", a, b);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "matmul", [&](const auto&... t) { return matmul(t...); }, a, b);
@@ -209,6 +211,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range("mm", a, b);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "mm", [&](const auto&... t) { return mm(t...); }, a, b);
@@ -219,6 +222,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range("bmm", a, b);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "bmm", [&](const auto&... t) { return bmm(t...); }, a, b);
@@ -231,6 +235,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scalar& beta, const Scalar& alpha) {
+  detail::OpRange op_range("addmm", input, a, b);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "addmm", [&](const auto&... t) { return addmm(t...); }, input, a, b, beta, alpha);
@@ -248,6 +253,7 @@ Tensor detail::addmm_bias_of_casts(const Tensor& bias, const Tensor& a, const Te
 
 Tensor baddbmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scalar& beta,
                const Scalar& alpha) {
+  detail::OpRange op_range("baddbmm", input, a, b);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "baddbmm", [&](const auto&... t) { return baddbmm(t...); }, input, a, b, beta, alpha);
@@ -261,12 +267,14 @@ Tensor baddbmm(const Tensor& input, const Tensor& a, const Tensor& b, const Scal
 }
 
 Tensor outer(const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range("outer", a, b);
   EMBER_CHECK(a.dim() == 1 && b.dim() == 1, "outer: expected 1D tensors, but got ", a.dim(), "D and ",
               b.dim(), "D");
   return mul(a.unsqueeze(1), b);
 }
 
 Tensor dot(const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range("dot", a, b);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "dot", [&](const auto&... t) { return dot(t...); }, a, b);

@@ -7,6 +7,7 @@
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/ops/nn_util.h"
@@ -304,6 +305,7 @@ Tensor cross_entropy_as(const Tensor& input, const Tensor& target, const Tensor&
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                      std::string_view reduction, double label_smoothing) {
+  detail::OpRange op_range("cross_entropy", input, target, weight);
   if (amp::detail::autocast_pending) {
     // Class targets: the fused kernels read reduced-precision logits and compute in float32, so
     // autocast's float32 copy of the logits (and of their gradient, 3 bytes a logit each way on a
@@ -323,6 +325,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                 std::string_view reduction) {
+  detail::OpRange op_range("nll_loss", log_probs, target, weight);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "nll_loss", [&](const auto&... t) { return nll_loss(t...); }, log_probs, target, weight, ignore_index,
@@ -338,6 +341,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view reduction) {
+  detail::OpRange op_range("mse_loss", input, target);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "mse_loss", [&](const auto&... t) { return mse_loss(t...); }, input, target, reduction);
@@ -369,6 +373,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view redu
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
                                         std::string_view reduction, const Tensor& pos_weight) {
+  detail::OpRange op_range("binary_cross_entropy_with_logits", input, target, weight, pos_weight);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "binary_cross_entropy_with_logits",

@@ -2,6 +2,7 @@
 
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/op_range.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/ops/nn_util.h"
 #include "ember/core/ops/reduce.h"
@@ -55,6 +56,7 @@ Tensor with_replacement(const Tensor& w, int64_t n, Generator* gen) {
 }  // namespace
 
 Tensor multinomial(const Tensor& input, int64_t num_samples, bool replacement, Generator* gen) {
+  detail::OpRange op_range("multinomial", input);
   const char* op = "multinomial";
   EMBER_CHECK(input.defined(), op, ": the probability tensor is undefined (default-constructed)");
   EMBER_CHECK(input.dim() == 1 || input.dim() == 2, op, ": prob_dist must be 1 or 2 dim, got ", input.dim(),

@@ -3,6 +3,7 @@
 #include "ember/core/ops/nonzero.h"
 
 #include "ember/core/factories.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/ops/indexing.h"
@@ -32,10 +33,17 @@ Tensor nonzero_impl(const char* op, const Tensor& x) {
 
 }  // namespace
 
-Tensor nonzero(const Tensor& x) { return nonzero_impl("nonzero", x); }
-Tensor argwhere(const Tensor& x) { return nonzero_impl("argwhere", x); }
+Tensor nonzero(const Tensor& x) {
+  detail::OpRange op_range("nonzero", x);
+  return nonzero_impl("nonzero", x);
+}
+Tensor argwhere(const Tensor& x) {
+  detail::OpRange op_range("argwhere", x);
+  return nonzero_impl("argwhere", x);
+}
 
 Tensor masked_select(const Tensor& x, const Tensor& mask) {
+  detail::OpRange op_range("masked_select", x, mask);
   const char* op = "masked_select";
   EMBER_CHECK(x.defined() && mask.defined(), op, ": expected defined tensors");
   EMBER_CHECK(mask.dtype() == kBool, op, ": expected a bool mask, got ", mask.dtype());

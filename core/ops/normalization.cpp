@@ -10,6 +10,7 @@
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/ops/nn_util.h"
@@ -297,6 +298,7 @@ std::vector<Tensor> nn_detail::layer_norm_backward_graph(const Tensor& gy, const
 
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, IntArrayRef normalized_shape,
                                                      const Tensor& weight, const Tensor& bias, double eps) {
+  detail::OpRange op_range("native_layer_norm", x, weight, bias);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "layer_norm", [&](const auto&... t) { return native_layer_norm(t...); }, x, normalized_shape, weight,
@@ -345,6 +347,7 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, IntArrayRe
 
 Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
+  detail::OpRange op_range("layer_norm", x, weight, bias);
   return std::get<0>(native_layer_norm(x, normalized_shape, weight, bias, eps));
 }
 
@@ -352,24 +355,28 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& x, const Tens
                                                      const Tensor& running_var, const Tensor& weight,
                                                      const Tensor& bias, bool training, double momentum,
                                                      double eps) {
+  detail::OpRange op_range("native_batch_norm", x, running_mean, running_var, weight, bias);
   return batch_norm_impl("batch_norm", x, Tensor(), false, running_mean, running_var, weight, bias, training,
                          momentum, eps);
 }
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps) {
+  detail::OpRange op_range("batch_norm", x, running_mean, running_var, weight, bias);
   return std::get<0>(native_batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps));
 }
 
 Tensor batch_norm_relu(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
                        const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps,
                        const Tensor& residual) {
+  detail::OpRange op_range("batch_norm_relu", x, running_mean, running_var, weight, bias, residual);
   return std::get<0>(batch_norm_impl("batch_norm_relu", x, residual, true, running_mean, running_var, weight,
                                      bias, training, momentum, eps));
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& x, int64_t num_groups,
                                                      const Tensor& weight, const Tensor& bias, double eps) {
+  detail::OpRange op_range("native_group_norm", x, weight, bias);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "group_norm", [&](const auto&... t) { return native_group_norm(t...); }, x, num_groups, weight, bias,
@@ -422,6 +429,7 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& x, int64_t nu
 }
 
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
+  detail::OpRange op_range("group_norm", x, weight, bias);
   return std::get<0>(native_group_norm(x, num_groups, weight, bias, eps));
 }
 

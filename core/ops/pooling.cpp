@@ -11,6 +11,7 @@
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/convolution.h"
 #include "ember/core/ops/elementwise.h"
@@ -235,16 +236,19 @@ std::tuple<Tensor, Tensor> max_pool(const char* op, bool return_indices, const T
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size,
                                                    IntArrayRef stride, IntArrayRef padding,
                                                    IntArrayRef dilation, bool ceil_mode) {
+  detail::OpRange op_range("max_pool2d_with_indices", input);
   return max_pool("max_pool2d_with_indices", true, input, kernel_size, stride, padding, dilation, ceil_mode);
 }
 
 Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   IntArrayRef dilation, bool ceil_mode) {
+  detail::OpRange op_range("max_pool2d", input);
   return std::get<0>(max_pool("max_pool2d", false, input, kernel_size, stride, padding, dilation, ceil_mode));
 }
 
 Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  detail::OpRange op_range("avg_pool2d", input);
   check_float("avg_pool2d", input);
   EMBER_CHECK(!divisor_override || *divisor_override != 0, "avg_pool2d: divisor must be not zero");
   Tensor out;
@@ -266,6 +270,7 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
+  detail::OpRange op_range("adaptive_avg_pool2d", input);
   const char* op = "adaptive_avg_pool2d";
   check_float(op, input);
   int64_t size[2];

@@ -8,6 +8,7 @@
 #include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/shape.h"
@@ -270,6 +271,7 @@ Tensor logical(const char* name, ReduceOp op, const Tensor& x, std::optional<int
 
 Tensor sum(const Tensor& x, std::optional<ScalarType> dtype) { return sum(x, {}, false, dtype); }
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
+  detail::OpRange op_range("sum", x);
   if (amp::detail::autocast_pending && !dtype)
     return amp::autocast_call(
         "sum", [&](const auto&... t) { return sum(t...); }, x, dims, keepdim, dtype);
@@ -279,12 +281,14 @@ Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<Scalar
 }
 
 Tensor prod(const Tensor& x, std::optional<ScalarType> dtype) {
+  detail::OpRange op_range("prod", x);
   if (amp::detail::autocast_pending && !dtype)
     return amp::autocast_call(
         "prod", [&](const auto&... t) { return prod(t...); }, x, dtype);
   return prod_impl(x, dim_mask("prod", {}, x.dim()), false, dtype);
 }
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<ScalarType> dtype) {
+  detail::OpRange op_range("prod", x);
   if (amp::detail::autocast_pending && !dtype)
     return amp::autocast_call(
         "prod", [&](const auto&... t) { return prod(t...); }, x, dim, keepdim, dtype);
@@ -292,46 +296,62 @@ Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<ScalarType
 }
 
 Tensor mean(const Tensor& x, std::optional<ScalarType> dtype) {
+  detail::OpRange op_range("mean", x);
   if (amp::detail::autocast_pending && !dtype)
     return amp::autocast_call(
         "mean", [&](const auto&... t) { return mean(t...); }, x, dtype);
   return mean_impl(x, dim_mask("mean", {}, x.dim()), false, dtype);
 }
 Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
+  detail::OpRange op_range("mean", x);
   if (amp::detail::autocast_pending && !dtype)
     return amp::autocast_call(
         "mean", [&](const auto&... t) { return mean(t...); }, x, dims, keepdim, dtype);
   return mean_impl(x, dim_mask("mean", dims, x.dim()), keepdim, dtype);
 }
 
-Tensor max(const Tensor& x) { return extreme("max", ReduceOp::Max, x, {}, false); }
-Tensor min(const Tensor& x) { return extreme("min", ReduceOp::Min, x, {}, false); }
+Tensor max(const Tensor& x) {
+  detail::OpRange op_range("max", x);
+  return extreme("max", ReduceOp::Max, x, {}, false);
+}
+Tensor min(const Tensor& x) {
+  detail::OpRange op_range("min", x);
+  return extreme("min", ReduceOp::Min, x, {}, false);
+}
 std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+  detail::OpRange op_range("max", x);
   return extreme_dim("max", ReduceOp::Max, x, dim, keepdim);
 }
 std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
+  detail::OpRange op_range("min", x);
   return extreme_dim("min", ReduceOp::Min, x, dim, keepdim);
 }
 Tensor amax(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  detail::OpRange op_range("amax", x);
   return extreme("amax", ReduceOp::Max, x, dims, keepdim);
 }
 Tensor amin(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  detail::OpRange op_range("amin", x);
   return extreme("amin", ReduceOp::Min, x, dims, keepdim);
 }
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  detail::OpRange op_range("argmax", x);
   return arg_extreme("argmax", ReduceOp::Max, x, dim, keepdim);
 }
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  detail::OpRange op_range("argmin", x);
   return arg_extreme("argmin", ReduceOp::Min, x, dim, keepdim);
 }
 
 Tensor var(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) {
+  detail::OpRange op_range("var", x);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "var", [&](const auto&... t) { return var(t...); }, x, dims, correction, keepdim);
   return var_impl("var", ReduceOp::Var, x, dims, correction, keepdim);
 }
 Tensor std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) {
+  detail::OpRange op_range("std", x);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "std", [&](const auto&... t) { return std(t...); }, x, dims, correction, keepdim);
@@ -339,6 +359,7 @@ Tensor std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) 
 }
 
 Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
+  detail::OpRange op_range("norm", x);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "norm", [&](const auto&... t) { return norm(t...); }, x, p, dims, keepdim);
@@ -358,6 +379,7 @@ Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
 }
 
 Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  detail::OpRange op_range("logsumexp", x);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "logsumexp", [&](const auto&... t) { return logsumexp(t...); }, x, dims, keepdim);
@@ -369,12 +391,20 @@ Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
       [](const Tensor& g, const Tensor& x, const Tensor& out) { return g * exp(x - out); });
 }
 
-Tensor all(const Tensor& x) { return logical("all", ReduceOp::All, x, std::nullopt, false); }
-Tensor any(const Tensor& x) { return logical("any", ReduceOp::Any, x, std::nullopt, false); }
+Tensor all(const Tensor& x) {
+  detail::OpRange op_range("all", x);
+  return logical("all", ReduceOp::All, x, std::nullopt, false);
+}
+Tensor any(const Tensor& x) {
+  detail::OpRange op_range("any", x);
+  return logical("any", ReduceOp::Any, x, std::nullopt, false);
+}
 Tensor all(const Tensor& x, int64_t dim, bool keepdim) {
+  detail::OpRange op_range("all", x);
   return logical("all", ReduceOp::All, x, dim, keepdim);
 }
 Tensor any(const Tensor& x, int64_t dim, bool keepdim) {
+  detail::OpRange op_range("any", x);
   return logical("any", ReduceOp::Any, x, dim, keepdim);
 }
 

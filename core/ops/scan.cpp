@@ -5,6 +5,7 @@
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/shape_ops.h"
 #include "ember/core/shape.h"
@@ -20,6 +21,7 @@ const OpRegistrar registrar({{"cumsum", AutocastPolicy::Float32, true}});
 }  // namespace
 
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
+  detail::OpRange op_range("cumsum", x);
   if (amp::detail::autocast_pending && !dtype)
     return amp::autocast_call(
         "cumsum", [&](const auto&... t) { return cumsum(t...); }, x, dim, dtype);

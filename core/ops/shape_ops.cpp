@@ -8,6 +8,7 @@
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/indexing.h"
 #include "ember/core/shape.h"
@@ -126,9 +127,13 @@ Tensor pad_accumulate(Tensor grad, const std::vector<std::pair<int64_t, std::vec
 
 }  // namespace
 
-Tensor atleast_1d(const Tensor& x) { return x.dim() == 0 ? x.as_strided({1}, {1}) : x; }
+Tensor atleast_1d(const Tensor& x) {
+  detail::OpRange op_range("atleast_1d", x);
+  return x.dim() == 0 ? x.as_strided({1}, {1}) : x;
+}
 
 Tensor cat(ArrayRef<Tensor> tensors, int64_t dim) {
+  detail::OpRange op_range("cat", tensors);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "cat", [&](const auto&... t) { return cat(t...); }, tensors, dim);
@@ -188,6 +193,7 @@ Tensor cat(ArrayRef<Tensor> tensors, int64_t dim) {
 }
 
 Tensor stack(ArrayRef<Tensor> tensors, int64_t dim) {
+  detail::OpRange op_range("stack", tensors);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "stack", [&](const auto&... t) { return stack(t...); }, tensors, dim);
@@ -204,6 +210,7 @@ Tensor stack(ArrayRef<Tensor> tensors, int64_t dim) {
 }
 
 Tensor flip(const Tensor& x, IntArrayRef dims) {
+  detail::OpRange op_range("flip", x);
   uint64_t mask = dims.empty() ? 0 : dim_mask("flip", dims, x.dim());
   IndexMaps maps = identity_maps(x);
   for (int64_t d = 0; d < x.dim(); ++d)
@@ -214,6 +221,7 @@ Tensor flip(const Tensor& x, IntArrayRef dims) {
 }
 
 Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims) {
+  detail::OpRange op_range("roll", x);
   DimVector back;  // rolling back undoes the roll
   for (int64_t s : shifts) back.push_back(-s);
   return shape_op(
@@ -222,6 +230,7 @@ Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims) {
 }
 
 Tensor pad(const Tensor& x, IntArrayRef pad, const std::string& mode, std::optional<Scalar> value) {
+  detail::OpRange op_range("pad", x);
   EMBER_CHECK(mode == "constant" || mode == "reflect" || mode == "replicate",
               "pad: mode must be 'constant', 'reflect' or 'replicate', got '", mode, "'");
   EMBER_CHECK(mode == "constant" || !value, "pad: padding mode '", mode, "' doesn't take a value argument");
@@ -283,6 +292,7 @@ Tensor pad(const Tensor& x, IntArrayRef pad, const std::string& mode, std::optio
 }
 
 Tensor repeat(const Tensor& x, IntArrayRef repeats) {
+  detail::OpRange op_range("repeat", x);
   EMBER_CHECK(static_cast<int64_t>(repeats.size()) >= x.dim(), "repeat: number of repeat dims (",
               repeats.size(), ") can not be smaller than the number of dimensions of the tensor (", x.dim(),
               ")");
@@ -319,8 +329,14 @@ Tensor repeat(const Tensor& x, IntArrayRef repeats) {
   });
 }
 
-Tensor tril(const Tensor& x, int64_t diagonal) { return tri("tril", x, diagonal, false); }
-Tensor triu(const Tensor& x, int64_t diagonal) { return tri("triu", x, diagonal, true); }
+Tensor tril(const Tensor& x, int64_t diagonal) {
+  detail::OpRange op_range("tril", x);
+  return tri("tril", x, diagonal, false);
+}
+Tensor triu(const Tensor& x, int64_t diagonal) {
+  detail::OpRange op_range("triu", x);
+  return tri("triu", x, diagonal, true);
+}
 
 Tensor Tensor::flip(IntArrayRef dims) const { return ember::flip(*this, dims); }
 Tensor Tensor::repeat(IntArrayRef repeats) const { return ember::repeat(*this, repeats); }

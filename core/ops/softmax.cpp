@@ -5,6 +5,7 @@
 #include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/shape.h"
@@ -29,10 +30,10 @@ Tensor backward_data(const char* op, const Tensor& grad_output, const Tensor& ou
               ": expected a floating point output and input_dtype, got ", output.dtype(), " and ",
               input_dtype);
   EMBER_CHECK(grad_output.device() == output.device(), op,
-              ": expected grad_output and output on the same device, got ", grad_output.device(),
-              " and ", output.device());
-  EMBER_CHECK(grad_output.sizes().equals(output.sizes()), op, ": grad_output of shape ",
-              grad_output.sizes(), " does not match output of shape ", output.sizes());
+              ": expected grad_output and output on the same device, got ", grad_output.device(), " and ",
+              output.device());
+  EMBER_CHECK(grad_output.sizes().equals(output.sizes()), op, ": grad_output of shape ", grad_output.sizes(),
+              " does not match output of shape ", output.sizes());
   int64_t d = wrap_dim(op, dim, output.dim());
   Tensor y = output.contiguous();
   Tensor gy = grad_output.to(y.dtype()).contiguous();
@@ -58,10 +59,10 @@ Tensor backward_data(const char* op, const Tensor& grad_output, const Tensor& ou
   return gx.to(input_dtype);
 }
 
-Tensor run(const char* op, const Tensor& x, int64_t dim, std::optional<ScalarType> dtype,
-           bool log) {
+Tensor run(const char* op, const Tensor& x, int64_t dim, std::optional<ScalarType> dtype, bool log) {
   if (amp::detail::autocast_pending && !dtype)
-    return amp::autocast_call(op, [&](const Tensor& t) { return run(op, t, dim, dtype, log); }, x);
+    return amp::autocast_call(
+        op, [&](const Tensor& t) { return run(op, t, dim, dtype, log); }, x);
   int64_t d = wrap_dim(op, dim, x.dim());
   Tensor in = dtype ? x.to(*dtype) : x;
   EMBER_CHECK(in.is_floating_point(), op,
@@ -88,20 +89,24 @@ Tensor run(const char* op, const Tensor& x, int64_t dim, std::optional<ScalarTyp
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
+  detail::OpRange op_range("softmax", x);
   return run("softmax", x, dim, dtype, false);
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
+  detail::OpRange op_range("log_softmax", x);
   return run("log_softmax", x, dim, dtype, true);
 }
 
 Tensor _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim,
                               ScalarType input_dtype) {
+  detail::OpRange op_range("_softmax_backward_data", grad_output, output);
   return backward_data("_softmax_backward_data", grad_output, output, dim, input_dtype, false);
 }
 
 Tensor _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim,
                                   ScalarType input_dtype) {
+  detail::OpRange op_range("_log_softmax_backward_data", grad_output, output);
   return backward_data("_log_softmax_backward_data", grad_output, output, dim, input_dtype, true);
 }
 

@@ -4,6 +4,7 @@
 #include "ember/core/autograd_meta.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/indexing.h"
 #include "ember/core/ops/shape_ops.h"
@@ -42,17 +43,20 @@ std::tuple<Tensor, Tensor> run_sort(const char* op, const Tensor& x, int64_t dim
 }  // namespace
 
 std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bool /*stable: always*/) {
+  detail::OpRange op_range("sort", x);
   dim = wrap_dim("sort", dim, x.dim());
   return run_sort("sort", x, dim, x.dim() == 0 ? 1 : x.size(dim), descending, true);
 }
 
 Tensor argsort(const Tensor& x, int64_t dim, bool descending, bool stable) {
+  detail::OpRange op_range("argsort", x);
   dim = wrap_dim("argsort", dim, x.dim());
   NoGradGuard no_grad;  // indices only: nothing to record
   return std::get<1>(sort(x, dim, descending, stable));
 }
 
 std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
+  detail::OpRange op_range("topk", x);
   dim = wrap_dim("topk", dim, x.dim());
   int64_t n = x.dim() == 0 ? 1 : x.size(dim);
   EMBER_CHECK(k >= 0 && k <= n, "topk: k (", k, ") is out of range for dimension ", dim, " of size ", n,

@@ -4,6 +4,7 @@
 
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/op_range.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/ops/reduce.h"
 #include "ember/core/shape.h"
@@ -21,6 +22,7 @@ bool equal(const Tensor& a, const Tensor& b) {
 }
 
 Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  detail::OpRange op_range("isclose", a, b);
   EMBER_CHECK(a.defined() && b.defined(), "isclose: expected two defined tensors");
   EMBER_CHECK(rtol >= 0 && atol >= 0, "isclose: rtol and atol must be non-negative, got rtol ", rtol,
               " and atol ", atol);
@@ -45,12 +47,14 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool e
 }
 
 Tensor isnan(const Tensor& x) {
+  detail::OpRange op_range("isnan", x);
   EMBER_CHECK(x.defined(), "isnan: expected a defined tensor");
   NoGradGuard no_grad;
   return ne(x, x);
 }
 
 Tensor isinf(const Tensor& x) {
+  detail::OpRange op_range("isinf", x);
   EMBER_CHECK(x.defined(), "isinf: expected a defined tensor");
   NoGradGuard no_grad;
   return x.is_floating_point() ? eq(abs(x), INFINITY)
@@ -58,6 +62,7 @@ Tensor isinf(const Tensor& x) {
 }
 
 Tensor isfinite(const Tensor& x) {
+  detail::OpRange op_range("isfinite", x);
   EMBER_CHECK(x.defined(), "isfinite: expected a defined tensor");
   NoGradGuard no_grad;
   return x.is_floating_point() ? lt(abs(x), INFINITY) : ones_like(x, TensorOptions(kBool).device(x.device()));

@@ -1,6 +1,7 @@
 #include "ember/core/ops/ternary.h"
 
 #include "ember/core/autocast_mode.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/shape.h"
@@ -51,6 +52,7 @@ const Tensor& write_into(const char* op, const Tensor& self, const Tensor& resul
 }  // namespace
 
 Tensor addcmul(const Tensor& input, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value) {
+  detail::OpRange op_range("addcmul", input, tensor1, tensor2);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "addcmul", [&](const auto&... t) { return addcmul(t...); }, input, tensor1, tensor2, value);
@@ -62,6 +64,7 @@ Tensor addcmul(const Tensor& input, const Tensor& tensor1, const Tensor& tensor2
 }
 
 Tensor addcdiv(const Tensor& input, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value) {
+  detail::OpRange op_range("addcdiv", input, tensor1, tensor2);
   if (amp::detail::autocast_pending)
     return amp::autocast_call(
         "addcdiv", [&](const auto&... t) { return addcdiv(t...); }, input, tensor1, tensor2, value);
@@ -74,6 +77,7 @@ Tensor addcdiv(const Tensor& input, const Tensor& tensor1, const Tensor& tensor2
 }
 
 Tensor lerp(const Tensor& start, const Tensor& end, const Scalar& weight) {
+  detail::OpRange op_range("lerp", start, end);
   check_lerp(start, end);
   broadcast_shapes("lerp", start.sizes(), end.sizes());
   const double w = weight.to_double();
@@ -83,6 +87,7 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Scalar& weight) {
 }
 
 Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
+  detail::OpRange op_range("lerp", start, end, weight);
   check_lerp(start, end);
   check_operands("lerp", start, end, weight);
   EMBER_CHECK(weight.dtype() == start.dtype(), "lerp: expected a weight of dtype ", start.dtype(), ", got ",
@@ -102,15 +107,19 @@ Tensor Tensor::lerp(const Tensor& end, const Scalar& weight) const { return embe
 Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return ember::lerp(*this, end, weight); }
 
 const Tensor& Tensor::addcmul_(const Tensor& tensor1, const Tensor& tensor2, const Scalar& value) const {
+  detail::OpRange op_range("addcmul_", *this, tensor1, tensor2);
   return write_into("addcmul_", *this, ember::addcmul(*this, tensor1, tensor2, value));
 }
 const Tensor& Tensor::addcdiv_(const Tensor& tensor1, const Tensor& tensor2, const Scalar& value) const {
+  detail::OpRange op_range("addcdiv_", *this, tensor1, tensor2);
   return write_into("addcdiv_", *this, ember::addcdiv(*this, tensor1, tensor2, value));
 }
 const Tensor& Tensor::lerp_(const Tensor& end, const Scalar& weight) const {
+  detail::OpRange op_range("lerp_", *this, end);
   return write_into("lerp_", *this, ember::lerp(*this, end, weight));
 }
 const Tensor& Tensor::lerp_(const Tensor& end, const Tensor& weight) const {
+  detail::OpRange op_range("lerp_", *this, end, weight);
   return write_into("lerp_", *this, ember::lerp(*this, end, weight));
 }
 

@@ -3,6 +3,7 @@
 #include "ember/core/autograd_meta.h"
 #include "ember/core/copy.h"
 #include "ember/core/factories.h"
+#include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/type_promotion.h"
@@ -114,41 +115,74 @@ Tensor clamp_grad(const Tensor& g, const Tensor& x, const Tensor&, const ops::El
 
 }  // namespace
 
-Tensor neg(const Tensor& x) { return unary("neg", UnaryOp::Neg, x, neg_grad, kNone); }
+Tensor neg(const Tensor& x) {
+  detail::OpRange op_range("neg", x);
+  return unary("neg", UnaryOp::Neg, x, neg_grad, kNone);
+}
 Tensor abs(const Tensor& x) {
+  detail::OpRange op_range("abs", x);
   return unary(
       "abs", UnaryOp::Abs, x,
       [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return g * sign(x); }, kInput);
 }
-Tensor sign(const Tensor& x) { return unary("sign", UnaryOp::Sign, x, zero_grad, kNone); }
-Tensor floor(const Tensor& x) { return unary("floor", UnaryOp::Floor, x, zero_grad, kNone); }
-Tensor ceil(const Tensor& x) { return unary("ceil", UnaryOp::Ceil, x, zero_grad, kNone); }
-Tensor round(const Tensor& x) { return unary("round", UnaryOp::Round, x, zero_grad, kNone); }
-Tensor trunc(const Tensor& x) { return unary("trunc", UnaryOp::Trunc, x, zero_grad, kNone); }
-Tensor relu(const Tensor& x) { return unary("relu", UnaryOp::Relu, x, relu_grad, kOutput); }
+Tensor sign(const Tensor& x) {
+  detail::OpRange op_range("sign", x);
+  return unary("sign", UnaryOp::Sign, x, zero_grad, kNone);
+}
+Tensor floor(const Tensor& x) {
+  detail::OpRange op_range("floor", x);
+  return unary("floor", UnaryOp::Floor, x, zero_grad, kNone);
+}
+Tensor ceil(const Tensor& x) {
+  detail::OpRange op_range("ceil", x);
+  return unary("ceil", UnaryOp::Ceil, x, zero_grad, kNone);
+}
+Tensor round(const Tensor& x) {
+  detail::OpRange op_range("round", x);
+  return unary("round", UnaryOp::Round, x, zero_grad, kNone);
+}
+Tensor trunc(const Tensor& x) {
+  detail::OpRange op_range("trunc", x);
+  return unary("trunc", UnaryOp::Trunc, x, zero_grad, kNone);
+}
+Tensor relu(const Tensor& x) {
+  detail::OpRange op_range("relu", x);
+  return unary("relu", UnaryOp::Relu, x, relu_grad, kOutput);
+}
 Tensor square(const Tensor& x) {
+  detail::OpRange op_range("square", x);
   return unary(
       "square", UnaryOp::Square, x,
       [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return g * x * 2; }, kInput);
 }
-Tensor exp(const Tensor& x) { return unary("exp", UnaryOp::Exp, x, exp_grad, kOutput); }
+Tensor exp(const Tensor& x) {
+  detail::OpRange op_range("exp", x);
+  return unary("exp", UnaryOp::Exp, x, exp_grad, kOutput);
+}
 Tensor log(const Tensor& x) {
+  detail::OpRange op_range("log", x);
   return unary(
       "log", UnaryOp::Log, x,
       [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return g / x; }, kInput);
 }
 Tensor log1p(const Tensor& x) {
+  detail::OpRange op_range("log1p", x);
   return unary(
       "log1p", UnaryOp::Log1p, x,
       [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return g / (x + 1); }, kInput);
 }
 Tensor expm1(const Tensor& x) {
+  detail::OpRange op_range("expm1", x);
   return unary(
       "expm1", UnaryOp::Expm1, x,
       [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) { return g * (out + 1); }, kOutput);
 }
-Tensor sqrt(const Tensor& x) { return unary("sqrt", UnaryOp::Sqrt, x, sqrt_grad, kOutput); }
+Tensor sqrt(const Tensor& x) {
+  detail::OpRange op_range("sqrt", x);
+  return unary("sqrt", UnaryOp::Sqrt, x, sqrt_grad, kOutput);
+}
 Tensor rsqrt(const Tensor& x) {
+  detail::OpRange op_range("rsqrt", x);
   return unary(
       "rsqrt", UnaryOp::Rsqrt, x,
       [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) {
@@ -157,18 +191,27 @@ Tensor rsqrt(const Tensor& x) {
       kOutput);
 }
 Tensor sin(const Tensor& x) {
+  detail::OpRange op_range("sin", x);
   return unary(
       "sin", UnaryOp::Sin, x,
       [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return g * cos(x); }, kInput);
 }
 Tensor cos(const Tensor& x) {
+  detail::OpRange op_range("cos", x);
   return unary(
       "cos", UnaryOp::Cos, x,
       [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return -g * sin(x); }, kInput);
 }
-Tensor tanh(const Tensor& x) { return unary("tanh", UnaryOp::Tanh, x, tanh_grad, kOutput); }
-Tensor sigmoid(const Tensor& x) { return unary("sigmoid", UnaryOp::Sigmoid, x, sigmoid_grad, kOutput); }
+Tensor tanh(const Tensor& x) {
+  detail::OpRange op_range("tanh", x);
+  return unary("tanh", UnaryOp::Tanh, x, tanh_grad, kOutput);
+}
+Tensor sigmoid(const Tensor& x) {
+  detail::OpRange op_range("sigmoid", x);
+  return unary("sigmoid", UnaryOp::Sigmoid, x, sigmoid_grad, kOutput);
+}
 Tensor silu(const Tensor& x) {
+  detail::OpRange op_range("silu", x);
   return unary(
       "silu", UnaryOp::Silu, x,
       [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) {
@@ -178,11 +221,13 @@ Tensor silu(const Tensor& x) {
       kInput);
 }
 Tensor reciprocal(const Tensor& x) {
+  detail::OpRange op_range("reciprocal", x);
   return unary(
       "reciprocal", UnaryOp::Reciprocal, x,
       [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) { return -g * out * out; }, kOutput);
 }
 Tensor erf(const Tensor& x) {
+  detail::OpRange op_range("erf", x);
   return unary(
       "erf", UnaryOp::Erf, x,
       [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) {
@@ -192,6 +237,7 @@ Tensor erf(const Tensor& x) {
 }
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
+  detail::OpRange op_range("gelu", x);
   EMBER_CHECK(approximate == "none" || approximate == "tanh",
               "gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
   if (approximate == "tanh")
@@ -208,6 +254,7 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
 }
 
 Tensor softplus(const Tensor& x, double beta, double threshold) {
+  detail::OpRange op_range("softplus", x);
   EMBER_CHECK(beta != 0, "softplus: beta must be nonzero");
   return unary("softplus", UnaryOp::Softplus, x,
                [](const Tensor& g, const Tensor& x, const Tensor&, const ops::ElementwiseParams& p) {
@@ -218,6 +265,7 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
 }
 
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  detail::OpRange op_range("leaky_relu", x);
   return unary("leaky_relu", UnaryOp::LeakyRelu, x,
                [](const Tensor& g, const Tensor& x, const Tensor&, const ops::ElementwiseParams& p) {
                  return where(x > 0, g, g * p.a);
@@ -226,6 +274,7 @@ Tensor leaky_relu(const Tensor& x, double negative_slope) {
 }
 
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
+  detail::OpRange op_range("clamp", x);
   bool float_bound = (min && min->is_floating_point()) || (max && max->is_floating_point());
   ScalarType dt = float_bound ? to_float_dtype(x.dtype()) : result_dtype("clamp", UnaryOp::Clamp, x.dtype());
   return unary("clamp", UnaryOp::Clamp, x, clamp_grad, kInput, clamp_params("clamp", min, max), dt);
@@ -254,15 +303,32 @@ Tensor Tensor::reciprocal() const { return ember::reciprocal(*this); }
 Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
   return ember::clamp(*this, min, max);
 }
-const Tensor& Tensor::neg_() const { return unary_("neg_", UnaryOp::Neg, *this, neg_grad, kNone); }
-const Tensor& Tensor::exp_() const { return unary_("exp_", UnaryOp::Exp, *this, exp_grad, kOutput); }
-const Tensor& Tensor::sqrt_() const { return unary_("sqrt_", UnaryOp::Sqrt, *this, sqrt_grad, kOutput); }
-const Tensor& Tensor::relu_() const { return unary_("relu_", UnaryOp::Relu, *this, relu_grad, kOutput); }
-const Tensor& Tensor::tanh_() const { return unary_("tanh_", UnaryOp::Tanh, *this, tanh_grad, kOutput); }
+const Tensor& Tensor::neg_() const {
+  detail::OpRange op_range("neg_", *this);
+  return unary_("neg_", UnaryOp::Neg, *this, neg_grad, kNone);
+}
+const Tensor& Tensor::exp_() const {
+  detail::OpRange op_range("exp_", *this);
+  return unary_("exp_", UnaryOp::Exp, *this, exp_grad, kOutput);
+}
+const Tensor& Tensor::sqrt_() const {
+  detail::OpRange op_range("sqrt_", *this);
+  return unary_("sqrt_", UnaryOp::Sqrt, *this, sqrt_grad, kOutput);
+}
+const Tensor& Tensor::relu_() const {
+  detail::OpRange op_range("relu_", *this);
+  return unary_("relu_", UnaryOp::Relu, *this, relu_grad, kOutput);
+}
+const Tensor& Tensor::tanh_() const {
+  detail::OpRange op_range("tanh_", *this);
+  return unary_("tanh_", UnaryOp::Tanh, *this, tanh_grad, kOutput);
+}
 const Tensor& Tensor::sigmoid_() const {
+  detail::OpRange op_range("sigmoid_", *this);
   return unary_("sigmoid_", UnaryOp::Sigmoid, *this, sigmoid_grad, kOutput);
 }
 const Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) const {
+  detail::OpRange op_range("clamp_", *this);
   return unary_("clamp_", UnaryOp::Clamp, *this, clamp_grad, kInput, clamp_params("clamp_", min, max));
 }
 

@@ -264,20 +264,25 @@ TEST(Profiler, ProfileMemoryChargesAllocationsToTheirInnermostRange) {
       kept = empty({250}, kFloat64);  // 2000 bytes, outlives the session
     }
   }
-  Tensor after = empty({10});  // in no range: only a trace event
+  Tensor after = empty({10});  // in no range of the user's
   prof.stop();
   KeyAverages avg = prof.key_averages();
   EXPECT_TRUE(avg.has_memory());
+  // Allocations are charged to ember::empty, the op that made them; a free to the range open when
+  // the tensor dies.
   const FunctionEventAvg &outer = entry(avg, "outer"), &inner = entry(avg, "inner");
-  EXPECT_EQ(inner.self_cpu_memory_usage, 2000);
+  const FunctionEventAvg& make = entry(avg, "ember::empty");
+  EXPECT_EQ(make.count, 3);
+  EXPECT_EQ(make.self_cpu_memory_usage, 4000 + 2000 + 40);
+  EXPECT_EQ(inner.self_cpu_memory_usage, 0);
   EXPECT_EQ(inner.cpu_memory_usage, 2000);
-  EXPECT_EQ(outer.self_cpu_memory_usage, 0);  // +4000 - 4000
-  EXPECT_EQ(outer.cpu_memory_usage, 2000);
+  EXPECT_EQ(outer.self_cpu_memory_usage, -4000);  // scratch freed as outer closes
+  EXPECT_EQ(outer.cpu_memory_usage, 2000);        // +4000 + 2000 - 4000
   EXPECT_EQ(outer.device_memory_usage, 0);
   const std::string table = avg.table("self_cpu_memory_usage");
   EXPECT_NE(table.find("Self CPU Mem"), std::string::npos) << table;
-  EXPECT_NE(table.find("1.95 Kb"), std::string::npos) << table;  // 2000 bytes
-  EXPECT_EQ(lines(table)[3].rfind("inner", 0), 0u) << table;     // sorted by self memory
+  EXPECT_NE(table.find("5.90 Kb"), std::string::npos) << table;        // 6040 bytes
+  EXPECT_EQ(lines(table)[3].rfind("ember::empty", 0), 0u) << table;  // sorted by self memory
 
 #if __has_include(<nlohmann/json.hpp>)
   TempDir dir;
