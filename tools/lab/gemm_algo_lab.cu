@@ -33,7 +33,9 @@ namespace {
     }                                                                                  \
   } while (0)
 
-enum class Form { Forward, InputGrad, WeightGrad };
+// WeightGradPlain: the weight gradient without the bias-gradient epilogue, which lets cuBLASLt
+// split K (4096 tokens) over more blocks when the output is a few tiles (768 x 768: 36).
+enum class Form { Forward, InputGrad, WeightGrad, WeightGradPlain };
 
 struct Case {
   const char* name;
@@ -58,8 +60,9 @@ void run_case(cublasLtHandle_t lt, const Case& c, int64_t m, void* ws, size_t ws
       ar = k, ac = n, br = n, bc = m, dr = k, dc = m;
       break;
     case Form::WeightGrad:  // dW^T[K, N] = x^T [K, M] * dy [M, N] (op T on dy^T [N, M]), sums of dy
+    case Form::WeightGradPlain:
       opb = CUBLAS_OP_T, ar = k, ac = m, br = n, bc = m, dr = k, dc = n, dtype = CUDA_R_32F;
-      epi = CUBLASLT_EPILOGUE_BGRADB;
+      if (c.form == Form::WeightGrad) epi = CUBLASLT_EPILOGUE_BGRADB;
       break;
   }
   void *a, *b, *d, *bias;
@@ -157,6 +160,10 @@ int main(int argc, char** argv) {
       {"ffn1 forward", Form::Forward, 3072, 768},         {"ffn1 input grad", Form::InputGrad, 3072, 768},
       {"ffn1 weight grad", Form::WeightGrad, 3072, 768},  {"ffn2 forward", Form::Forward, 768, 3072},
       {"ffn2 input grad", Form::InputGrad, 768, 3072},    {"ffn2 weight grad", Form::WeightGrad, 768, 3072},
+      {"qkv weight grad, no bgrad", Form::WeightGradPlain, 2304, 768},
+      {"out weight grad, no bgrad", Form::WeightGradPlain, 768, 768},
+      {"ffn1 weight grad, no bgrad", Form::WeightGradPlain, 3072, 768},
+      {"ffn2 weight grad, no bgrad", Form::WeightGradPlain, 768, 3072},
       {"head forward", Form::Forward, 30522, 768},        {"head input grad", Form::InputGrad, 30522, 768},
       {"head weight grad", Form::WeightGrad, 30522, 768},
   };
