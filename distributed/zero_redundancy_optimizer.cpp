@@ -108,6 +108,8 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::OptimizerPar
   EMBER_CHECK(make_optimizer, "ZeroRedundancyOptimizer: the optimizer factory is empty");
   EMBER_CHECK(options.stage() == 1 || options.stage() == 2,
               "ZeroRedundancyOptimizer: stage must be 1 or 2, got ", options.stage());
+  EMBER_CHECK(options.bucket_cap_mb() > 0, "ZeroRedundancyOptimizer: bucket_cap_mb must be positive, got ",
+              options.bucket_cap_mb());
   // Checked here for every parameter, not only by the owner's optimizer, so that all ranks fail alike.
   std::set<const TensorImpl*> seen;
   for (const optim::OptimizerParamGroup& g : groups) {
@@ -147,7 +149,8 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::OptimizerPar
   local_ = make_optimizer(std::move(groups));
   EMBER_CHECK(local_, "ZeroRedundancyOptimizer: the optimizer factory returned null");
   if (options.stage() == 2)
-    sharded_ = std::make_unique<detail::ShardedGradients>(params_, param_to_rank_, group_);
+    sharded_ = std::make_unique<detail::ShardedGradients>(
+        params_, param_to_rank_, group_, static_cast<int64_t>(options.bucket_cap_mb() * 1024 * 1024));
 }
 
 ZeroRedundancyOptimizer::~ZeroRedundancyOptimizer() = default;

@@ -10,8 +10,8 @@
 //   opt.zero_grad(); loss(ddp(x)).backward(); opt.step();
 //
 // Stage 2 (ZeroOptions().stage(2)) shards the gradients too: the model is not wrapped in DDP, and
-// each gradient goes, as backward produces it, onto the rank that owns its parameter (a reduce);
-// the other ranks drop theirs (distributed/sharded_gradients.h). Each backward reduces, so a
+// the gradients go, in buckets as backward produces them, onto the ranks that own their
+// parameters (reduces); the other ranks drop theirs (distributed/sharded_gradients.h). Each backward reduces, so a
 // second backward before step() or zero_grad() is an error: accumulate by summing losses.
 //
 // Every rank passes the same parameters in the same order and calls step(),
@@ -52,6 +52,8 @@ std::vector<int> partition_parameters(const std::vector<optim::OptimizerParamGro
 struct ZeroOptions {
   // 1: optimizer state sharded (gradients averaged beforehand, e.g. by DDP); 2: gradients too.
   EMBER_ARG(int, stage) = 1;
+  // Stage 2: the gradients are reduced in buckets of about this many MiB, as DDP's.
+  EMBER_ARG(double, bucket_cap_mb) = 25;
 };
 
 class ZeroRedundancyOptimizer {

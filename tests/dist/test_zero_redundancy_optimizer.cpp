@@ -9,6 +9,7 @@
 // one, and the errors.
 #include <limits>
 #include <optional>
+#include <set>
 
 #include <ember/core/serialize.h>
 #include <ember/distributed/ddp.h>
@@ -136,7 +137,9 @@ DIST_WORKER(zero2_matches_one_process) {
   int rank = d::get_rank(), world = d::get_world_size();
   Mlp net = make_mlp(), ref = make_mlp();
   d::OptimizerFactory factory = adamw();
-  d::ZeroRedundancyOptimizer zero(net->parameters(), factory, nullptr, d::ZeroOptions().stage(2));
+  d::ZeroOptions options = d::ZeroOptions().stage(2);
+  if (const char* mb = std::getenv("ZERO_BUCKET_MB")) options.bucket_cap_mb(std::stod(mb));
+  d::ZeroRedundancyOptimizer zero(net->parameters(), factory, nullptr, options);
   auto ref_opt = factory({ref->parameters()});
   std::vector<Tensor> params = net->parameters();
   int64_t owned = 0, total = 0;
@@ -184,6 +187,64 @@ DIST_WORKER(zero2_matches_one_process) {
   }
   EMBER_CHECK(refused, "rank ", rank, ": a second backward before step() was not refused");
   zero.zero_grad();
+  d::destroy_process_group();
+}
+
+// The stage-2 gradient path alone: a bucket goes as one reduce per owner in it, buckets in reverse
+// parameter order; each owner ends with the average of the ranks' gradients (checked against an
+// all-reduce of a copy), the other ranks with none.
+DIST_WORKER(sharded_gradients_buckets) {
+  d::init_process_group("gloo");
+  const int rank = d::get_rank(), world = d::get_world_size();
+  Mlp net = make_mlp();
+  std::vector<Tensor> params = net->parameters();
+  std::vector<optim::OptimizerParamGroup> groups;
+  groups.emplace_back(params);
+  const std::vector<int> owner = d::partition_parameters(groups, world);
+  auto [x, y] = global_batch(0, world);
+  auto backward = [&] {
+    for (const Tensor& p : params) p.set_grad(Tensor());
+    mse_loss(net(x.narrow(0, rank * kPerRank, kPerRank)), y.narrow(0, rank * kPerRank, kPerRank)).backward();
+  };
+  // The reference: every gradient all-reduced and averaged.
+  backward();
+  std::vector<Tensor> expected;
+  for (const Tensor& p : params) {
+    expected.push_back(p.grad().clone());
+    d::all_reduce(expected.back());
+    expected.back().div_(world);
+  }
+  for (int64_t cap : {int64_t{25} << 20, int64_t{1024}}) {
+    for (const Tensor& p : params) p.set_grad(Tensor());
+    d::detail::ShardedGradients sharded(params, owner, d::default_group(), cap);
+    const auto buckets = sharded.bucket_indices();
+    // What each bucket costs: one reduce per owner among its parameters.
+    int64_t expected_reduces = 0;
+    size_t covered = 0;
+    for (const auto& b : buckets) {
+      std::set<int> owners;
+      for (size_t i : b) owners.insert(owner[i]);
+      expected_reduces += static_cast<int64_t>(owners.size());
+      covered += b.size();
+    }
+    EMBER_CHECK(covered == params.size(), "the buckets cover ", covered, " of ", params.size(), " parameters");
+    if (cap == (int64_t{25} << 20))
+      EMBER_CHECK(buckets.size() == 1 && buckets[0].front() == params.size() - 1 && expected_reduces == world,
+                  "one bucket, last parameter first, one reduce per rank");
+    else
+      EMBER_CHECK(buckets.size() > 1, "1 KiB buckets: ", buckets.size(), " bucket");
+    for (int round = 0; round < 2; ++round) {  // the next backward reduces again
+      backward();
+      sharded.finish();
+      EMBER_CHECK(sharded.reduces_started() == expected_reduces * (round + 1), "rank ", rank, ": ",
+                  sharded.reduces_started(), " reduces, expected ", expected_reduces * (round + 1));
+      for (size_t i = 0; i < params.size(); ++i) {
+        const bool mine = owner[i] == rank;
+        EMBER_CHECK(params[i].grad().defined() == mine, "rank ", rank, ": parameter ", i, " kept or lost its gradient");
+        if (mine) check_close(params[i].grad(), expected[i], "averaged gradient " + std::to_string(i), kF32);
+      }
+    }
+  }
   d::destroy_process_group();
 }
 
@@ -316,7 +377,10 @@ TEST_P(Zero, SGDMomentumMatchesOneProcessOnTheWholeBatch) {
 }
 TEST_P(Zero, Stage2ShardsTheGradientsAndMatchesOneProcess) {
   run_workers("zero2_matches_one_process", GetParam());
+  // Buckets of about 1 KiB: a weight (1 KiB) closes one, so the gradients go in several.
+  run_workers("zero2_matches_one_process", GetParam(), {{"ZERO_BUCKET_MB", "0.0009765625"}});
 }
+TEST_P(Zero, Stage2ReducesABucketOncePerOwner) { run_workers("sharded_gradients_buckets", GetParam()); }
 TEST_P(Zero, ShardedGradScalerSkipsOnEveryRankAtBothStages) {
   run_workers("zero_grad_scaler_skips_together", GetParam(), {{"ZERO_STAGE", "1"}});
   run_workers("zero_grad_scaler_skips_together", GetParam(), {{"ZERO_STAGE", "2"}});
@@ -412,6 +476,8 @@ TEST(ZeroErrors, Arguments) {
   EXPECT_EMBER_ERROR(d::ZeroRedundancyOptimizer(params, adamw()), "default_group");
   EXPECT_EMBER_ERROR(d::ZeroRedundancyOptimizer(params, adamw(), pg, d::ZeroOptions().stage(3)),
                      "ZeroRedundancyOptimizer: stage must be 1 or 2, got 3");
+  EXPECT_EMBER_ERROR(d::ZeroRedundancyOptimizer(params, adamw(), pg, d::ZeroOptions().stage(2).bucket_cap_mb(0)),
+                     "ZeroRedundancyOptimizer: bucket_cap_mb must be positive, got 0");
 
   d::ZeroRedundancyOptimizer zero(params, adamw(), pg);
   EXPECT_EMBER_ERROR(
