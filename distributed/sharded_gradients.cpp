@@ -25,7 +25,8 @@ ShardedGradients::ShardedGradients(std::vector<Tensor> params, std::vector<int> 
       bucket_of_[i] = buckets_.size() - 1;
       auto seg = std::find_if(b.segments.begin(), b.segments.end(),
                               [&](const Segment& s) { return s.owner == owner_[i]; });
-      if (seg == b.segments.end()) seg = b.segments.insert(b.segments.end(), Segment{owner_[i], {}, {}, {}, false, {}});
+      if (seg == b.segments.end())
+        seg = b.segments.insert(b.segments.end(), Segment{owner_[i], {}, {}, {}, false, {}});
       seg->params.push_back(i);
     }
     b.pending = b.params.size();
@@ -51,7 +52,8 @@ void ShardedGradients::on_gradient(size_t i) {
   reduced_[i] = 1;
   --buckets_[bucket_of_[i]].pending;
   // Buckets start in index order on every rank, so the reduces pair up.
-  while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) launch(buckets_[next_bucket_++]);
+  while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0)
+    launch(buckets_[next_bucket_++]);
   // Reduces that have finished by now give their memory back before backward ends.
   for (size_t b = 0; b < next_bucket_; ++b)
     for (Segment& s : buckets_[b].segments)
@@ -64,8 +66,10 @@ void ShardedGradients::launch(Bucket& b) {
     std::vector<Tensor> flat;
     s.sent.clear();
     for (size_t i : s.params) {
+      // Only gradients this backward produced: the same parameters on every rank, so the buffers
+      // match (a gradient kept from before, e.g. by zero_grad(false), would not be on all ranks).
+      if (!reduced_[i]) continue;
       const Tensor grad = params_[i].grad();
-      if (!grad.defined()) continue;  // no gradient on any rank (the same parameters everywhere)
       flat.push_back(grad.reshape({-1}));
       s.sent.push_back(i);
       if (s.owner != group_->rank()) params_[i].set_grad(Tensor());  // the buffer holds it now

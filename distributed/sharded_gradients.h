@@ -27,9 +27,9 @@ class ShardedGradients {
   ShardedGradients(const ShardedGradients&) = delete;
   ShardedGradients& operator=(const ShardedGradients&) = delete;
 
-  // Starts the buckets not started yet (those with a parameter that got no gradient), waits for
-  // the reduces and finishes them: after it, the owned gradients hold the averages and the
-  // others are dropped. The next backward may reduce again.
+  // Starts the buckets not started yet (those with a parameter that got no gradient in this
+  // backward, which are left out), waits for the reduces and finishes them: after it, the owned gradients
+  // hold the averages and the others are dropped. The next backward may reduce again.
   void finish();
   // The parameter indices of each bucket, in launch order.
   std::vector<std::vector<size_t>> bucket_indices() const;

@@ -11,8 +11,8 @@
 //
 // Stage 2 (ZeroOptions().stage(2)) shards the gradients too: the model is not wrapped in DDP, and
 // the gradients go, in buckets as backward produces them, onto the ranks that own their
-// parameters (reduces); the other ranks drop theirs (distributed/sharded_gradients.h). Each backward reduces, so a
-// second backward before step() or zero_grad() is an error: accumulate by summing losses.
+// parameters (reduces); the other ranks drop theirs (distributed/sharded_gradients.h). Each backward reduces,
+// so a second backward before step() or zero_grad() is an error: accumulate by summing losses.
 //
 // Every rank passes the same parameters in the same order and calls step(),
 // consolidate_state_dict() and load_state_dict() together.

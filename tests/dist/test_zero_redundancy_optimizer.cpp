@@ -58,8 +58,13 @@ std::pair<Tensor, Tensor> global_batch(int step, int world) {
 
 d::OptimizerFactory adamw() { return d::optimizer_factory<optim::AdamW>(optim::AdamWOptions(1e-2)); }
 d::OptimizerFactory sgd() { return d::optimizer_factory<optim::SGD>(optim::SGDOptions(0.1).momentum(0.9)); }
+// ZERO_OPTIM: sgd, adamw_fused (the multi-tensor step with its CPU kernel), else adamw.
 d::OptimizerFactory factory_from_env() {
-  return std::string(std::getenv("ZERO_OPTIM")) == "sgd" ? sgd() : adamw();
+  const char* env = std::getenv("ZERO_OPTIM");
+  const std::string name = env ? env : "adamw";
+  if (name == "sgd") return sgd();
+  if (name == "adamw_fused") return d::optimizer_factory<optim::AdamW>(optim::AdamWOptions(1e-2).fused(true));
+  return adamw();
 }
 
 // The bytes of every state tensor (buffers and step counts).
@@ -136,7 +141,7 @@ DIST_WORKER(zero2_matches_one_process) {
   d::init_process_group("gloo");
   int rank = d::get_rank(), world = d::get_world_size();
   Mlp net = make_mlp(), ref = make_mlp();
-  d::OptimizerFactory factory = adamw();
+  d::OptimizerFactory factory = factory_from_env();
   d::ZeroOptions options = d::ZeroOptions().stage(2);
   if (const char* mb = std::getenv("ZERO_BUCKET_MB")) options.bucket_cap_mb(std::stod(mb));
   d::ZeroRedundancyOptimizer zero(net->parameters(), factory, nullptr, options);
@@ -202,18 +207,26 @@ DIST_WORKER(sharded_gradients_buckets) {
   groups.emplace_back(params);
   const std::vector<int> owner = d::partition_parameters(groups, world);
   auto [x, y] = global_batch(0, world);
-  auto backward = [&] {
+  // The whole net, or its first layer only (the other parameters get no gradient).
+  auto backward = [&](bool first_only) {
     for (const Tensor& p : params) p.set_grad(Tensor());
-    mse_loss(net(x.narrow(0, rank * kPerRank, kPerRank)), y.narrow(0, rank * kPerRank, kPerRank)).backward();
+    Tensor xs = x.narrow(0, rank * kPerRank, kPerRank), ys = y.narrow(0, rank * kPerRank, kPerRank);
+    mse_loss(first_only ? net->layers[0](xs) : net(xs), ys).backward();
   };
-  // The reference: every gradient all-reduced and averaged.
-  backward();
-  std::vector<Tensor> expected;
-  for (const Tensor& p : params) {
-    expected.push_back(p.grad().clone());
-    d::all_reduce(expected.back());
-    expected.back().div_(world);
-  }
+  // The references: the gradients all-reduced and averaged.
+  auto averaged = [&](bool first_only) {
+    backward(first_only);
+    std::vector<Tensor> out;
+    for (const Tensor& p : params) {
+      out.push_back(p.grad().defined() ? p.grad().clone() : Tensor());
+      if (out.back().defined()) {
+        d::all_reduce(out.back());
+        out.back().div_(world);
+      }
+    }
+    return out;
+  };
+  const std::vector<Tensor> expected = averaged(false), expected_first = averaged(true);
   for (int64_t cap : {int64_t{25} << 20, int64_t{1024}}) {
     for (const Tensor& p : params) p.set_grad(Tensor());
     d::detail::ShardedGradients sharded(params, owner, d::default_group(), cap);
@@ -227,22 +240,35 @@ DIST_WORKER(sharded_gradients_buckets) {
       expected_reduces += static_cast<int64_t>(owners.size());
       covered += b.size();
     }
-    EMBER_CHECK(covered == params.size(), "the buckets cover ", covered, " of ", params.size(), " parameters");
+    EMBER_CHECK(covered == params.size(), "the buckets cover ", covered, " of ", params.size(),
+                " parameters");
     if (cap == (int64_t{25} << 20))
       EMBER_CHECK(buckets.size() == 1 && buckets[0].front() == params.size() - 1 && expected_reduces == world,
                   "one bucket, last parameter first, one reduce per rank");
     else
       EMBER_CHECK(buckets.size() > 1, "1 KiB buckets: ", buckets.size(), " bucket");
     for (int round = 0; round < 2; ++round) {  // the next backward reduces again
-      backward();
+      backward(false);
       sharded.finish();
       EMBER_CHECK(sharded.reduces_started() == expected_reduces * (round + 1), "rank ", rank, ": ",
                   sharded.reduces_started(), " reduces, expected ", expected_reduces * (round + 1));
       for (size_t i = 0; i < params.size(); ++i) {
         const bool mine = owner[i] == rank;
-        EMBER_CHECK(params[i].grad().defined() == mine, "rank ", rank, ": parameter ", i, " kept or lost its gradient");
+        EMBER_CHECK(params[i].grad().defined() == mine, "rank ", rank, ": parameter ", i,
+                    " kept or lost its gradient");
         if (mine) check_close(params[i].grad(), expected[i], "averaged gradient " + std::to_string(i), kF32);
       }
+    }
+    // The first layer alone: its bucket never fills during backward and goes at finish(), with
+    // the two gradients this backward made.
+    backward(true);
+    sharded.finish();
+    for (size_t i = 0; i < params.size(); ++i) {
+      const bool held = owner[i] == rank && expected_first[i].defined();
+      EMBER_CHECK(params[i].grad().defined() == held, "rank ", rank, ": parameter ", i,
+                  " (first layer only)");
+      if (held)
+        check_close(params[i].grad(), expected_first[i], "first-layer gradient " + std::to_string(i), kF32);
     }
   }
   d::destroy_process_group();
@@ -259,9 +285,9 @@ DIST_WORKER(zero_grad_scaler_skips_together) {
   Mlp net = make_mlp(), ref = make_mlp();
   std::optional<d::DistributedDataParallel<MlpImpl>> ddp;
   if (stage == 1) ddp.emplace(net);
-  d::ZeroRedundancyOptimizer zero(stage == 1 ? (*ddp)->parameters() : net->parameters(), adamw(), nullptr,
-                                  d::ZeroOptions().stage(stage));
-  auto ref_opt = adamw()({ref->parameters()});
+  d::ZeroRedundancyOptimizer zero(stage == 1 ? (*ddp)->parameters() : net->parameters(), factory_from_env(),
+                                  nullptr, d::ZeroOptions().stage(stage));
+  auto ref_opt = factory_from_env()({ref->parameters()});
   d::ShardedGradScaler scaler(1024.0);
   amp::GradScaler ref_scaler(1024.0);
   std::vector<Tensor> params = net->parameters();
@@ -375,6 +401,16 @@ TEST_P(Zero, AdamWMatchesOneProcessOnTheWholeBatch) {
 TEST_P(Zero, SGDMomentumMatchesOneProcessOnTheWholeBatch) {
   run_workers("zero_matches_one_process", GetParam(), {{"ZERO_OPTIM", "sgd"}});
 }
+// The fused AdamW (one multi-tensor step over the rank's share) at both stages, with and without
+// a ShardedGradScaler (whose inf check and unscale the fused step takes as tensors).
+TEST_P(Zero, FusedAdamWMatchesOneProcessAtBothStages) {
+  run_workers("zero_matches_one_process", GetParam(), {{"ZERO_OPTIM", "adamw_fused"}});
+  run_workers("zero2_matches_one_process", GetParam(), {{"ZERO_OPTIM", "adamw_fused"}});
+  run_workers("zero_grad_scaler_skips_together", GetParam(),
+              {{"ZERO_STAGE", "1"}, {"ZERO_OPTIM", "adamw_fused"}});
+  run_workers("zero_grad_scaler_skips_together", GetParam(),
+              {{"ZERO_STAGE", "2"}, {"ZERO_OPTIM", "adamw_fused"}});
+}
 TEST_P(Zero, Stage2ShardsTheGradientsAndMatchesOneProcess) {
   run_workers("zero2_matches_one_process", GetParam());
   // Buckets of about 1 KiB: a weight (1 KiB) closes one, so the gradients go in several.
@@ -476,8 +512,9 @@ TEST(ZeroErrors, Arguments) {
   EXPECT_EMBER_ERROR(d::ZeroRedundancyOptimizer(params, adamw()), "default_group");
   EXPECT_EMBER_ERROR(d::ZeroRedundancyOptimizer(params, adamw(), pg, d::ZeroOptions().stage(3)),
                      "ZeroRedundancyOptimizer: stage must be 1 or 2, got 3");
-  EXPECT_EMBER_ERROR(d::ZeroRedundancyOptimizer(params, adamw(), pg, d::ZeroOptions().stage(2).bucket_cap_mb(0)),
-                     "ZeroRedundancyOptimizer: bucket_cap_mb must be positive, got 0");
+  EXPECT_EMBER_ERROR(
+      d::ZeroRedundancyOptimizer(params, adamw(), pg, d::ZeroOptions().stage(2).bucket_cap_mb(0)),
+      "ZeroRedundancyOptimizer: bucket_cap_mb must be positive, got 0");
 
   d::ZeroRedundancyOptimizer zero(params, adamw(), pg);
   EXPECT_EMBER_ERROR(
