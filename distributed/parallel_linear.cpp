@@ -37,7 +37,10 @@ ColumnParallelLinearImpl::ColumnParallelLinearImpl(const ColumnParallelLinearOpt
 Tensor ColumnParallelLinearImpl::forward(const Tensor& x) {
   nn::detail::check_input_size(kColumn, x, -1, options.in_features(), "features");
   nn::detail::check_like_param(kColumn, x, weight);
-  Tensor y = nn::functional::linear(copy_to_tensor_parallel_region(x, group_), weight, bias);
+  const Tensor whole = options.sequence_parallel()
+                           ? gather_from_sequence_parallel_region(x, options.sequence_dim(), group_)
+                           : copy_to_tensor_parallel_region(x, group_);
+  Tensor y = nn::functional::linear(whole, weight, bias);
   return options.gather_output() ? gather_from_tensor_parallel_region(y, group_) : y;
 }
 
@@ -49,7 +52,11 @@ std::string ColumnParallelLinearImpl::extra_repr() const {
   return ember::detail::str_cat(
       "in_features=", options.in_features(), ", out_features=", options.out_features(),
       ", bias=", nn::detail::bool_str(options.bias()),
-      ", gather_output=", nn::detail::bool_str(options.gather_output()), ", world=", group_->size());
+      ", gather_output=", nn::detail::bool_str(options.gather_output()),
+      options.sequence_parallel()
+          ? ember::detail::str_cat(", sequence_parallel=true, sequence_dim=", options.sequence_dim())
+          : "",
+      ", world=", group_->size());
 }
 
 RowParallelLinearImpl::RowParallelLinearImpl(const RowParallelLinearOptions& options_)
@@ -57,6 +64,9 @@ RowParallelLinearImpl::RowParallelLinearImpl(const RowParallelLinearOptions& opt
   const int64_t cols = shard_size(kRow, "in_features", options.in_features(), *group_);
   EMBER_CHECK(options.out_features() > 0, kRow, ": out_features must be positive, got ",
               options.out_features());
+  EMBER_CHECK(!options.sequence_parallel() || options.input_is_parallel(), kRow,
+              ": sequence_parallel needs input_is_parallel (the input split by features, as a "
+              "ColumnParallelLinear without gather_output leaves it)");
   auto [w, b] = whole_linear(options.in_features(), options.out_features(), options.bias());
   weight = register_parameter("weight", w.narrow(1, group_->rank() * cols, cols).clone());
   if (options.bias()) bias = register_parameter("bias", b);
@@ -67,8 +77,14 @@ Tensor RowParallelLinearImpl::forward(const Tensor& x) {
   nn::detail::check_input_size(kRow, x, -1, in, "features");
   nn::detail::check_like_param(kRow, x, weight);
   Tensor part = options.input_is_parallel() ? x : scatter_to_tensor_parallel_region(x, group_);
-  Tensor y = reduce_from_tensor_parallel_region(nn::functional::linear(part, weight, Tensor()), group_);
-  return bias.defined() ? y + bias : y;
+  const Tensor partial = nn::functional::linear(part, weight, Tensor());
+  if (!options.sequence_parallel()) {
+    Tensor y = reduce_from_tensor_parallel_region(partial, group_);
+    return bias.defined() ? y + bias : y;
+  }
+  // Each rank adds the bias to its own tokens: the bias's gradient is the sum over the group.
+  Tensor y = reduce_scatter_to_sequence_parallel_region(partial, options.sequence_dim(), group_);
+  return bias.defined() ? y + copy_to_tensor_parallel_region(bias, group_) : y;
 }
 
 std::optional<ShardSpec> RowParallelLinearImpl::shard_spec(const std::string& name) const {
@@ -79,7 +95,11 @@ std::string RowParallelLinearImpl::extra_repr() const {
   return ember::detail::str_cat(
       "in_features=", options.in_features(), ", out_features=", options.out_features(),
       ", bias=", nn::detail::bool_str(options.bias()),
-      ", input_is_parallel=", nn::detail::bool_str(options.input_is_parallel()), ", world=", group_->size());
+      ", input_is_parallel=", nn::detail::bool_str(options.input_is_parallel()),
+      options.sequence_parallel()
+          ? ember::detail::str_cat(", sequence_parallel=true, sequence_dim=", options.sequence_dim())
+          : "",
+      ", world=", group_->size());
 }
 
 }  // namespace ember::distributed

@@ -27,6 +27,24 @@ Tensor gather_from_tensor_parallel_region(const Tensor& x,
 Tensor scatter_to_tensor_parallel_region(const Tensor& x,
                                          const std::shared_ptr<ProcessGroup>& group = nullptr);
 
+// Megatron-LM's sequence parallelism: between the tensor-parallel blocks the activations are split
+// along the sequence dim over the group, so LayerNorm, dropout and the residual adds each work on
+// 1/W of the tokens, and their activations take 1/W of the memory:
+//   gather_from_sequence_parallel_region        forward all-gathers along `dim`, backward
+//                                               reduce-scatters (sums, then this rank's slice)
+//   reduce_scatter_to_sequence_parallel_region  forward reduce-scatters along `dim`, backward
+//                                               all-gathers
+//   scatter_to_sequence_parallel_region         forward keeps this rank's slice along `dim`,
+//                                               backward all-gathers
+// A gather then a reduce-scatter moves the bytes of the all-reduce they replace. `dim` must divide
+// evenly by the group's size (after the gather: its size times the group's).
+Tensor gather_from_sequence_parallel_region(const Tensor& x, int64_t dim,
+                                            const std::shared_ptr<ProcessGroup>& group = nullptr);
+Tensor reduce_scatter_to_sequence_parallel_region(const Tensor& x, int64_t dim,
+                                                  const std::shared_ptr<ProcessGroup>& group = nullptr);
+Tensor scatter_to_sequence_parallel_region(const Tensor& x, int64_t dim,
+                                           const std::shared_ptr<ProcessGroup>& group = nullptr);
+
 // Every rank's x (all of one shape) concatenated along `dim` in rank order; not differentiable.
 Tensor all_gather_along(const Tensor& x, int64_t dim, const std::shared_ptr<ProcessGroup>& group);
 

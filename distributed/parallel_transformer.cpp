@@ -15,21 +15,25 @@ const char* kAttention = "ParallelSelfAttention";
 }  // namespace
 
 ParallelSelfAttentionImpl::ParallelSelfAttentionImpl(int64_t embed_dim_, int64_t num_heads_, double dropout_,
-                                                     bool bias, const std::shared_ptr<ProcessGroup>& group)
+                                                     bool bias, const std::shared_ptr<ProcessGroup>& group,
+                                                     bool sequence_parallel)
     : Module(kAttention),
       embed_dim(embed_dim_),
       num_heads(num_heads_),
       dropout(dropout_),
-      group_(group_or_default(kAttention, group)) {
+      group_(group_or_default(kAttention, group)),
+      sequence_parallel_(sequence_parallel) {
   EMBER_CHECK(embed_dim > 0 && num_heads > 0 && embed_dim % num_heads == 0, kAttention, ": embed_dim (",
               embed_dim, ") must be a positive multiple of num_heads (", num_heads, ")");
   const int64_t local_heads = shard_size(kAttention, "num_heads", num_heads, *group_);
   const int64_t local = local_heads * (embed_dim / num_heads), first = group_->rank() * local;
   // nn::MultiheadAttention's draws, in its order: out_proj (Linear's init), then in_proj_weight.
-  out_proj = register_module(
-      "out_proj",
-      RowParallelLinear(
-          RowParallelLinearOptions(embed_dim, embed_dim).bias(bias).input_is_parallel(true).group(group_)));
+  out_proj = register_module("out_proj", RowParallelLinear(RowParallelLinearOptions(embed_dim, embed_dim)
+                                                               .bias(bias)
+                                                               .input_is_parallel(true)
+                                                               .sequence_parallel(sequence_parallel)
+                                                               .sequence_dim(1)
+                                                               .group(group_)));
   Tensor whole = empty({3 * embed_dim, embed_dim});
   nn::init::xavier_uniform_(whole);
   std::vector<Tensor> mine;
@@ -46,7 +50,10 @@ Tensor ParallelSelfAttentionImpl::forward(const Tensor& x, const Tensor& key_pad
   EMBER_CHECK(x.dim() == 3, kAttention, ": expected x [N, L, E], got ", x.sizes());
   nn::detail::check_input_size(kAttention, x, -1, embed_dim, "features");
   nn::detail::check_like_param(kAttention, x, in_proj_weight);
-  const int64_t N = x.size(0), L = x.size(1), D = embed_dim / num_heads, H = in_proj_weight.size(0) / (3 * D);
+  const Tensor whole = sequence_parallel_ ? gather_from_sequence_parallel_region(x, 1, group_)
+                                          : copy_to_tensor_parallel_region(x, group_);
+  const int64_t N = x.size(0), L = whole.size(1), D = embed_dim / num_heads,
+                H = in_proj_weight.size(0) / (3 * D);
   Tensor mask;
   if (key_padding_mask.defined()) {
     EMBER_CHECK(key_padding_mask.dtype() == kBool && key_padding_mask.sizes().equals({N, L}), kAttention,
@@ -54,9 +61,7 @@ Tensor ParallelSelfAttentionImpl::forward(const Tensor& x, const Tensor& key_pad
                 key_padding_mask.sizes());
     mask = key_padding_mask.logical_not().view({N, 1, 1, L});  // true = attend
   }
-  std::vector<Tensor> qkv =
-      nn::functional::linear(copy_to_tensor_parallel_region(x, group_), in_proj_weight, in_proj_bias)
-          .chunk(3, -1);
+  std::vector<Tensor> qkv = nn::functional::linear(whole, in_proj_weight, in_proj_bias).chunk(3, -1);
   auto heads = [&](const Tensor& t) { return t.reshape({N, L, H, D}).transpose(1, 2); };
   Tensor out = scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), mask,
                                             is_training() ? dropout : 0.0);
@@ -69,20 +74,30 @@ std::optional<ShardSpec> ParallelSelfAttentionImpl::shard_spec(const std::string
 }
 
 ParallelTransformerEncoderLayerImpl::ParallelTransformerEncoderLayerImpl(
-    const nn::TransformerEncoderLayerOptions& options_, const std::shared_ptr<ProcessGroup>& group_)
-    : Module("ParallelTransformerEncoderLayer"), options(options_) {
-  const auto group = group_or_default("ParallelTransformerEncoderLayer", group_);
+    const nn::TransformerEncoderLayerOptions& options_, const std::shared_ptr<ProcessGroup>& group,
+    bool sequence_parallel)
+    : Module("ParallelTransformerEncoderLayer"),
+      options(options_),
+      group_(group_or_default("ParallelTransformerEncoderLayer", group)),
+      sequence_parallel_(sequence_parallel) {
   const int64_t d = options.d_model(), ff = options.dim_feedforward();
   const bool bias = options.bias();
-  self_attn =
-      register_module("self_attn", ParallelSelfAttention(d, options.nhead(), options.dropout(), bias, group));
-  linear1 = register_module(
-      "linear1",
-      ColumnParallelLinear(ColumnParallelLinearOptions(d, ff).bias(bias).gather_output(false).group(group)));
+  // Inside, the layer is batch first: the sequence is dim 1.
+  self_attn = register_module("self_attn", ParallelSelfAttention(d, options.nhead(), options.dropout(), bias,
+                                                                 group_, sequence_parallel));
+  linear1 = register_module("linear1", ColumnParallelLinear(ColumnParallelLinearOptions(d, ff)
+                                                                .bias(bias)
+                                                                .gather_output(false)
+                                                                .sequence_parallel(sequence_parallel)
+                                                                .sequence_dim(1)
+                                                                .group(group_)));
   dropout = register_module("dropout", nn::Dropout(options.dropout()));
-  linear2 = register_module(
-      "linear2",
-      RowParallelLinear(RowParallelLinearOptions(ff, d).bias(bias).input_is_parallel(true).group(group)));
+  linear2 = register_module("linear2", RowParallelLinear(RowParallelLinearOptions(ff, d)
+                                                             .bias(bias)
+                                                             .input_is_parallel(true)
+                                                             .sequence_parallel(sequence_parallel)
+                                                             .sequence_dim(1)
+                                                             .group(group_)));
   auto norm_options = nn::LayerNormOptions({d}).eps(options.layer_norm_eps()).bias(bias);
   norm1 = register_module("norm1", nn::LayerNorm(norm_options));
   norm2 = register_module("norm2", nn::LayerNorm(norm_options));
@@ -97,13 +112,20 @@ Tensor ParallelTransformerEncoderLayerImpl::forward(const Tensor& src, const Ten
   };
   Tensor x = options.batch_first() ? src : src.transpose(0, 1);
   if (options.norm_first()) {
-    x = x + self_attention(norm1(x));
-    x = x + feed_forward(norm2(x));
+    x = x + self_attention(norm(norm1, x));
+    x = x + feed_forward(norm(norm2, x));
   } else {
-    x = norm1(x + self_attention(x));
-    x = norm2(x + feed_forward(x));
+    x = norm(norm1, x + self_attention(x));
+    x = norm(norm2, x + feed_forward(x));
   }
   return options.batch_first() ? x : x.transpose(0, 1);
+}
+
+Tensor ParallelTransformerEncoderLayerImpl::norm(const nn::LayerNorm& m, const Tensor& x) const {
+  if (!sequence_parallel_) return m(x);
+  // Each rank normalizes its own tokens: the weight's and bias's gradients sum over the group.
+  auto shared = [&](const Tensor& p) { return p.defined() ? copy_to_tensor_parallel_region(p, group_) : p; };
+  return layer_norm(x, m->options.normalized_shape(), shared(m->weight), shared(m->bias), m->options.eps());
 }
 
 }  // namespace ember::distributed

@@ -7,6 +7,7 @@
 //   emberrun --nproc-per-node 4 train_bert_parallel --tensor-parallel 2     # DP 2 x TP 2
 //   emberrun --nproc-per-node 2 train_bert_parallel --pipeline-parallel 2   # two stages
 //   emberrun --nproc-per-node 8 train_bert_parallel --pipeline-parallel 2 --tensor-parallel 2
+//   emberrun --nproc-per-node 4 train_bert_parallel --tensor-parallel 4 --sequence-parallel
 //   train_bert_parallel                                                     # one process
 //   OMP_NUM_THREADS=1 emberrun --nproc-per-node 4 train_bert_parallel --device cpu   # Gloo
 //
@@ -42,6 +43,7 @@ struct Args {
   int64_t tensor_parallel = 1, pipeline_parallel = 1, microbatches = 4, steps = 600, batch = 32, seq = 32,
           layers = 2, d_model = 128, heads = 4, ffn = 512, vocab = 512, seed = 0, log_every = 25;
   double lr = 2e-3, dropout = 0, mask_fraction = 0.15, max_final_loss = 0;
+  bool sequence_parallel = false;
   std::string device;
 };
 
@@ -73,6 +75,8 @@ int run(const Args& a) {
   const int64_t tp = a.tensor_parallel, pp = a.pipeline_parallel;
   EMBER_CHECK(tp >= 1 && pp >= 1 && l.world_size % (tp * pp) == 0, "train_bert_parallel: --tensor-parallel ",
               tp, " x --pipeline-parallel ", pp, " must divide the world size ", l.world_size);
+  EMBER_CHECK(!a.sequence_parallel || tp > 1,
+              "train_bert_parallel: --sequence-parallel needs --tensor-parallel > 1");
   const int64_t dp = l.world_size / (tp * pp);
   const int64_t microbatches = pp > 1 ? a.microbatches : 1;
   EMBER_CHECK(a.batch % (dp * microbatches) == 0, "train_bert_parallel: --batch ", a.batch,
@@ -94,7 +98,7 @@ int run(const Args& a) {
                      .dim_feedforward(a.ffn)
                      .layers(a.layers)
                      .dropout(a.dropout);
-  if (tp > 1) options.tensor_parallel(mesh->get_group("tp"));
+  if (tp > 1) options.tensor_parallel(mesh->get_group("tp")).sequence_parallel(a.sequence_parallel);
   if (pp > 1) options.pipeline_stage(mesh->get_local_rank("pp"), pp);
   models::BertLike model(options);
   model->to(l.device);
@@ -116,10 +120,11 @@ int run(const Args& a) {
   for (const Tensor& p : params) numel += p.numel();
   if (l.is_main())
     std::printf(
-        "mesh: %lld data-parallel x %lld pipeline stages x %lld tensor-parallel on %s; %lld parameters on "
+        "mesh: %lld data-parallel x %lld pipeline stages x %lld tensor-parallel%s on %s; %lld parameters on "
         "rank 0\n",
         static_cast<long long>(dp), static_cast<long long>(pp), static_cast<long long>(tp),
-        l.device.str().c_str(), static_cast<long long>(numel));
+        a.sequence_parallel ? " (sequence parallel)" : "", l.device.str().c_str(),
+        static_cast<long long>(numel));
   const Tensor positions = arange(a.seq, TensorOptions(kInt64).device(l.device));
   const int64_t rows = a.batch / dp;
   double loss_value = 0;
@@ -170,6 +175,8 @@ int main(int argc, char** argv) try {
   Args a;
   tools::ArgParser p("train_bert_parallel");
   p.option("--tensor-parallel", &a.tensor_parallel, "ranks each stage's layers are split over")
+      .flag("--sequence-parallel", &a.sequence_parallel,
+            "with --tensor-parallel, split the sequence between the layers' blocks (--seq divides by it)")
       .option("--pipeline-parallel", &a.pipeline_parallel,
               "pipeline stages of each replica (at most --layers)")
       .option("--microbatches", &a.microbatches, "micro-batches per step of the pipeline (1F1B)")

@@ -18,8 +18,9 @@
 #                (FAULT_TIMEOUT_S, 10) with an error naming the collective and the rank
 #   allreduce    allreduce_bench under emberrun next to torch_allreduce_bench.py under torchrun
 #   ddp_bench    ddp_bench at world 1 and N: step time without and with DDP
-#   parallel     examples/train_bert_parallel at world N on each mesh N allows (TP N; PP 2 x TP N/2;
-#                DP 2 x PP 2 x TP N/4 from 8 GPUs) against one process: the losses within 1e-3
+#   parallel     examples/train_bert_parallel at world N on each mesh N allows (TP N, with and without
+#                --sequence-parallel; PP 2 x TP N/2; DP 2 x PP 2 x TP N/4 from 8 GPUs) against one
+#                process: the losses within 1e-3
 #   scaling      weak scaling of a ResNet-50 (b128) and a BERT-base (b32 s128) bf16 training step:
 #                scaling_bench under emberrun and torch_scaling_bench.py under torchrun at world 1
 #                and N; efficiency = samples/s at N / (N * samples/s at 1) for each side, and the
@@ -315,7 +316,7 @@ losses() { grep -oE 'step [0-9]+ loss [0-9.]+' "$1" | awk '{ print $4 }' | tr '\
 # shellcheck disable=SC2086  # a list of arguments
 "$bert_parallel" $bp_args > "$OUT/parallel.log" 2>&1
 one=$(losses "$OUT/parallel.log")
-meshes=("--tensor-parallel $N")
+meshes=("--tensor-parallel $N" "--tensor-parallel $N --sequence-parallel")
 [ $((N % 2)) = 0 ] && [ "$N" -ge 4 ] && meshes+=("--pipeline-parallel 2 --tensor-parallel $((N / 2))")
 [ $((N % 8)) = 0 ] && meshes+=("--pipeline-parallel 2 --tensor-parallel $((N / 4))")
 parallel_ok=1

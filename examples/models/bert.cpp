@@ -1,6 +1,7 @@
 #include "ember/examples/models/bert.h"
 
 #include <ember/distributed/parallel_linear.h>
+#include <ember/distributed/parallel_regions.h>
 #include <ember/distributed/parallel_transformer.h>
 #include <ember/distributed/vocab_parallel.h>
 
@@ -14,6 +15,8 @@ BertLikeImpl::BertLikeImpl(const BertLikeOptions& options) : Module("BertLike"),
   const int64_t stage = options.stage(), stages = options.stages(), n_layers = options.layers();
   EMBER_CHECK(stages >= 1 && stage >= 0 && stage < stages && stages <= n_layers, "BertLike: pipeline stage ",
               stage, " of ", stages, " does not fit ", n_layers, " layers");
+  const bool sp = options.sequence_parallel();
+  EMBER_CHECK(!sp || tp, "BertLike: sequence_parallel needs tensor_parallel (a group)");
   const bool first = stage == 0, last = stage == stages - 1;
   // This stage's layers: consecutive, the first (n_layers % stages) stages one more.
   const int64_t base = n_layers / stages, extra = n_layers % stages;
@@ -28,6 +31,10 @@ BertLikeImpl::BertLikeImpl(const BertLikeOptions& options) : Module("BertLike"),
     auto tok = keep(first, "tok",
                     dist::VocabParallelEmbedding(dist::VocabParallelEmbeddingOptions(vocab, d).group(tp)));
     if (first) embed_tokens_ = [tok](const Tensor& ids) { return tok(ids); };
+    // The embeddings' LayerNorm runs on the whole sequence (its gradients whole on every rank);
+    // from the dropout on, each rank keeps its slice.
+    if (sp)
+      split_sequence_ = [tp](const Tensor& x) { return dist::scatter_to_sequence_parallel_region(x, 1, tp); };
   } else {
     auto tok = keep(first, "tok", nn::Embedding(vocab, d));
     if (first) embed_tokens_ = [tok](const Tensor& ids) { return tok(ids); };
@@ -55,14 +62,17 @@ BertLikeImpl::BertLikeImpl(const BertLikeOptions& options) : Module("BertLike"),
   };
   for (int64_t i = 0; i < n_layers; ++i) {
     if (tp)
-      add_layer(i, dist::ParallelTransformerEncoderLayer(layer_options, tp));
+      add_layer(i, dist::ParallelTransformerEncoderLayer(layer_options, tp, sp));
     else
       add_layer(i, nn::TransformerEncoderLayer(layer_options));
   }
   if (tp) {
     auto head = keep(last, "head",
-                     dist::ColumnParallelLinear(
-                         dist::ColumnParallelLinearOptions(d, vocab).gather_output(false).group(tp)));
+                     dist::ColumnParallelLinear(dist::ColumnParallelLinearOptions(d, vocab)
+                                                    .gather_output(false)
+                                                    .sequence_parallel(sp)
+                                                    .sequence_dim(1)
+                                                    .group(tp)));
     if (last)
       head_loss_ = [head, tp](const Tensor& x, const Tensor& labels) {
         const Tensor logits = head(x);  // this rank's share of the vocabulary
@@ -87,7 +97,12 @@ Tensor BertLikeImpl::forward(const Tensor& ids, const Tensor& positions, const T
                              bool checkpoint) {
   EMBER_CHECK(options.stages() == 1, "BertLike::forward: this is pipeline stage ", options.stage(), " of ",
               options.stages(), "; run it with forward_stage (and loss on the last)");
-  return head_loss_(run_layers(drop(norm(embed_tokens_(ids) + pos(positions))), checkpoint), labels);
+  return head_loss_(run_layers(embed(ids, positions), checkpoint), labels);
+}
+
+Tensor BertLikeImpl::embed(const Tensor& ids, const Tensor& positions) {
+  const Tensor x = norm(embed_tokens_(ids) + pos(positions));
+  return drop(split_sequence_ ? split_sequence_(x) : x);
 }
 
 Tensor BertLikeImpl::forward_stage(const Tensor& input, bool checkpoint) {
@@ -95,7 +110,7 @@ Tensor BertLikeImpl::forward_stage(const Tensor& input, bool checkpoint) {
   EMBER_CHECK(input.dim() == 2, "BertLike::forward_stage: the first stage takes ids [batch, seq], got ",
               input.sizes());
   const Tensor positions = arange(input.size(1), TensorOptions(kInt64).device(input.device()));
-  return run_layers(drop(norm(embed_tokens_(input) + pos(positions))), checkpoint);
+  return run_layers(embed(input, positions), checkpoint);
 }
 
 Tensor BertLikeImpl::loss(const Tensor& hidden, const Tensor& labels) {

@@ -34,6 +34,10 @@ struct BertLikeOptions {
   // each layer. The state dict's keys stay the same (distributed::full_state_dict gives the
   // whole model's). Null: one process.
   EMBER_ARG(std::shared_ptr<distributed::ProcessGroup>, tensor_parallel);
+  // With tensor_parallel, Megatron's sequence parallelism too: between the layers' blocks each rank
+  // keeps its slice of the sequence (seq must divide by the group's size), so the LayerNorms,
+  // dropouts and residual adds work on 1/W of the tokens; the head gathers the sequence back.
+  EMBER_ARG(bool, sequence_parallel) = false;
 
  public:
   // Holds only stage `stage` of `stages` (0-based): the embeddings on the first, its share of the
@@ -71,10 +75,14 @@ class BertLikeImpl : public nn::Module {
   nn::ModuleDict layers{nullptr};  // by the whole model's layer index: this stage's layers
 
  private:
+  // The first stage's part: embeddings, LayerNorm, dropout (this rank's slice of the sequence with
+  // sequence_parallel).
+  Tensor embed(const Tensor& ids, const Tensor& positions);
   Tensor run_layers(Tensor x, bool checkpoint);
 
   // The parts whose modules depend on tensor parallelism ("tok", each layer, "head" and its loss).
   std::function<Tensor(const Tensor&)> embed_tokens_;
+  std::function<Tensor(const Tensor&)> split_sequence_;  // with sequence_parallel
   std::vector<std::function<Tensor(const Tensor&)>> layer_forwards_;
   std::function<Tensor(const Tensor& x, const Tensor& labels)> head_loss_;
 };

@@ -145,6 +145,31 @@ DIST_WORKER(tp_regions_by_hand) {
   check_close(ga, expected_ga, "gather forward");
   Tensor gg = autograd::grad({ga}, {x}, {arange(0.0, 2.0 * world * world).view({1, -1})})[0];
   check_close(gg, arange(2.0 * world * rank, 2.0 * world * (rank + 1)).view({1, -1}), "gather backward");
+
+  // The sequence-parallel regions along the middle dim of [2, L, 3] (rank r's values: r + 1 times t).
+  Tensor t = arange(0.0, 2.0 * 2 * world * 3).view({2, 2 * world, 3});
+  Tensor xs = (t * (rank + 1)).requires_grad_();
+  // reduce-scatter: the sum over ranks, this rank's two positions; the gradient all-gathered.
+  Tensor rs = d::reduce_scatter_to_sequence_parallel_region(xs, 1);
+  check_close(rs, t.narrow(1, 2 * rank, 2) * sum_ranks, "reduce_scatter forward");
+  Tensor grs = autograd::grad({rs}, {xs}, {full({2, 2, 3}, rank + 1.0)})[0];
+  Tensor expected_grs = empty({2, 2 * world, 3});
+  for (int r = 0; r < world; ++r) expected_grs.narrow(1, 2 * r, 2).fill_(r + 1.0);
+  check_close(grs, expected_grs, "reduce_scatter backward");
+  // gather: every rank's tensor one after the other along dim 1; the gradient summed over the
+  // ranks, this rank's slice.
+  Tensor gq = d::gather_from_sequence_parallel_region(xs, 1);
+  std::vector<Tensor> parts;
+  for (int r = 0; r < world; ++r) parts.push_back(t * (r + 1));
+  check_close(gq, cat(parts, 1), "sequence gather forward");
+  Tensor gout = arange(0.0, 2.0 * 2 * world * world * 3).view({2, 2 * world * world, 3});
+  Tensor ggq = autograd::grad({gq}, {xs}, {gout * (rank + 1)})[0];
+  check_close(ggq, gout.narrow(1, 2 * world * rank, 2 * world) * sum_ranks, "sequence gather backward");
+  // scatter: this rank's slice; the gradient all-gathered.
+  Tensor sq = d::scatter_to_sequence_parallel_region(xs, -2);
+  check_close(sq, xs.detach().narrow(1, 2 * rank, 2), "sequence scatter forward");
+  Tensor gsq = autograd::grad({sq}, {xs}, {full({2, 2, 3}, rank + 1.0)})[0];
+  check_close(gsq, expected_grs, "sequence scatter backward");
 }
 
 // A vocabulary of 12 words split over the group: the embedding, and a head's logits split by
@@ -233,41 +258,84 @@ DIST_WORKER(tp_transformer_layer_matches_one_process) {
   }
 }
 
+// Sequence parallelism: each rank feeds the layer its slice of the sequence and gets that slice of
+// the output, the input's gradient and (after SGD steps) the parameters of the whole layer, for
+// post-norm [L, N, E] and pre-norm batch-first layers (dropout 0: the draws would differ).
+DIST_WORKER(tp_sequence_parallel_layer_matches_one_process) {
+  d::init_process_group("gloo");
+  const int rank = d::get_rank(), world = d::get_world_size();
+  const int64_t L = 8, part = L / world;
+  for (bool pre_norm_gelu : {false, true}) {
+    auto options = nn::TransformerEncoderLayerOptions(8, 4).dim_feedforward(16).dropout(0.0);
+    options.norm_first(pre_norm_gelu).batch_first(pre_norm_gelu).activation(pre_norm_gelu ? "gelu" : "relu");
+    manual_seed(31);
+    nn::TransformerEncoderLayer ref(options);
+    manual_seed(31);
+    d::ParallelTransformerEncoderLayer net(options, nullptr, /*sequence_parallel=*/true);
+    optim::SGD ref_opt(ref->parameters(), optim::SGDOptions(0.1));
+    optim::SGD opt(net->parameters(), optim::SGDOptions(0.1));
+    Tensor padding = zeros({2, L}, kBool);
+    padding.narrow(1, L - 3, 3).select(0, 0).fill_(true);
+    const int64_t seq = pre_norm_gelu ? 1 : 0;  // the sequence dim of the layer's input
+    for (int step = 0; step < 3; ++step) {
+      manual_seed(500 + step);
+      Tensor x = randn({2, L, 8}), gy = randn({2, L, 8});
+      if (!pre_norm_gelu) x = x.transpose(0, 1).contiguous(), gy = gy.transpose(0, 1).contiguous();
+      Tensor rx = x.clone().requires_grad_(), nx = x.narrow(seq, rank * part, part).clone().requires_grad_();
+      ref_opt.zero_grad();
+      opt.zero_grad();
+      Tensor ref_out = ref(rx, Tensor(), padding), out = net(nx, padding);
+      check_close(out, ref_out.narrow(seq, rank * part, part), "output slice", kF32);
+      (ref_out * gy).sum().backward();
+      (out * gy.narrow(seq, rank * part, part)).sum().backward();
+      check_close(nx.grad(), rx.grad().narrow(seq, rank * part, part), "input gradient slice", kF32);
+      ref_opt.step();
+      opt.step();
+      OrderedDict<Tensor> full = d::full_state_dict(*net), expected = ref->state_dict();
+      for (const auto& [key, value] : expected)
+        check_close(full.at(key), value, "after a step: " + key, kF32);
+    }
+  }
+}
+
 // The BERT-style model with tensor_parallel: drawn from the same seed it is the single-process
 // model (its full state dict), with its loss, and after SGD steps its parameters, checkpointing
 // the layers or not.
 DIST_WORKER(tp_bert_like_matches_one_process) {
   d::init_process_group("gloo");
-  auto options = models::BertLikeOptions()
-                     .vocab_size(16)
-                     .max_positions(6)
-                     .d_model(8)
-                     .heads(4)
-                     .dim_feedforward(16)
-                     .layers(2)
-                     .dropout(0.0);
-  manual_seed(41);
-  models::BertLike ref(options);
-  manual_seed(41);
-  models::BertLike net(options.tensor_parallel(d::default_group()));
-  optim::SGD ref_opt(ref->parameters(), optim::SGDOptions(0.1));
-  optim::SGD opt(net->parameters(), optim::SGDOptions(0.1));
-  Tensor positions = arange(6);
-  for (int step = 0; step < 3; ++step) {
-    OrderedDict<Tensor> full = d::full_state_dict(*net), expected = ref->state_dict();
-    if (full.keys() != expected.keys()) throw Error("full_state_dict: keys differ from the model's");
-    for (const auto& [key, value] : expected) check_close(full.at(key), value, key, kF32);
-    manual_seed(600 + step);
-    Tensor ids = randint(0, 16, {2, 6}), labels = randint(0, 16, {2, 6});
-    ref_opt.zero_grad();
-    opt.zero_grad();
-    Tensor ref_loss = ref(ids, positions, labels),
-           loss = net(ids, positions, labels, /*checkpoint=*/step == 1);
-    check_close(loss, ref_loss, "loss", kF32);
-    ref_loss.backward();
-    loss.backward();
-    ref_opt.step();
-    opt.step();
+  for (bool sequence_parallel : {false, true}) {
+    auto options = models::BertLikeOptions()
+                       .vocab_size(16)
+                       .max_positions(8)
+                       .d_model(8)
+                       .heads(4)
+                       .dim_feedforward(16)
+                       .layers(2)
+                       .dropout(0.0);
+    manual_seed(41);
+    models::BertLike ref(options);
+    manual_seed(41);
+    models::BertLike net(options.tensor_parallel(d::default_group()).sequence_parallel(sequence_parallel));
+    optim::SGD ref_opt(ref->parameters(), optim::SGDOptions(0.1));
+    optim::SGD opt(net->parameters(), optim::SGDOptions(0.1));
+    Tensor positions = arange(8);
+    for (int step = 0; step < 3; ++step) {
+      const std::string what = sequence_parallel ? "sequence parallel: " : "";
+      OrderedDict<Tensor> full = d::full_state_dict(*net), expected = ref->state_dict();
+      if (full.keys() != expected.keys()) throw Error("full_state_dict: keys differ from the model's");
+      for (const auto& [key, value] : expected) check_close(full.at(key), value, what + key, kF32);
+      manual_seed(600 + step);
+      Tensor ids = randint(0, 16, {2, 8}), labels = randint(0, 16, {2, 8});
+      ref_opt.zero_grad();
+      opt.zero_grad();
+      Tensor ref_loss = ref(ids, positions, labels),
+             loss = net(ids, positions, labels, /*checkpoint=*/step == 1);
+      check_close(loss, ref_loss, what + "loss", kF32);
+      ref_loss.backward();
+      loss.backward();
+      ref_opt.step();
+      opt.step();
+    }
   }
 }
 
@@ -277,6 +345,9 @@ TEST_P(TensorParallel, MlpMatchesOneProcess) { run_workers("tp_mlp_matches_one_p
 TEST_P(TensorParallel, RegionsByHand) { run_workers("tp_regions_by_hand", GetParam()); }
 TEST_P(TensorParallel, TransformerLayerMatchesOneProcess) {
   run_workers("tp_transformer_layer_matches_one_process", GetParam());
+}
+TEST_P(TensorParallel, SequenceParallelLayerMatchesOneProcess) {
+  run_workers("tp_sequence_parallel_layer_matches_one_process", GetParam());
 }
 TEST_P(TensorParallel, BertLikeMatchesOneProcess) {
   run_workers("tp_bert_like_matches_one_process", GetParam());
@@ -322,7 +393,16 @@ TEST(TensorParallelErrors, Arguments) {
   missing.insert("weight", ones({6, 4}));
   EXPECT_EMBER_ERROR(d::load_full_state_dict(*col, missing), "load_full_state_dict", "missing key \"bias\"");
   EXPECT_EMBER_ERROR(d::scatter_to_tensor_parallel_region(ones({}), pg), "scatter_to_tensor_parallel_region",
-                     "does not split");
+                     "expected at least 1 dim");
+  EXPECT_EMBER_ERROR(d::gather_from_sequence_parallel_region(ones({2, 3}), 2, pg),
+                     "gather_from_sequence_parallel_region: dim 2 is out of range for [2, 3]");
+  EXPECT_EMBER_ERROR(d::reduce_scatter_to_sequence_parallel_region(ones({2, 3}), -3, pg),
+                     "reduce_scatter_to_sequence_parallel_region: dim -3 is out of range");
+  EXPECT_EMBER_ERROR(d::scatter_to_sequence_parallel_region(ones({}), 0, pg),
+                     "scatter_to_sequence_parallel_region", "expected at least 1 dim");
+  EXPECT_EMBER_ERROR(
+      d::RowParallelLinear(d::RowParallelLinearOptions(4, 4).sequence_parallel(true).group(pg)),
+      "RowParallelLinear: sequence_parallel needs input_is_parallel");
   EXPECT_EMBER_ERROR(d::VocabParallelEmbedding(d::VocabParallelEmbeddingOptions(0, 4).group(pg)),
                      "VocabParallelEmbedding", "num_embeddings (0)");
   d::VocabParallelEmbedding emb(d::VocabParallelEmbeddingOptions(6, 4).group(pg));

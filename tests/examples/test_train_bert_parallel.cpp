@@ -54,7 +54,11 @@ TEST(TrainBertParallel, EveryMeshGivesTheLossesOfOneProcess) {
                  Mesh{2, "--pipeline-parallel 2", "1 data-parallel x 2 pipeline stages x 1 tensor-parallel"},
                  Mesh{4, "--tensor-parallel 2", "2 data-parallel x 1 pipeline stages x 2 tensor-parallel"},
                  Mesh{8, "--pipeline-parallel 2 --tensor-parallel 2",
-                      "2 data-parallel x 2 pipeline stages x 2 tensor-parallel"}}) {
+                      "2 data-parallel x 2 pipeline stages x 2 tensor-parallel on"},
+                 Mesh{4, "--tensor-parallel 4 --sequence-parallel",
+                      "1 data-parallel x 1 pipeline stages x 4 tensor-parallel (sequence parallel)"},
+                 Mesh{8, "--pipeline-parallel 2 --tensor-parallel 2 --sequence-parallel",
+                      "2 data-parallel x 2 pipeline stages x 2 tensor-parallel (sequence parallel)"}}) {
     SCOPED_TRACE(m.says);
     const std::string log = train(m.nproc, args + " " + m.args);
     EXPECT_NE(log.find(m.says), std::string::npos) << log;
@@ -80,6 +84,9 @@ TEST(TrainBertParallel, RefusesAMeshThatDoesNotFit) {
   EXPECT_NE(status, 0);
   EXPECT_NE(read_text(log).find("--tensor-parallel 3 x --pipeline-parallel 1 must divide the world size 1"),
             std::string::npos)
+      << read_text(log);
+  EXPECT_NE(run_program(EMBER_TRAIN_BERT_PARALLEL_PATH, "--device cpu --sequence-parallel", log), 0);
+  EXPECT_NE(read_text(log).find("--sequence-parallel needs --tensor-parallel > 1"), std::string::npos)
       << read_text(log);
 }
 
