@@ -58,6 +58,7 @@
 #include "ember/nn/attention.h"
 #include "ember/nn/checkpoint.h"
 #include "ember/nn/clip_grad.h"
+#include "ember/nn/flatten_parameters.h"
 #include "ember/nn/container.h"
 #include "ember/nn/conv.h"
 #include "ember/nn/dropout.h"

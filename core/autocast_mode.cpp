@@ -2,7 +2,10 @@
 
 #include <unordered_map>
 
+#include "ember/core/autograd_meta.h"
 #include "ember/core/error.h"
+#include "ember/core/grad_mode.h"
+#include "ember/core/tensor.h"
 #include "ember/core/type_promotion.h"
 
 namespace ember::amp {
@@ -30,6 +33,17 @@ struct CacheEntry {
   Tensor source;  // held so its address is not reused by another tensor while the entry lives
   Tensor cast;
 };
+// A whole buffer of parameters cast at once (nn::utils::flatten_parameters_), by storage.
+struct BufferKey {
+  const StorageImpl* storage;
+  ScalarType dtype;
+  bool operator==(const BufferKey&) const = default;
+};
+struct BufferKeyHash {
+  size_t operator()(const BufferKey& k) const {
+    return std::hash<const void*>()(k.storage) ^ static_cast<size_t>(k.dtype);
+  }
+};
 
 struct State {
   bool enabled[kNumDeviceTypes] = {false, false};
@@ -37,6 +51,11 @@ struct State {
   bool cache_enabled = true;
   int nesting = 0;
   std::unordered_map<CacheKey, CacheEntry, CacheKeyHash> cache;
+  std::unordered_map<BufferKey, CacheEntry, BufferKeyHash> buffers;
+  void clear() {
+    cache.clear();
+    buffers.clear();
+  }
 };
 
 State& state() {
@@ -71,7 +90,7 @@ void set_autocast_dtype(DeviceType device_type, ScalarType dtype) {
 bool is_autocast_cache_enabled() { return state().cache_enabled; }
 void set_autocast_cache_enabled(bool enabled) { state().cache_enabled = enabled; }
 size_t autocast_cache_size() { return state().cache.size(); }
-void clear_autocast_cache() { state().cache.clear(); }
+void clear_autocast_cache() { state().clear(); }
 
 AutocastGuard::AutocastGuard(DeviceType device_type, std::optional<ScalarType> dtype, bool enabled,
                              bool cache_enabled)
@@ -87,7 +106,7 @@ AutocastGuard::AutocastGuard(DeviceType device_type, std::optional<ScalarType> d
 
 AutocastGuard::~AutocastGuard() {
   State& s = state();
-  if (--s.nesting == 0) s.cache.clear();
+  if (--s.nesting == 0) s.clear();
   s.dtype[index_of(device_type_)] = prev_dtype_;
   s.cache_enabled = prev_cache_enabled_;
   set_autocast_enabled(device_type_, prev_enabled_);
@@ -131,6 +150,30 @@ std::optional<ScalarType> target_dtype(AutocastPolicy policy, DeviceType device_
   return std::nullopt;
 }
 
+namespace {
+
+// A leaf that is a slice of a larger buffer (nn::utils::flatten_parameters_): the first one cast
+// casts the whole buffer (one kernel), and each is then its slice of that, recorded as its own
+// cast (the gradient goes back to the leaf as from t.to(dtype)).
+Tensor slice_of_cast_buffer(std::unordered_map<BufferKey, CacheEntry, BufferKeyHash>& buffers,
+                            const Tensor& t, ScalarType dtype) {
+  const StorageImpl* storage = t.unsafe_impl()->storage().get();
+  auto [it, made] = buffers.try_emplace(BufferKey{storage, dtype});
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    if (made) {
+      const auto n = static_cast<int64_t>(storage->nbytes() / element_size(t.dtype()));
+      it->second = CacheEntry{t, t.detach().as_strided({n}, {1}, 0).to(dtype)};
+    }
+    out = it->second.cast.as_strided(t.sizes(), t.strides(), t.storage_offset());
+  }
+  record("clone", {t}, {out}, [](const GradContext& g) -> std::vector<Tensor> { return {g.grad()}; });
+  return out;
+}
+
+}  // namespace
+
 Tensor cast(const Tensor& t, DeviceType device_type, ScalarType dtype) {
   if (!t.defined() || t.device().type != device_type || !eligible(t.dtype()) || t.dtype() == dtype) return t;
   State& s = state();
@@ -140,7 +183,9 @@ Tensor cast(const Tensor& t, DeviceType device_type, ScalarType dtype) {
   if (!cacheable) return t.to(dtype);
   CacheKey key{t.unsafe_impl(), dtype};
   if (auto it = s.cache.find(key); it != s.cache.end()) return it->second.cast;
-  Tensor out = t.to(dtype);
+  const StorageImpl* storage = t.unsafe_impl()->storage().get();
+  const bool in_buffer = storage->nbytes() > static_cast<size_t>(t.numel()) * element_size(t.dtype());
+  Tensor out = in_buffer ? slice_of_cast_buffer(s.buffers, t, dtype) : t.to(dtype);
   s.cache.emplace(key, CacheEntry{t, out});
   return out;
 }

@@ -7,7 +7,9 @@
 // Modes: f32, bf16 (autocast) and f16 (autocast + GradScaler), each also with "-ckpt": every
 // encoder layer checkpointed, and with "-graph": the whole step (zero_grad, forward, backward,
 // GradScaler, fused AdamW) is captured once into a CUDA graph after the warm-up steps, and the
-// timed steps replay it (the peak then counts from the capture). Each mode prints one JSON line: the median
+// timed steps replay it (the peak then counts from the capture), and with "-flat": the parameters
+// in one buffer (nn::utils::flatten_parameters_), so autocast casts them by one kernel per step
+// (ember only; "bf16-flat-graph" combines them). Each mode prints one JSON line: the median
 // step time in ms over
 // --iters steps after --warmup (synchronized on CUDA), tokens/s, and on CUDA the peak of
 // cuda::max_memory_allocated over the timed steps (reset between modes).
@@ -15,9 +17,9 @@
 //                     [--ffn 3072] [--vocab 30522] [--warmup 3] [--iters 10] [--device cuda]
 //                     [--modes f32,f32-ckpt,bf16,bf16-ckpt,f16,f16-ckpt] [--profile [--trace PREFIX]]
 // --profile: after the timed steps of each mode, one more step runs under profiler::Profile and its
-// tables (top 25 kernels by device time, host time on the CPU; then the top 40 by kernel and input
-// shapes) go to stderr, next to torch_transformer_bench.py --profile; --trace PREFIX also writes that
-// step as a Chrome trace, PREFIX-<mode>.json.
+// tables (top 25 kernels and ops by self device time, self host time on the CPU; then the top 40 by kernel
+// and input shapes) go to stderr, next to torch_transformer_bench.py --profile; --trace PREFIX also writes
+// that step as a Chrome trace, PREFIX-<mode>.json.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -118,16 +120,17 @@ void run_mode(const Config& c, const Device& device, const std::string& mode) {
   std::stringstream parts(mode);
   std::string precision;
   std::getline(parts, precision, '-');
-  bool ckpt = false, graphed = false;
+  bool ckpt = false, graphed = false, flat = false;
   for (std::string flag; std::getline(parts, flag, '-');) {
-    EMBER_CHECK(flag == "ckpt" || flag == "graph", "transformer_bench: unknown mode ", mode);
-    (flag == "ckpt" ? ckpt : graphed) = true;
+    EMBER_CHECK(flag == "ckpt" || flag == "graph" || flag == "flat", "transformer_bench: unknown mode ",
+                mode);
+    (flag == "ckpt" ? ckpt : flag == "graph" ? graphed : flat) = true;
   }
   EMBER_CHECK(precision == "f32" || precision == "bf16" || precision == "f16",
               "transformer_bench: unknown mode ", mode);
   std::ostringstream name;
   name << "transformer L" << c.layers << " b" << c.batch << " s" << c.seq << " " << precision
-       << (ckpt ? " ckpt" : "") << (graphed ? " graph" : "");
+       << (ckpt ? " ckpt" : "") << (flat ? " flat" : "") << (graphed ? " graph" : "");
   try {
     manual_seed(0);
     models::BertLike model(models::BertLikeOptions()
@@ -138,6 +141,7 @@ void run_mode(const Config& c, const Device& device, const std::string& mode) {
                                .dim_feedforward(c.ffn)
                                .layers(c.layers));
     model->to(device);
+    if (flat) nn::utils::flatten_parameters_(model->parameters());  // one cast per step, not 98
     model->train();
     optim::AdamW opt(model->parameters(), optim::AdamWOptions(1e-4).weight_decay(0.01));
     amp::GradScaler scaler(65536.0, 2.0, 0.5, 2000, /*enabled=*/precision == "f16");
