@@ -9,6 +9,7 @@
 #include "ember/core/grad_mode.h"
 #include "ember/core/serialize.h"
 #include "ember/distributed/distributed.h"
+#include "ember/nn/flatten_parameters.h"
 #include "ember/optim/state_text.h"
 
 namespace ember::distributed {
@@ -146,6 +147,12 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::OptimizerPar
       if (param_to_rank_[i++] == group_->rank()) mine.push_back(p);
     g.params() = std::move(mine);
   }
+  if (options.parameters_as_bucket_view())
+    for (int r = 0; r < group_->size(); ++r) {
+      std::vector<Tensor> mine;
+      for (size_t k : owned_by(r)) mine.push_back(params_[k]);
+      rank_buffers_.push_back(nn::utils::flatten_parameters_(mine));
+    }
   local_ = make_optimizer(std::move(groups));
   EMBER_CHECK(local_, "ZeroRedundancyOptimizer: the optimizer factory returned null");
   if (options.stage() == 2)
@@ -190,6 +197,14 @@ void ZeroRedundancyOptimizer::step(ShardedGradScaler& scaler) {
 void ZeroRedundancyOptimizer::broadcast_params() {
   if (group_->size() == 1) return;
   NoGradGuard no_grad;
+  if (!rank_buffers_.empty()) {
+    std::vector<std::shared_ptr<Work>> works;
+    for (int r = 0; r < group_->size(); ++r)
+      for (const Tensor& buffer : rank_buffers_[static_cast<size_t>(r)])
+        works.push_back(group_->broadcast(buffer, r));
+    for (const auto& w : works) w->wait();
+    return;
+  }
   // PyTorch's default (no parameters_as_bucket_view): a broadcast per parameter, all in flight at
   // once, straight into the parameter unless it is not contiguous.
   std::vector<Tensor> buffers;

@@ -54,6 +54,10 @@ struct ZeroOptions {
   EMBER_ARG(int, stage) = 1;
   // Stage 2: the gradients are reduced in buckets of about this many MiB, as DDP's.
   EMBER_ARG(double, bucket_cap_mb) = 25;
+  // PyTorch's parameters_as_bucket_view: each rank's parameters become views of one buffer
+  // (nn::utils::flatten_parameters_, one per dtype), so the step ends with one broadcast per rank
+  // instead of one per parameter (and autocast casts a buffer at once).
+  EMBER_ARG(bool, parameters_as_bucket_view) = false;
 };
 
 class ZeroRedundancyOptimizer {
@@ -107,6 +111,7 @@ class ZeroRedundancyOptimizer {
   std::vector<int> param_to_rank_;
   std::unique_ptr<optim::Optimizer> local_;
   std::unique_ptr<detail::ShardedGradients> sharded_;  // stage 2
+  std::vector<std::vector<Tensor>> rank_buffers_;      // parameters_as_bucket_view: by owner
   std::optional<StateDict> consolidated_;
 };
 

@@ -107,6 +107,27 @@ void check_state_dicts(const StateDict& actual, const StateDict& expected) {
   for (const auto& [key, t] : expected.tensors) check_close(actual.tensors.at(key), t, key, kF32);
 }
 
+// ZERO_BUCKET_VIEW=1: parameters_as_bucket_view. Then rank r's parameters lie one after the other
+// in one buffer (checked here), which the step broadcasts whole.
+d::ZeroOptions options_from_env(int stage) {
+  const char* view = std::getenv("ZERO_BUCKET_VIEW");
+  return d::ZeroOptions().stage(stage).parameters_as_bucket_view(view && std::string(view) == "1");
+}
+void check_bucket_views(const d::ZeroRedundancyOptimizer& zero) {
+  const char* view = std::getenv("ZERO_BUCKET_VIEW");
+  if (!view || std::string(view) != "1") return;
+  for (int r = 0; r < d::get_world_size(); ++r) {
+    const float* next = nullptr;
+    for (size_t i = 0; i < zero.parameters().size(); ++i) {
+      if (zero.param_to_rank()[i] != r) continue;
+      const Tensor& p = zero.parameters()[i];
+      EMBER_CHECK(!next || p.data_ptr<float>() == next, "rank ", r, "'s parameter ", i,
+                  " does not follow the previous one in its buffer");
+      next = p.data_ptr<float>() + p.numel();
+    }
+  }
+}
+
 // --- Workers ---
 
 DIST_WORKER(zero_matches_one_process) {
@@ -115,7 +136,8 @@ DIST_WORKER(zero_matches_one_process) {
   Mlp net = make_mlp(), ref = make_mlp();
   d::DistributedDataParallel ddp(net);
   d::OptimizerFactory factory = factory_from_env();
-  d::ZeroRedundancyOptimizer zero(ddp->parameters(), factory);
+  d::ZeroRedundancyOptimizer zero(ddp->parameters(), factory, nullptr, options_from_env(1));
+  check_bucket_views(zero);
   auto ref_opt = factory({ref->parameters()});
   for (int step = 0; step < 5; ++step) {
     train_share(ddp, zero, step);
@@ -142,9 +164,10 @@ DIST_WORKER(zero2_matches_one_process) {
   int rank = d::get_rank(), world = d::get_world_size();
   Mlp net = make_mlp(), ref = make_mlp();
   d::OptimizerFactory factory = factory_from_env();
-  d::ZeroOptions options = d::ZeroOptions().stage(2);
+  d::ZeroOptions options = options_from_env(2);
   if (const char* mb = std::getenv("ZERO_BUCKET_MB")) options.bucket_cap_mb(std::stod(mb));
   d::ZeroRedundancyOptimizer zero(net->parameters(), factory, nullptr, options);
+  check_bucket_views(zero);
   auto ref_opt = factory({ref->parameters()});
   std::vector<Tensor> params = net->parameters();
   int64_t owned = 0, total = 0;
@@ -417,6 +440,11 @@ TEST_P(Zero, Stage2ShardsTheGradientsAndMatchesOneProcess) {
   run_workers("zero2_matches_one_process", GetParam(), {{"ZERO_BUCKET_MB", "0.0009765625"}});
 }
 TEST_P(Zero, Stage2ReducesABucketOncePerOwner) { run_workers("sharded_gradients_buckets", GetParam()); }
+// parameters_as_bucket_view: one broadcast per rank's buffer, at both stages.
+TEST_P(Zero, ParametersAsBucketViewMatchesOneProcess) {
+  run_workers("zero_matches_one_process", GetParam(), {{"ZERO_OPTIM", "adamw"}, {"ZERO_BUCKET_VIEW", "1"}});
+  run_workers("zero2_matches_one_process", GetParam(), {{"ZERO_BUCKET_VIEW", "1"}});
+}
 TEST_P(Zero, ShardedGradScalerSkipsOnEveryRankAtBothStages) {
   run_workers("zero_grad_scaler_skips_together", GetParam(), {{"ZERO_STAGE", "1"}});
   run_workers("zero_grad_scaler_skips_together", GetParam(), {{"ZERO_STAGE", "2"}});
