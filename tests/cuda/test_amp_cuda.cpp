@@ -116,7 +116,8 @@ TEST_F(AmpCuda, FlattenedParametersAreCastOnceAndTrainAsBefore) {
       out = net->forward(x);
     }
     prof.stop();
-    const profiler::FunctionEventAvg* copies = prof.key_averages().find("copy_");
+    const profiler::KeyAverages calls = prof.key_averages();
+    const profiler::FunctionEventAvg* copies = calls.find("copy_");
     *casts = copies ? copies->count : 0;
     return out;
   };

@@ -64,7 +64,8 @@ int64_t casts_in_forward(nn::Sequential& net, const Tensor& x, Tensor* out) {
     *out = net->forward(x);
   }
   prof.stop();
-  const profiler::FunctionEventAvg* copies = prof.key_averages().find("copy_");
+  const profiler::KeyAverages calls = prof.key_averages();
+  const profiler::FunctionEventAvg* copies = calls.find("copy_");
   return copies ? copies->count : 0;
 }
 
