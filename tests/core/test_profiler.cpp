@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 #endif
 
-#include "test_util.h"
+#include "profiler_test_util.h"
 
 namespace ember::testing {
 namespace {
@@ -54,14 +54,6 @@ KernelRegistrar<SpinFn> reg_inner(test_inner_stub, kCPU, &spin);
 KernelRegistrar<SpinFn> reg_outer(test_outer_stub, kCPU, &outer_kernel);
 KernelRegistrar<SpinFn> reg_leaf(test_leaf_stub, kCPU, &spin);
 KernelRegistrar<SpinFn> reg_throw(test_throw_stub, kCPU, &throw_kernel);
-
-const std::vector<ProfilerActivity> kCpuOnly{ProfilerActivity::CPU};
-
-const FunctionEventAvg& entry(const KeyAverages& avg, const std::string& key) {
-  const FunctionEventAvg* e = avg.find(key);
-  if (!e) throw Error("no entry " + key);
-  return *e;
-}
 
 std::vector<std::string> lines(const std::string& s) {
   std::vector<std::string> out;
@@ -281,7 +273,7 @@ TEST(Profiler, ProfileMemoryChargesAllocationsToTheirInnermostRange) {
   EXPECT_EQ(outer.device_memory_usage, 0);
   const std::string table = avg.table("self_cpu_memory_usage");
   EXPECT_NE(table.find("Self CPU Mem"), std::string::npos) << table;
-  EXPECT_NE(table.find("5.90 Kb"), std::string::npos) << table;        // 6040 bytes
+  EXPECT_NE(table.find("5.90 Kb"), std::string::npos) << table;      // 6040 bytes
   EXPECT_EQ(lines(table)[3].rfind("ember::empty", 0), 0u) << table;  // sorted by self memory
 
 #if __has_include(<nlohmann/json.hpp>)

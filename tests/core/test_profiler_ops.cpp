@@ -3,10 +3,10 @@
 // transformer and of a convolutional net leave no kernel outside an op.
 #include <ember/core/profiler.h>
 #include <ember/nn/activation.h>
+#include <ember/nn/clip_grad.h>
 #include <ember/nn/container.h>
 #include <ember/nn/conv.h>
 #include <ember/nn/functional.h>
-#include <ember/nn/clip_grad.h>
 #include <ember/nn/linear.h>
 #include <ember/nn/normalization.h>
 #include <ember/nn/pooling.h>
@@ -23,7 +23,7 @@
 #include <nlohmann/json.hpp>
 #endif
 
-#include "test_util.h"
+#include "profiler_test_util.h"
 
 namespace ember::testing {
 namespace {
@@ -32,14 +32,6 @@ using profiler::FunctionEventAvg;
 using profiler::KeyAverages;
 using profiler::Profile;
 using profiler::ProfilerActivity;
-
-const std::vector<ProfilerActivity> kCpuOnly{ProfilerActivity::CPU};
-
-const FunctionEventAvg& entry(const KeyAverages& avg, const std::string& key) {
-  const FunctionEventAvg* e = avg.find(key);
-  if (!e) throw std::runtime_error("no row " + key + " in\n" + avg.table("count", -1));
-  return *e;
-}
 
 TEST(ProfilerOps, FrontendsAndBackwardNodesAreRangesOverTheirKernels) {
   Tensor x = randn({8, 16}), w = randn({16, 4}).requires_grad_(), b = zeros({4}).requires_grad_();
@@ -132,8 +124,9 @@ TEST(ProfilerOps, ATransformerStepHasNoKernelOutsideAnOp) {
   prof.stop();
   const TraceCheck check = check_trace(prof);
   EXPECT_TRUE(check.outside.empty()) << "kernels outside any op: " << joined(check.outside);
-  for (const char* op : {"ember::linear", "ember::scaled_dot_product_attention", "ember::dropout_add_layer_norm",
-                         "ember::cross_entropy", "autograd::dropout_add_layer_norm_backward", "ember::norm"})
+  for (const char* op :
+       {"ember::linear", "ember::scaled_dot_product_attention", "ember::dropout_add_layer_norm",
+        "ember::cross_entropy", "autograd::dropout_add_layer_norm_backward", "ember::norm"})
     EXPECT_TRUE(check.ops.count(op)) << op << " missing from " << joined(check.ops);
 }
 
@@ -151,7 +144,8 @@ TEST(ProfilerOps, AConvolutionalStepHasNoKernelOutsideAnOp) {
   prof.stop();
   const TraceCheck check = check_trace(prof);
   EXPECT_TRUE(check.outside.empty()) << "kernels outside any op: " << joined(check.outside);
-  for (const char* op : {"ember::conv2d", "ember::batch_norm", "ember::max_pool2d", "autograd::conv2d_backward"})
+  for (const char* op :
+       {"ember::conv2d", "ember::batch_norm", "ember::max_pool2d", "autograd::conv2d_backward"})
     EXPECT_TRUE(check.ops.count(op)) << op << " missing from " << joined(check.ops);
 }
 #endif

@@ -215,6 +215,14 @@ DIST_WORKER(tp_vocab_parallel_matches_one_process) {
   }
 }
 
+// The layers both transformer workers try: post-norm ReLU [L, N, E], or pre-norm GELU batch first;
+// dropout 0 (a split layer draws other numbers).
+nn::TransformerEncoderLayerOptions layer_options(bool pre_norm_gelu) {
+  auto options = nn::TransformerEncoderLayerOptions(8, 4).dim_feedforward(16).dropout(0.0);
+  options.norm_first(pre_norm_gelu).batch_first(pre_norm_gelu).activation(pre_norm_gelu ? "gelu" : "relu");
+  return options;
+}
+
 // A transformer encoder layer (4 heads, feed-forward 16) split over the group, post-norm with ReLU
 // and pre-norm with GELU, sequence-first and batch-first: drawn from the same seed it is the
 // nn::TransformerEncoderLayer (its full state dict), with its outputs (keys padded), input
@@ -222,8 +230,7 @@ DIST_WORKER(tp_vocab_parallel_matches_one_process) {
 DIST_WORKER(tp_transformer_layer_matches_one_process) {
   d::init_process_group("gloo");
   for (bool pre_norm_gelu : {false, true}) {
-    auto options = nn::TransformerEncoderLayerOptions(8, 4).dim_feedforward(16).dropout(0.0);
-    options.norm_first(pre_norm_gelu).batch_first(pre_norm_gelu).activation(pre_norm_gelu ? "gelu" : "relu");
+    const auto options = layer_options(pre_norm_gelu);
     manual_seed(31);
     nn::TransformerEncoderLayer ref(options);
     manual_seed(31);
@@ -266,8 +273,7 @@ DIST_WORKER(tp_sequence_parallel_layer_matches_one_process) {
   const int rank = d::get_rank(), world = d::get_world_size();
   const int64_t L = 8, part = L / world;
   for (bool pre_norm_gelu : {false, true}) {
-    auto options = nn::TransformerEncoderLayerOptions(8, 4).dim_feedforward(16).dropout(0.0);
-    options.norm_first(pre_norm_gelu).batch_first(pre_norm_gelu).activation(pre_norm_gelu ? "gelu" : "relu");
+    const auto options = layer_options(pre_norm_gelu);
     manual_seed(31);
     nn::TransformerEncoderLayer ref(options);
     manual_seed(31);
