@@ -31,7 +31,6 @@ namespace {
 using profiler::FunctionEventAvg;
 using profiler::KeyAverages;
 using profiler::Profile;
-using profiler::ProfilerActivity;
 
 TEST(ProfilerOps, FrontendsAndBackwardNodesAreRangesOverTheirKernels) {
   Tensor x = randn({8, 16}), w = randn({16, 4}).requires_grad_(), b = zeros({4}).requires_grad_();
