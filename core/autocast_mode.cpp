@@ -158,13 +158,14 @@ namespace {
 Tensor slice_of_cast_buffer(std::unordered_map<BufferKey, CacheEntry, BufferKeyHash>& buffers,
                             const Tensor& t, ScalarType dtype) {
   const StorageImpl* storage = t.unsafe_impl()->storage().get();
-  auto [it, made] = buffers.try_emplace(BufferKey{storage, dtype});
+  const BufferKey key{storage, dtype};
   Tensor out;
   {
     NoGradGuard no_grad;
-    if (made) {
+    auto it = buffers.find(key);
+    if (it == buffers.end()) {  // entered once the cast succeeded (it may run out of memory)
       const auto n = static_cast<int64_t>(storage->nbytes() / element_size(t.dtype()));
-      it->second = CacheEntry{t, t.detach().as_strided({n}, {1}, 0).to(dtype)};
+      it = buffers.emplace(key, CacheEntry{t, t.detach().as_strided({n}, {1}, 0).to(dtype)}).first;
     }
     out = it->second.cast.as_strided(t.sizes(), t.strides(), t.storage_offset());
   }
