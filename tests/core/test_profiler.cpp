@@ -167,6 +167,22 @@ TEST(Profiler, SessionsRunOneAtATime) {
   EXPECT_EQ(detail::g_kernel_range_hooks.load(), nullptr);
 }
 
+// A stopped session's results keep their range names while later sessions record their own (the
+// names once lived in the session, which the next one cleared).
+TEST(Profiler, ResultsOutliveTheNextSession) {
+  Profile first(kCpuOnly);
+  { profiler::RecordFunction range(std::string("first session's range")); }
+  first.stop();
+  for (int i = 0; i < 3; ++i) {
+    Profile later(kCpuOnly);
+    { profiler::RecordFunction range(std::string(64, static_cast<char>('a' + i))); }
+    later.stop();
+  }
+  KeyAverages avg = first.key_averages();
+  ASSERT_EQ(avg.size(), 1u);
+  EXPECT_EQ(avg[0].key, "first session's range");
+}
+
 void other_push(const char*) {}
 void other_pop() {}
 constexpr detail::KernelRangeHooks kOtherHooks{&other_push, &other_pop};
