@@ -6,6 +6,7 @@
 // (DDP_GRAD_AS_VIEW=1), and that option against the copies.
 #include <ember/distributed/ddp.h>
 #include <ember/nn/conv.h>
+#include <ember/nn/flatten_parameters.h>
 #include <ember/nn/linear.h>
 #include <ember/optim/sgd.h>
 
@@ -125,8 +126,21 @@ DIST_WORKER(ddp_matches_one_process) {
   int rank = d::get_rank(), world = d::get_world_size();
   Net net = make_net(rank), ref = make_net(0);
   freeze_unused(net);
+  // DDP_FLAT_PARAMS: the parameters in one buffer (nn::utils::flatten_parameters_), which the
+  // broadcast and the steps must keep.
+  const bool flat = std::getenv("DDP_FLAT_PARAMS") != nullptr;
+  const Tensor buffer = flat ? nn::utils::flatten_parameters_(net->parameters()).at(0) : Tensor();
+  auto check_flat = [&] {
+    if (!flat) return;
+    const char* next = static_cast<const char*>(buffer.data_ptr());
+    for (const Tensor& p : net->parameters()) {
+      EMBER_CHECK(p.data_ptr() == next, "a parameter left the buffer");
+      next += p.nbytes();
+    }
+  };
   d::DistributedDataParallel ddp(net, nullptr, options_from_env());
   check_params(*net, *ref, "after the broadcast at construction", kExact);
+  check_flat();
 
   // 6 parameters require grad: 1 bucket, or one each, starting from the last one (fc3.bias).
   auto buckets = ddp->bucket_indices();
@@ -150,6 +164,7 @@ DIST_WORKER(ddp_matches_one_process) {
     ref_opt.step();
   }
   check_params(*net, *ref, "after 5 SGD steps");
+  check_flat();
   d::destroy_process_group();
 }
 
@@ -324,6 +339,10 @@ class DDP : public ::testing::TestWithParam<int> {};
 TEST_P(DDP, MatchesOneProcessOnTheWholeBatch) { run_workers("ddp_matches_one_process", GetParam()); }
 TEST_P(DDP, OneBucketPerParameterMatchesToo) {
   run_workers("ddp_matches_one_process", GetParam(), {{"DDP_BUCKET_MB", "1e-5"}});
+}
+TEST_P(DDP, FlattenedParametersMatchOneProcess) {
+  run_workers("ddp_matches_one_process", GetParam(), {{"DDP_FLAT_PARAMS", "1"}});
+  run_workers("ddp_matches_one_process", GetParam(), {{"DDP_FLAT_PARAMS", "1"}, {"DDP_GRAD_AS_VIEW", "1"}});
 }
 TEST_P(DDP, NoSyncAccumulatesLocally) { run_workers("ddp_no_sync", GetParam()); }
 TEST_P(DDP, FindUnusedParameters) { run_workers("ddp_find_unused", GetParam()); }
