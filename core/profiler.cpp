@@ -500,7 +500,6 @@ void Profile::begin_window() {
   std::lock_guard lock(g_session.mu);
   g_session.ranges.clear();
   g_session.memory.clear();
-  g_session.names.clear();
   g_session.threads.clear();
   g_session.start = Clock::now();
   g_session.device = device_;

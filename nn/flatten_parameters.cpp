@@ -1,10 +1,10 @@
 #include "ember/nn/flatten_parameters.h"
 
-#include <algorithm>
 #include <set>
 
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/ops/fused_optim.h"
 
 namespace ember::nn::utils {
 
@@ -17,22 +17,10 @@ std::vector<Tensor> flatten_parameters_(ArrayRef<Tensor> parameters) {
     EMBER_CHECK(p.is_floating_point(), "flatten_parameters_: parameter ", i, " is ", p.dtype(),
                 "; only floating point parameters share a buffer");
   }
-  // Groups by dtype and device, in order of first appearance.
-  std::vector<std::vector<size_t>> groups;
-  for (size_t i = 0; i < parameters.size(); ++i) {
-    auto same = [&](const std::vector<size_t>& g) {
-      return parameters[g[0]].dtype() == parameters[i].dtype() &&
-             parameters[g[0]].device() == parameters[i].device();
-    };
-    auto it = std::find_if(groups.begin(), groups.end(), same);
-    if (it == groups.end())
-      groups.push_back({i});
-    else
-      it->push_back(i);
-  }
   NoGradGuard no_grad;
   std::vector<Tensor> buffers;
-  for (const std::vector<size_t>& g : groups) {
+  // By dtype and device, in order of first appearance.
+  for (const std::vector<size_t>& g : group_by_device_and_dtype(parameters)) {
     int64_t total = 0;
     for (size_t i : g) total += parameters[i].numel();
     Tensor flat = empty({total}, parameters[g[0]].options());

@@ -31,10 +31,6 @@ BertLikeImpl::BertLikeImpl(const BertLikeOptions& options) : Module("BertLike"),
     auto tok = keep(first, "tok",
                     dist::VocabParallelEmbedding(dist::VocabParallelEmbeddingOptions(vocab, d).group(tp)));
     if (first) embed_tokens_ = [tok](const Tensor& ids) { return tok(ids); };
-    // The embeddings' LayerNorm runs on the whole sequence (its gradients whole on every rank);
-    // from the dropout on, each rank keeps its slice.
-    if (sp)
-      split_sequence_ = [tp](const Tensor& x) { return dist::scatter_to_sequence_parallel_region(x, 1, tp); };
   } else {
     auto tok = keep(first, "tok", nn::Embedding(vocab, d));
     if (first) embed_tokens_ = [tok](const Tensor& ids) { return tok(ids); };
@@ -102,7 +98,10 @@ Tensor BertLikeImpl::forward(const Tensor& ids, const Tensor& positions, const T
 
 Tensor BertLikeImpl::embed(const Tensor& ids, const Tensor& positions) {
   const Tensor x = norm(embed_tokens_(ids) + pos(positions));
-  return drop(split_sequence_ ? split_sequence_(x) : x);
+  // The embeddings' LayerNorm runs on the whole sequence (its gradients whole on every rank); from
+  // the dropout on, each rank keeps its slice.
+  if (!options.sequence_parallel()) return drop(x);
+  return drop(dist::scatter_to_sequence_parallel_region(x, 1, options.tensor_parallel()));
 }
 
 Tensor BertLikeImpl::forward_stage(const Tensor& input, bool checkpoint) {

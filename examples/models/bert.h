@@ -82,7 +82,6 @@ class BertLikeImpl : public nn::Module {
 
   // The parts whose modules depend on tensor parallelism ("tok", each layer, "head" and its loss).
   std::function<Tensor(const Tensor&)> embed_tokens_;
-  std::function<Tensor(const Tensor&)> split_sequence_;  // with sequence_parallel
   std::vector<std::function<Tensor(const Tensor&)>> layer_forwards_;
   std::function<Tensor(const Tensor& x, const Tensor& labels)> head_loss_;
 };
