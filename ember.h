@@ -14,6 +14,7 @@
 #include "ember/core/generator.h"
 #include "ember/core/grad_mode.h"
 #include "ember/core/op_registry.h"
+#include "ember/core/ops/advanced_indexing.h"
 #include "ember/core/ops/amp_ops.h"
 #include "ember/core/ops/attention.h"
 #include "ember/core/ops/convolution.h"

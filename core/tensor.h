@@ -114,7 +114,12 @@ class Tensor {
                std::optional<int64_t> end = std::nullopt, int64_t step = 1) const;
   Tensor select(int64_t dim, int64_t index) const;
   Tensor operator[](int64_t index) const { return select(0, index); }
-  Tensor index(std::initializer_list<TensorIndex> indices) const;
+  Tensor index(ArrayRef<TensorIndex> indices) const;
+  // x[indices] = values (core/ops/advanced_indexing.h); accumulate adds them (x[indices] += values,
+  // repeated indices included).
+  const Tensor& index_put_(ArrayRef<TensorIndex> indices, const Tensor& values, bool accumulate = false) const;
+  const Tensor& index_put_(ArrayRef<TensorIndex> indices, const Scalar& value) const;
+  Tensor index_put(ArrayRef<Tensor> indices, const Tensor& values, bool accumulate = false) const;
   Tensor expand(IntArrayRef sizes) const;
   Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
   Tensor squeeze() const;

@@ -10,7 +10,6 @@
 #include "ember/core/ops/shape_ops.h"
 #include "ember/core/shape.h"
 #include "ember/core/tensor.h"
-#include "ember/core/tensor_index.h"
 
 namespace ember {
 namespace {
@@ -201,39 +200,6 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   st.erase(d);
   return record_pick("select", *this, make_view(*this, sz, st, storage_offset() + index * strides()[d]),
                      [d, index](const Tensor& z) { return z.select(d, index); });
-}
-
-Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
-  detail::OpRange op_range("index", *this);
-  int64_t consumed = 0;
-  bool has_ellipsis = false;
-  for (const TensorIndex& i : indices) {
-    if (i.kind == TensorIndex::Kind::Integer || i.kind == TensorIndex::Kind::Slice) ++consumed;
-    if (i.kind == TensorIndex::Kind::Ellipsis) {
-      EMBER_CHECK(!has_ellipsis, "index: an index can only have a single ellipsis");
-      has_ellipsis = true;
-    }
-  }
-  EMBER_CHECK(consumed <= dim(), "index: too many indices for tensor of dimension ", dim());
-  Tensor r = *this;
-  int64_t d = 0;
-  for (const TensorIndex& i : indices) {
-    switch (i.kind) {
-      case TensorIndex::Kind::Integer:
-        r = r.select(d, i.integer);
-        break;
-      case TensorIndex::Kind::Slice:
-        r = r.slice(d, i.slice.start, i.slice.stop, i.slice.step), ++d;
-        break;
-      case TensorIndex::Kind::None:
-        r = r.unsqueeze(d), ++d;
-        break;
-      case TensorIndex::Kind::Ellipsis:
-        d += dim() - consumed;
-        break;
-    }
-  }
-  return r;
 }
 
 Tensor Tensor::expand(IntArrayRef sizes) const {

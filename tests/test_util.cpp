@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -139,7 +140,9 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-std::string TempDir::file(const std::string& name) const { return (std::filesystem::path(path_) / name).string(); }
+std::string TempDir::file(const std::string& name) const {
+  return (std::filesystem::path(path_) / name).string();
+}
 
 std::string TempDir::new_file(const std::string& name) const {
   std::filesystem::path p = std::filesystem::path(path_) / name;
@@ -161,6 +164,27 @@ std::string read_text(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string unlabelled_error(const std::function<void()>& call, const std::string& names,
+                             const std::function<void()>& then) {
+  try {
+    call();
+    if (then) then();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    for (size_t begin = 0; begin <= names.size();) {
+      const size_t end = std::min(names.find('|', begin), names.size());
+      if (what.find(names.substr(begin, end - begin) + ":") != std::string::npos) return "";
+      begin = end + 1;
+    }
+    return "ember::Error not labelled \"" + names + "\": \"" + what + "\"";
+  } catch (const std::exception& e) {
+    return std::string("another exception: ") + e.what();
+  } catch (...) {
+    return "a non-std exception";
+  }
+  return "no error";
 }
 
 }  // namespace ember::testing

@@ -151,4 +151,10 @@ int run_program(const std::string& program, const std::string& args, const std::
 // A file's whole content ("" when it cannot be read).
 std::string read_text(const std::string& path);
 
+// The bad-input tables' rule: `call` (then `then`, a synchronization that raises a kernel's error)
+// must throw an ember::Error whose message has one of the '|'-separated `names` followed by ':'.
+// Returns what happened instead, or "" when it did.
+std::string unlabelled_error(const std::function<void()>& call, const std::string& names,
+                             const std::function<void()>& then = {});
+
 }  // namespace ember::testing

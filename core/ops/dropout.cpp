@@ -47,19 +47,20 @@ void record_masked_scale(const char* op, const Tensor& input, const Tensor& out,
 Tensor dense_like(const Tensor& x) { return x.is_non_overlapping_and_dense() ? x : x.contiguous(); }
 
 // out = mask ? (gelu ? gelu(x) : x) * scale : 0 and the mask, unrecorded: as bools (native_dropout's)
-// or packed bits (gelu_dropout's); the generator state it drew from.
+// or packed bits (gelu_dropout's, only when a backward will read them); the generator state it drew
+// from.
 struct MaskedForward {
   Tensor out, mask, bits;
   PhiloxState rng;
 };
-MaskedForward masked_forward(const Tensor& x, double p, Generator* gen, bool gelu) {
+MaskedForward masked_forward(const Tensor& x, double p, Generator* gen, bool gelu, bool keep_bits) {
   // One generator offset per call, even for an empty x: as bernoulli_, so RNG replay agrees.
   const PhiloxState rng = (gen ? *gen : default_generator(x.device().type)).next();
   Tensor dense = dense_like(x);
   MaskedForward r{empty_like(dense), {}, {}, rng};
-  if (gelu)
+  if (gelu && keep_bits)
     r.bits = empty({(x.numel() + 7) / 8}, TensorOptions(kUInt8).device(x.device()));
-  else
+  else if (!gelu)
     r.mask = empty_like(dense, TensorOptions(kBool).device(x.device()));
   if (x.numel() > 0) {
     NoGradGuard no_grad;  // recorded by the caller, on x itself
@@ -83,7 +84,7 @@ std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, bool traini
   detail::OpRange op_range("native_dropout", x);
   check_args("native_dropout", x, p);
   if (!training || p == 0) return {x.clone(), ones(x.sizes(), TensorOptions(kBool).device(x.device()))};
-  MaskedForward f = masked_forward(x, p, gen, false);
+  MaskedForward f = masked_forward(x, p, gen, false, false);
   if (needs_grad({x})) record_masked_scale("native_dropout", x, f.out, f.mask, ops::dropout_scale(p));
   return {f.out, f.mask};
 }
@@ -92,8 +93,9 @@ Tensor gelu_dropout(const Tensor& x, double p, bool training, Generator* gen) {
   detail::OpRange op_range("gelu_dropout", x);
   check_args("gelu_dropout", x, p);
   if (!training || p == 0) return gelu(x);
-  MaskedForward f = masked_forward(x, p, gen, true);
-  if (needs_grad({x}))
+  const bool backward = needs_grad({x});
+  MaskedForward f = masked_forward(x, p, gen, true, backward);
+  if (backward)
     record("gelu_dropout", {x}, {f.out},
            [p, rng = f.rng, sx = SavedTensor(x, false),
             sbits = SavedTensor(f.bits, false)](const GradContext& g) -> std::vector<Tensor> {

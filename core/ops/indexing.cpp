@@ -12,6 +12,7 @@
 #include "ember/core/grad_mode.h"
 #include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
+#include "ember/core/ops/elementwise.h"
 #include "ember/core/ops/shape_ops.h"
 #include "ember/core/shape.h"
 
@@ -192,6 +193,28 @@ void record_scatter(const char* op, bool assign, const Tensor& out, const Tensor
 }
 
 }  // namespace
+
+namespace detail {
+
+Tensor index_positions(const char* op, const Tensor& index, int64_t dim, int64_t size) {
+  check_index_dtype(op, index, true);
+  const Tensor idx = index.to(kInt64);
+  if (idx.is_cpu() && idx.numel() > 0) {
+    const IndexRange r = index_range_stub(idx.device())(op, idx);
+    EMBER_CHECK(r.min >= -size && r.max < size, op, ": index ", r.min < -size ? r.min : r.max,
+                " is out of bounds for dimension ", dim, " with size ", size);
+  }
+  const Tensor wrapped = where(idx < 0, idx + size, idx);
+  if (idx.is_cpu()) return wrapped;
+  // On the GPU the gather's own check, with no wait: each position read from a table of them
+  // shaped so that a bad one is reported at `dim`.
+  DimVector table_shape(dim + 1, 1), index_shape(dim + 1, 1);
+  table_shape[dim] = size, index_shape[dim] = idx.numel();
+  const Tensor table = arange(size, TensorOptions(kInt64).device(idx.device())).view(table_shape);
+  return gather_checked(op, table, dim, wrapped.reshape(index_shape)).view(idx.sizes());
+}
+
+}  // namespace detail
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   detail::OpRange op_range("gather", x, index);

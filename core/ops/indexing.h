@@ -39,6 +39,13 @@ Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int6
 // each index and 0 elsewhere.
 Tensor one_hot(const Tensor& indices, int64_t num_classes = -1);
 
+namespace detail {
+// index (int64 or int32, values in [-size, size)) as int64 positions in [0, size) of a dim `dim`
+// of `size`, for `op`: the CPU checks the values here, a CUDA kernel as it reads them (a bad one
+// raised at the next synchronization, as the kernels below do).
+Tensor index_positions(const char* op, const Tensor& index, int64_t dim, int64_t size);
+}  // namespace detail
+
 // Kernel families. Index tensors reach them as int64, with as many dims as self (at least one),
 // of sizes no larger than self's apart from dim. On the CPU their values are in range (the
 // frontend checks); CUDA kernels check each value as they read it and record a bad one for

@@ -110,6 +110,34 @@ const GradcheckRegistrar registrar({
        return x[0].index_select(-1, tensor({3, 1}, TensorOptions(kInt32).device(x[0].device()))) * x[0].sum();
      },
      {{2, 3, 4}}},
+    // Repeated and negative picks add up; two index tensors apart put the picks in front.
+    {"index",
+     [](const Inputs& x) {
+       return x[0].index({idx({{1, -1}, {0, 1}}, x[0]), Slice(), idx({3, 0}, x[0])});
+     },
+     {{2, 3, 4}},
+     -2,
+     2,
+     true},
+    {"index",
+     [](const Inputs& x) {
+       return x[0].index({Slice(), tensor({true, false, true}).to(x[0].device())}) * x[0].sum();
+     },
+     {{2, 3}}},
+    {"index_put",
+     [](const Inputs& x) {
+       return index_put(x[0], {Tensor(), idx({2, 0, 2}, x[0])}, x[1], true);
+     },
+     {{2, 3}, {2, 3}},
+     -2,
+     2,
+     true},
+    // Assignment: x's gradient is cut where values land; the repeated pick is not used.
+    {"index_put",
+     [](const Inputs& x) {
+       return index_put(x[0], {idx({1, 0}, x[0]), idx({2, 1}, x[0])}, x[1]) * x[0].sum();
+     },
+     {{3, 4}, {2}}},
     {"gather",
      [](const Inputs& x) {
        return x[0].gather(1, idx({{0, 2, 2}, {1, 0, 3}}, x[0]));

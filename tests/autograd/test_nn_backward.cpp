@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "core/profiler_test_util.h"
 #include "test_util.h"
 
 namespace ember::testing {
@@ -118,6 +119,29 @@ TEST(NnBackward, GeluDropoutIsDropoutOfGelu) {
     EXPECT_CLOSE(gelu_dropout(x, 0), gelu(x), Tolerance{0, 0});
   }
   EXPECT_EMBER_ERROR(gelu_dropout(ones({2}), 1.5), "gelu_dropout", "between 0 and 1");
+}
+
+// gelu_dropout packs its mask only for a backward to read: with no gradient to compute, the output
+// is all it allocates (1000 floats; the mask would add 125 bytes).
+TEST(NnBackward, GeluDropoutKeepsItsMaskOnlyForABackward) {
+  auto allocated = [](bool requires_grad) {
+    Tensor x = randn({1000}).requires_grad_(requires_grad);
+    profiler::ProfileOptions options;
+    options.activities = kCpuOnly;
+    options.profile_memory = true;
+    profiler::Profile prof(options);
+    Tensor y = gelu_dropout(x, 0.3);
+    prof.stop();
+    const profiler::KeyAverages avg = prof.key_averages();
+    int64_t bytes = 0;  // allocations are charged to the factories that made them
+    for (const profiler::FunctionEventAvg& e : avg.events())
+      if (e.key.rfind("ember::empty", 0) == 0) bytes += e.self_cpu_memory_usage;
+    return bytes;
+  };
+  EXPECT_EQ(allocated(true), 4000 + 125);
+  EXPECT_EQ(allocated(false), 4000);
+  NoGradGuard no_grad;
+  EXPECT_EQ(allocated(true), 4000);
 }
 
 // Leaf copies of `ts` (undefined stays undefined), each `dt` when given.

@@ -1,6 +1,7 @@
 // Op-table entries for the shape, indexing, sorting and scan families. Integer arguments of a
 // sample (dims, shifts, pads, k) ride along as trailing int64 tensors, which the harness passes
 // unchanged to the float64 reference run; index tensors are drawn in range inside each sample.
+#include "ember/core/ops/advanced_indexing.h"
 #include "ember/core/ops/indexing.h"
 #include "ember/core/ops/nonzero.h"
 #include "ember/core/ops/scan.h"
@@ -222,6 +223,63 @@ const OpTableRegistrar registrar({
          },
          [](const std::vector<Tensor>& in) { return index_add(in[0], int_at(in[3], 0), in[1], in[2], 2); }},
         4),
+    // The last input picks the form; masks ride along as int64 0/1.
+    {"index",
+     [](ScalarType dt) {  // x, index tensors or mask, form
+       return std::vector<Sample>{
+           sample({random_tensor({5, 4}, dt), indices_below(5, {3, 2}), params({0})}, "x[idx], idx [3, 2]"),
+           sample({non_contiguous(random_tensor({3, 6}, dt)), indices_below(6, {4}) - 6, params({1})},
+                  "x[:, idx] nc, negative idx"),
+           sample(
+               {random_tensor({3, 4, 5}, dt), indices_below(3, {2, 1}), indices_below(5, {3}), params({2})},
+               "x[i, :, j], broadcast to [2, 3]"),
+           sample({random_tensor({3, 4, 5}, dt), randint(0, 2, {3, 4}), params({3})}, "x[mask [3, 4]]"),
+           sample({random_tensor({4, 5}, dt), indices_below(4, {0}), params({0})}, "no picks")};
+     },
+     [](const std::vector<Tensor>& in) {
+       const Tensor& x = in[0];
+       switch (int_at(in.back(), 0)) {
+         case 0:
+           return x.index({in[1]});
+         case 1:
+           return x.index({Slice(), in[1]});
+         case 2:
+           return x.index({in[1], Slice(), in[2]});
+         default:
+           return x.index({in[1] != 0});
+       }
+     }},
+    // Assignments pick each element once: which of repeated picks lands is unspecified.
+    with_tol_scale({"index_put",
+                    [](ScalarType dt) {  // x, values, index tensors or mask, form
+                      return std::vector<Sample>{
+                          sample({positive({5, 3}, dt), positive({6, 3}, dt), indices_below(5, {6}),
+                                  params({0})},
+                                 "x[idx] += v, repeated idx"),
+                          sample({random_tensor({4, 5}, dt), random_tensor({4, 3}, dt),
+                                  randperm(5).slice(0, 0, 3) - 5, params({1})},
+                                 "x[:, idx] = v, negative idx"),
+                          sample({non_contiguous(positive({2, 3, 4}, dt)), positive({2, 5}, dt),
+                                  indices_below(3, {5}), indices_below(4, {5}), params({2})},
+                                 "x[:, i, j] += v nc"),
+                          sample({random_tensor({3, 4}, dt), random_tensor({}, dt), randint(0, 2, {3, 4}),
+                                  params({3})},
+                                 "x[mask] = scalar")};
+                    },
+                    [](const std::vector<Tensor>& in) {
+                      const Tensor &x = in[0], &v = in[1];
+                      switch (int_at(in.back(), 0)) {
+                        case 0:
+                          return index_put(x, {in[2]}, v, true);
+                        case 1:
+                          return x.index_put({Tensor(), in[2]}, v);
+                        case 2:
+                          return index_put(x, {Tensor(), in[2], in[3]}, v, true);
+                        default:
+                          return index_put(x, {in[2] != 0}, v);
+                      }
+                    }},
+                   4),
     {"take_along_dim",
      [](ScalarType dt) {  // x, indices, dim (none when empty)
        return std::vector<Sample>{

@@ -45,7 +45,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 251;
+constexpr int64_t kPresentRows = 253;
 
 using Sizes = std::vector<int64_t>;
 
@@ -121,6 +121,16 @@ TEST(PytorchNames, TensorMethods) {
   EXPECT_EQ(shape(x.repeat({2, 1})), (Sizes{4, 3}));
   EXPECT_EQ(x[1][2].item<float>(), 6.0f);
   EXPECT_EQ(shape(x.index({Slice(0, 1), Ellipsis, None})), (Sizes{1, 3, 1}));
+  EXPECT_EQ(shape(x.index({x > 2})), (Sizes{4}));
+  EXPECT_EQ(shape(x.index({tensor({1, 0, 1})})), (Sizes{3, 3}));
+  EXPECT_EQ(shape(x.index({Slice(), tensor({0, 2}), None})), (Sizes{2, 2, 1}));
+  {
+    Tensor z = x.clone();
+    z.index_put_({tensor({0})}, ones({3}));
+    z.index_put_({z > 4}, 0);
+    z.index_put_({tensor({1, 1})}, ones({3}), true);
+    EXPECT_EQ(index_put(z, {tensor({0})}, zeros({3})).sum().item<float>(), 10.0f);
+  }
   EXPECT_EQ(x.chunk(3, 1).size(), 3u);
   EXPECT_EQ(x.split(1, 0).size(), 2u);
   EXPECT_EQ(x.unbind(1).size(), 3u);
