@@ -45,7 +45,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 253;
+constexpr int64_t kPresentRows = 254;
 
 using Sizes = std::vector<int64_t>;
 
@@ -402,6 +402,13 @@ TEST(PytorchNames, NnModules) {
   nn::TransformerEncoder encoder(layer, 2);
   Tensor causal = nn::generate_square_subsequent_mask(5);
   EXPECT_EQ(shape(encoder(tokens, causal)), shape(tokens));
+  nn::TransformerDecoder decoder(nn::TransformerDecoderLayer(nn::TransformerDecoderLayerOptions(8, 2)), 1);
+  EXPECT_EQ(shape(decoder(tokens.slice(0, 0, 3), tokens)), (Sizes{3, 2, 8}));
+  nn::Transformer transformer(
+      nn::TransformerOptions().d_model(8).nhead(2).num_encoder_layers(1).num_decoder_layers(1));
+  EXPECT_EQ(
+      shape(transformer(tokens, tokens.slice(0, 0, 3), Tensor(), nn::generate_square_subsequent_mask(3))),
+      (Sizes{3, 2, 8}));
   Tensor logits = randn({3, 4}), target = tensor({0, 1, 3});
   EXPECT_EQ(nn::CrossEntropyLoss()(logits, target).dim(), 0);
   EXPECT_EQ(nn::NLLLoss()(logits.log_softmax(1), target).dim(), 0);
