@@ -25,6 +25,7 @@
 #include "ember/distributed/ddp.h"
 #include "ember/distributed/device_mesh.h"
 #include "ember/distributed/distributed.h"
+#include "ember/distributed/object_collectives.h"
 #include "ember/distributed/parallel_linear.h"
 #include "ember/distributed/pipeline.h"
 #include "ember/distributed/process_group_gloo.h"
@@ -45,7 +46,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 254;
+constexpr int64_t kPresentRows = 255;
 
 using Sizes = std::vector<int64_t>;
 
@@ -646,6 +647,10 @@ TEST(PytorchNames, Distributed) {
   d::reduce_scatter_tensor(out, t);
   d::all_to_all_single(out, t);
   EXPECT_CLOSE(out, t);
+  std::vector<std::string> objects;
+  d::all_gather_object(objects, "rank 0");
+  d::broadcast_object_list(objects, 0);
+  EXPECT_EQ(objects, std::vector<std::string>{"rank 0"});
   // A group of one has no peer: the calls are there, and refuse to talk to themselves.
   EXPECT_EMBER_ERROR(d::send(t, 0), "cannot send to itself");
   EXPECT_EMBER_ERROR(d::recv(t, 0), "cannot receive from itself");

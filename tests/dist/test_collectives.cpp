@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "dist_test_util.h"
+#include "ember/distributed/object_collectives.h"
 
 namespace ember::testing::dist {
 namespace {
@@ -338,6 +339,46 @@ DIST_WORKER(peer_dies) {
   EMBER_CHECK(ms < 5000, "noticing the dead peer took ", ms, " ms");
 }
 
+// Byte strings of different lengths (an empty one, one with NULs), gathered and broadcast on the
+// default group and within a group of some ranks.
+DIST_WORKER(object_collectives) {
+  d::init_process_group("gloo");
+  const int rank = d::get_rank(), size = d::get_world_size();
+  auto object_of = [](int r) {
+    return r == 1 ? std::string()
+                  : "rank " + std::to_string(r) + std::string(static_cast<size_t>(r), '\0') + "!";
+  };
+  std::vector<std::string> gathered{"stale"};
+  d::all_gather_object(gathered, object_of(rank));
+  EMBER_CHECK(gathered.size() == static_cast<size_t>(size), "all_gather_object: ", gathered.size(),
+              " objects");
+  for (int r = 0; r < size; ++r)
+    EMBER_CHECK(gathered[r] == object_of(r), "all_gather_object: rank ", rank, " got \"", gathered[r],
+                "\" for rank ", r);
+  const std::vector<std::string> sent{R"({"lr": 0.1})", "", std::string(10000, 'x')};
+  std::vector<std::string> list = rank == size - 1 ? sent : std::vector<std::string>{"other"};
+  d::broadcast_object_list(list, size - 1);
+  EMBER_CHECK(list == sent, "broadcast_object_list: rank ", rank, " got ", list.size(), " objects");
+  std::vector<std::string> none = rank == 0 ? std::vector<std::string>{} : std::vector<std::string>{"x"};
+  d::broadcast_object_list(none, 0);
+  EMBER_CHECK(none.empty(), "broadcast_object_list of an empty list left ", none.size(), " objects");
+  std::vector<int> odds;
+  for (int r = 1; r < size; r += 2) odds.push_back(r);
+  if (auto group = d::new_group(odds)) {
+    std::vector<std::string> in_group;
+    d::all_gather_object(in_group, object_of(rank), group);
+    for (size_t i = 0; i < odds.size(); ++i)
+      EMBER_CHECK(in_group.at(i) == object_of(odds[i]), "all_gather_object in a group: rank ", rank);
+    std::vector<std::string> from_one =
+        rank == 1 ? std::vector<std::string>{"from 1"} : std::vector<std::string>{};
+    d::broadcast_object_list(from_one, 1, group);
+    EMBER_CHECK(from_one == std::vector<std::string>{"from 1"}, "broadcast_object_list in a group: rank ",
+                rank);
+    d::destroy_process_group(group);
+  }
+  d::destroy_process_group();
+}
+
 class Collectives : public ::testing::TestWithParam<int> {};
 
 TEST_P(Collectives, AllReduce) { run_workers("all_reduce", GetParam()); }
@@ -350,6 +391,7 @@ TEST_P(Collectives, SendRecv) { run_workers("send_recv", GetParam()); }
 TEST_P(Collectives, Barrier) { run_workers("barrier", GetParam()); }
 TEST_P(Collectives, NewGroup) { run_workers("new_group", GetParam()); }
 TEST_P(Collectives, AsyncOps) { run_workers("async_ops", GetParam()); }
+TEST_P(Collectives, ObjectCollectives) { run_workers("object_collectives", GetParam()); }
 INSTANTIATE_TEST_SUITE_P(Gloo, Collectives, ::testing::Values(2, 4),
                          [](const auto& info) { return "world" + std::to_string(info.param); });
 
