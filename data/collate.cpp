@@ -35,7 +35,8 @@ Example default_collate(std::vector<Example> examples) {
 
 Example pad_collate(std::vector<Example> examples, int64_t padding_value, int64_t pad_to_multiple_of) {
   EMBER_CHECK(!examples.empty(), "pad_collate: got no examples");
-  EMBER_CHECK(pad_to_multiple_of >= 1, "pad_collate: pad_to_multiple_of must be positive, got ", pad_to_multiple_of);
+  EMBER_CHECK(pad_to_multiple_of >= 1, "pad_collate: pad_to_multiple_of must be positive, got ",
+              pad_to_multiple_of);
   int64_t longest = 0;
   for (size_t i = 0; i < examples.size(); ++i) {
     EMBER_CHECK(!examples[i].empty() && examples[i][0].defined() && examples[i][0].dim() == 1,

@@ -1,5 +1,7 @@
 #include "ember/data/dataloader.h"
 
+#include "ember/data/epoch_run.h"
+
 #include "ember/cuda/device.h"
 
 #include <algorithm>
@@ -18,22 +20,7 @@ namespace {
 
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 
-thread_local std::optional<WorkerInfo> tls_worker_info;
-
-std::string current_exception_message() {
-  try {
-    throw;
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "an exception that is not a std::exception";
-  }
-}
-
-// Checks the options; a null sampler means the one they ask for.
-std::shared_ptr<Sampler> checked_sampler(const std::shared_ptr<const Dataset>& dataset,
-                                         const DataLoaderOptions& o, std::shared_ptr<Sampler> sampler) {
-  EMBER_CHECK(dataset, "DataLoader: the dataset is null");
+void check_options(const DataLoaderOptions& o) {
   EMBER_CHECK(o.batch_size() >= 1, "DataLoader: batch_size must be positive, got ", o.batch_size());
   EMBER_CHECK(o.num_workers() >= 0, "DataLoader: num_workers must be non-negative, got ", o.num_workers());
   EMBER_CHECK(o.prefetch_factor() >= 1, "DataLoader: prefetch_factor must be positive, got ",
@@ -42,6 +29,13 @@ std::shared_ptr<Sampler> checked_sampler(const std::shared_ptr<const Dataset>& d
   EMBER_CHECK(
       !o.pin_memory() || cuda::is_available(),
       "DataLoader: pin_memory requires CUDA, and there is no CUDA device (or ember was built without it)");
+}
+
+// Checks the options; a null sampler means the one they ask for.
+std::shared_ptr<Sampler> checked_sampler(const std::shared_ptr<const Dataset>& dataset,
+                                         const DataLoaderOptions& o, std::shared_ptr<Sampler> sampler) {
+  EMBER_CHECK(dataset, "DataLoader: the dataset is null");
+  check_options(o);
   if (!sampler) {
     if (o.shuffle()) return std::make_shared<RandomSampler>(dataset->size(), o.seed());
     return std::make_shared<SequentialSampler>(dataset->size());
@@ -55,13 +49,16 @@ std::shared_ptr<Sampler> checked_sampler(const std::shared_ptr<const Dataset>& d
 
 namespace detail {
 
-// One epoch: its batches' index lists, and the workers that build them. Workers claim batches
-// in order, at most `max_ahead_` past the one the loop waits for, and file each result by its
-// batch number, so the loop receives them in order however the workers interleave.
-class EpochRun {
+namespace {
+
+// One epoch of a map-style dataset: its batches' index lists, and the workers that build them.
+// Workers claim batches in order, at most `max_ahead_` past the one the loop waits for, and file
+// each result by its batch number, so the loop receives them in order however the workers
+// interleave.
+class MapEpochRun final : public EpochRun {
  public:
-  EpochRun(std::shared_ptr<const Dataset> dataset, std::vector<std::vector<int64_t>> batches,
-           const DataLoaderOptions& o)
+  MapEpochRun(std::shared_ptr<const Dataset> dataset, std::vector<std::vector<int64_t>> batches,
+              const DataLoaderOptions& o)
       : dataset_(std::move(dataset)),
         batches_(std::move(batches)),
         collate_(o.collate_fn()),
@@ -78,12 +75,11 @@ class EpochRun {
       throw;
     }
   }
-  EpochRun(const EpochRun&) = delete;
-  EpochRun& operator=(const EpochRun&) = delete;
-  ~EpochRun() { stop(); }
+  MapEpochRun(const MapEpochRun&) = delete;
+  MapEpochRun& operator=(const MapEpochRun&) = delete;
+  ~MapEpochRun() override { stop(); }
 
-  // Makes the next batch current; false when the epoch is over. Rethrows a failed batch's error.
-  bool advance() {
+  bool advance() override {
     current_.clear();
     if (next_ == size()) {
       finish();
@@ -123,10 +119,10 @@ class EpochRun {
     return true;
   }
 
-  Example& current() { return current_; }
-  bool done() const { return finished_; }
+  Example& current() override { return current_; }
+  bool done() const override { return finished_; }
 
-  void stop() {
+  void stop() override {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (stopped_) return;
@@ -169,9 +165,7 @@ class EpochRun {
     }
     Result r;
     try {
-      r.batch = collate_(std::move(samples));
-      if (pin_memory_)
-        for (Tensor& t : r.batch) t = t.pin_memory();
+      r.batch = collate_batch(std::move(samples), collate_, pin_memory_);
     } catch (...) {
       r.error = head + " (collate): " + current_exception_message();
     }
@@ -180,7 +174,7 @@ class EpochRun {
 
   void work(int64_t w) {
     const std::string who = "worker " + std::to_string(w) + ", ";
-    tls_worker_info = WorkerInfo{w, num_workers_};
+    set_worker_info(WorkerInfo{w, num_workers_});
     std::string error;
     if (worker_init_) {
       try {
@@ -239,9 +233,8 @@ class EpochRun {
   std::vector<std::thread> threads_;  // started last, in the constructor body
 };
 
+}  // namespace
 }  // namespace detail
-
-std::optional<WorkerInfo> get_worker_info() { return tls_worker_info; }
 
 DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options)
     : DataLoader(std::move(dataset), std::move(options), nullptr) {}
@@ -250,10 +243,29 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
                        std::shared_ptr<Sampler> sampler)
     : dataset_(std::move(dataset)),
       options_(std::move(options)),
-      batch_sampler_(checked_sampler(dataset_, options_, std::move(sampler)), options_.batch_size(),
-                     options_.drop_last()) {}
+      batch_sampler_(std::in_place, checked_sampler(dataset_, options_, std::move(sampler)),
+                     options_.batch_size(), options_.drop_last()) {}
+
+DataLoader::DataLoader(std::shared_ptr<const IterableDataset> dataset, DataLoaderOptions options)
+    : iterable_(std::move(dataset)), options_(std::move(options)) {
+  EMBER_CHECK(iterable_, "DataLoader: the dataset is null");
+  check_options(options_);
+  EMBER_CHECK(!options_.shuffle(),
+              "DataLoader: an IterableDataset cannot be shuffled (its stream sets the order)");
+}
 
 DataLoader::~DataLoader() { stop_runs(); }
+
+int64_t DataLoader::size() const {
+  EMBER_CHECK(batch_sampler_,
+              "DataLoader: an IterableDataset has no length: its batches are counted as they come");
+  return batch_sampler_->size();
+}
+
+const Dataset& DataLoader::dataset() const {
+  EMBER_CHECK(dataset_, "DataLoader::dataset: this loader reads an IterableDataset");
+  return *dataset_;
+}
 
 void DataLoader::stop_runs() {
   for (std::weak_ptr<detail::EpochRun>& r : runs_)
@@ -262,20 +274,28 @@ void DataLoader::stop_runs() {
 }
 
 void DataLoader::set_epoch(int64_t epoch, int64_t start_batch) {
-  EMBER_CHECK(start_batch >= 0 && start_batch <= size(), "DataLoader::set_epoch: start_batch ", start_batch,
-              " is not in [0, ", size(), "], the batches of an epoch");
+  EMBER_CHECK(!iterable_ || start_batch == 0,
+              "DataLoader::set_epoch: an IterableDataset's epoch starts at batch 0, got ", start_batch);
+  EMBER_CHECK(iterable_ || (start_batch >= 0 && start_batch <= size()), "DataLoader::set_epoch: start_batch ",
+              start_batch, " is not in [0, ", size(), "], the batches of an epoch");
   epoch_ = epoch;
   start_batch_ = start_batch;
 }
 
 DataLoader::Iterator DataLoader::begin() {
   std::erase_if(runs_, [](const std::weak_ptr<detail::EpochRun>& r) { return r.expired(); });
-  // The sampler's order and the dataset's augmentation (TransformDataset) both follow the epoch.
-  dataset_->set_epoch(epoch_);
-  batch_sampler_.set_epoch(epoch_++);
-  std::vector<std::vector<int64_t>> batches = batch_sampler_.batches();
-  batches.erase(batches.begin(), batches.begin() + std::exchange(start_batch_, 0));
-  auto run = std::make_shared<detail::EpochRun>(dataset_, std::move(batches), options_);
+  std::shared_ptr<detail::EpochRun> run;
+  if (iterable_) {
+    iterable_->set_epoch(epoch_++);
+    run = detail::make_iterable_run(iterable_, options_);
+  } else {
+    // The sampler's order and the dataset's augmentation (TransformDataset) both follow the epoch.
+    dataset_->set_epoch(epoch_);
+    batch_sampler_->set_epoch(epoch_++);
+    std::vector<std::vector<int64_t>> batches = batch_sampler_->batches();
+    batches.erase(batches.begin(), batches.begin() + std::exchange(start_batch_, 0));
+    run = std::make_shared<detail::MapEpochRun>(dataset_, std::move(batches), options_);
+  }
   runs_.push_back(run);
   run->advance();
   return Iterator(std::move(run));

@@ -11,6 +11,7 @@
 
 #include "ember/data/collate.h"
 #include "ember/data/dataset.h"
+#include "ember/data/iterable_dataset.h"
 #include "ember/data/sampler.h"
 
 namespace ember::data {
@@ -79,7 +80,7 @@ namespace detail {
 class EpochRun;
 }
 
-// Batches of a dataset (torch.utils.data.DataLoader):
+// Batches of a dataset (torch.utils.data.DataLoader), map-style or iterable:
 //   for (auto& batch : loader) { Tensor x = batch[0], y = batch[1]; ... }
 // Each range-for is one epoch. The order of samples is fixed by the seed and the epoch alone, so
 // it does not depend on num_workers; the epoch advances by one per loop, or set_epoch() sets it
@@ -88,6 +89,10 @@ class EpochRun;
 // the loop as ember::Error naming the batch and dataset index. Leaving the loop early, or
 // destroying the loader, stops and joins the workers (each finishes the batch it is building
 // first).
+//
+// An IterableDataset's batches are batch_size samples of its stream, in stream order (there is no
+// sampler, shuffle or size()); with workers, each worker batches its own stream and the loop takes
+// a batch from each in turn, as in PyTorch.
 class DataLoader {
  public:
   class Iterator;
@@ -96,10 +101,11 @@ class DataLoader {
   // With a custom sampler (then shuffle must be false, as in PyTorch).
   DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options,
              std::shared_ptr<Sampler> sampler);
+  DataLoader(std::shared_ptr<const IterableDataset> dataset, DataLoaderOptions options = {});
   template <class D>
-  requires std::derived_from<D, Dataset>
+  requires std::derived_from<D, Dataset> || std::derived_from<D, IterableDataset>
   explicit DataLoader(D dataset, DataLoaderOptions options = {})
-      : DataLoader(std::make_shared<D>(std::move(dataset)), std::move(options)) {}
+      : DataLoader(std::make_shared<const D>(std::move(dataset)), std::move(options)) {}
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
@@ -108,20 +114,21 @@ class DataLoader {
 
   Iterator begin();  // starts an epoch (and fetches its first batch)
   Iterator end();
-  int64_t size() const { return batch_sampler_.size(); }  // batches per epoch
+  int64_t size() const;  // batches per epoch (an IterableDataset's are not known)
   // The epoch the next begin() runs and the batch it starts at (resuming mid-epoch: the batches
   // before it are not built; later epochs start at their first).
   void set_epoch(int64_t epoch, int64_t start_batch = 0);
   int64_t epoch() const { return epoch_; }  // the epoch the next begin() runs
   const DataLoaderOptions& options() const { return options_; }
-  const Dataset& dataset() const { return *dataset_; }
+  const Dataset& dataset() const;  // a map-style loader's
 
  private:
   void stop_runs();
 
-  std::shared_ptr<const Dataset> dataset_;
+  std::shared_ptr<const Dataset> dataset_;           // map-style
+  std::shared_ptr<const IterableDataset> iterable_;  // or iterable
   DataLoaderOptions options_;
-  BatchSampler batch_sampler_;
+  std::optional<BatchSampler> batch_sampler_;  // map-style
   int64_t epoch_ = 0, start_batch_ = 0;
   std::vector<std::weak_ptr<detail::EpochRun>> runs_;  // stopped when the loader goes
 };

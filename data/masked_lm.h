@@ -47,6 +47,7 @@ class MaskedLMDataset : public Dataset {
 // what BertForMaskedLM takes as masked_positions: only those tokens go through the vocabulary
 // projection, and the loss is cross_entropy(logits [M, V], labels). L is rounded up to a multiple
 // of pad_to_multiple_of, as pad_collate's.
-Example masked_lm_collate(std::vector<Example> examples, int64_t padding_value, int64_t pad_to_multiple_of = 1);
+Example masked_lm_collate(std::vector<Example> examples, int64_t padding_value,
+                          int64_t pad_to_multiple_of = 1);
 
 }  // namespace ember::data

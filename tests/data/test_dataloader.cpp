@@ -336,7 +336,7 @@ TEST(DataLoader, RejectsBadOptions) {
                      "DataLoader: prefetch_factor must be positive, got 0");
   EXPECT_EMBER_ERROR(DataLoader(d, DataLoaderOptions().collate_fn(nullptr)),
                      "DataLoader: collate_fn is empty");
-  EXPECT_EMBER_ERROR(DataLoader(nullptr), "DataLoader: the dataset is null");
+  EXPECT_EMBER_ERROR(DataLoader(std::shared_ptr<const data::Dataset>()), "DataLoader: the dataset is null");
 }
 
 TEST(DataLoader, PinMemoryGivesPinnedBatchesOrNeedsCuda) {

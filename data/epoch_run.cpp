@@ -1,0 +1,36 @@
+#include "ember/data/epoch_run.h"
+
+#include <exception>
+
+namespace ember::data {
+namespace {
+
+thread_local std::optional<WorkerInfo> tls_worker_info;
+
+}  // namespace
+
+std::optional<WorkerInfo> get_worker_info() { return tls_worker_info; }
+
+namespace detail {
+
+std::string current_exception_message() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
+}
+
+void set_worker_info(WorkerInfo info) { tls_worker_info = info; }
+
+Example collate_batch(std::vector<Example> samples, const CollateFn& collate, bool pin_memory) {
+  Example batch = collate(std::move(samples));
+  if (pin_memory)
+    for (Tensor& t : batch) t = t.pin_memory();
+  return batch;
+}
+
+}  // namespace detail
+}  // namespace ember::data
