@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ember/autograd/engine.h"
+#include "ember/autograd/functional.h"
 #include "ember/core/factories.h"
 #include "ember/core/ops/shape_ops.h"
 #include "ember/core/random.h"
@@ -28,14 +29,7 @@ bool gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs, double eps
     EMBER_CHECK(x.dtype() == kFloat64, "gradcheck: input ", k,
                 " should be float64 for a meaningful check, got ", x.dtype());
     EMBER_CHECK(out.requires_grad(), "gradcheck: the output does not require grad (is the op recorded?)");
-    // Analytical Jacobian, one output element (row) at a time.
-    Tensor analytical = zeros({n_out, x.numel()}, kFloat64);
-    for (int64_t i = 0; i < n_out; ++i) {
-      Tensor go = zeros({n_out}, out.options());
-      go[i].fill_(1);
-      std::vector<Tensor> g = grad({out}, {x}, {go.view(out.sizes())}, /*retain_graph=*/true, false, true);
-      if (g[0].defined()) analytical[i].copy_(g[0].reshape({-1}));
-    }
+    const Tensor analytical = detail::jacobian_rows(out, x, false).to(kFloat64).cpu().contiguous();
     // Numerical Jacobian by central differences, one input element (column) at a time.
     Tensor numerical = zeros({n_out, x.numel()}, kFloat64);
     Tensor flat = x.detach().view({-1});  // inputs must be contiguous to be perturbed in place

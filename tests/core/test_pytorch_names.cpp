@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/autograd/functional.h"
 #include "ember/autograd/graphed_callables.h"
 #include "ember/cuda/attention_cudnn.h"
 #include "ember/cuda/attention_flash.h"
@@ -46,7 +47,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 256;
+constexpr int64_t kPresentRows = 257;
 
 using Sizes = std::vector<int64_t>;
 
@@ -560,6 +561,13 @@ TEST(PytorchNames, Autograd) {
     autograd::DetectAnomalyGuard anomaly;
     EXPECT_TRUE(autograd::is_anomaly_enabled());
   }
+  EXPECT_EQ(autograd::functional::jacobian(cube, {x})[0].sizes(), (IntArrayRef{2}));
+  EXPECT_EQ(autograd::functional::hessian(cube, {x})[0][0].sizes(), (IntArrayRef{2, 2}));
+  EXPECT_EQ(autograd::functional::vjp(cube, {x}, ones({}, kFloat64)).second.size(), 1u);
+  EXPECT_EQ(autograd::functional::jvp(cube, {x}, {ones({2}, kFloat64)}).second.dim(), 0);
+  EXPECT_EQ(autograd::functional::hvp(cube, {x}, {ones({2}, kFloat64)}).second[0].sizes(), (IntArrayRef{2}));
+  EXPECT_EQ(autograd::functional::vhp(cube, {x}, {ones({2}, kFloat64)}).second[0].sizes(), (IntArrayRef{2}));
+  EXPECT_CLOSE(func::grad([](const Tensor& t) { return t.pow(3).sum(); })(x.detach()), 3 * x.detach().pow(2));
   nn::Sequential seq(nn::Linear(2, 2), nn::ReLU(), nn::Linear(2, 2));
   Tensor input = ones({1, 2}).requires_grad_();
   autograd::checkpoint([&](const Tensor& t) { return seq(t); }, input).sum().backward();
