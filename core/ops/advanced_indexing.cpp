@@ -54,7 +54,8 @@ int64_t add_index_tensor(const char* op, Picks& p, int64_t d, Tensor t) {
     EMBER_CHECK(t.dtype() == kInt64 || t.dtype() == kInt32, op,
                 ": tensors used as indices must be int64, int32, bool or uint8, got ", t.dtype());
     p.dims.push_back(d);
-    p.positions.push_back(detail::index_positions(op, t.to(v.device()), d, v.size(d)));
+    // Checked where the indices are: a CPU index of a CUDA tensor on the CPU, before its copy.
+    p.positions.push_back(detail::index_positions(op, t, d, v.size(d)).to(v.device()));
     return d + 1;
   }
   if (t.dim() == 0) v = v.unsqueeze(d), t = t.reshape({1});  // x[true] adds a dim of 1 (or 0) picks

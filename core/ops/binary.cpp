@@ -210,6 +210,16 @@ const Tensor& run_(const char* name, BinaryOp op, const Tensor& self, const Scal
   return run_(name, op, self, wrap(b), result_type(self, b), p);
 }
 
+// A frontend that is run() alone, in its op's type: its range, then run().
+Tensor binary_op(const char* name, BinaryOp op, const Tensor& a, const Tensor& b) {
+  detail::OpRange op_range(name, a, b);
+  return run(name, op, a, b, result_type(a, b));
+}
+Tensor binary_op(const char* name, BinaryOp op, const Tensor& a, const Scalar& b) {
+  detail::OpRange op_range(name, a);
+  return run(name, op, a, b);
+}
+
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
@@ -234,10 +244,7 @@ Tensor rsub(const Tensor& a, const Scalar& b) {
   detail::OpRange op_range("rsub", a);
   return run("rsub", BinaryOp::Sub, wrap(b), a, result_type(a, b), {1.0});
 }
-Tensor mul(const Tensor& a, const Tensor& b) {
-  detail::OpRange op_range("mul", a, b);
-  return run("mul", BinaryOp::Mul, a, b, result_type(a, b));
-}
+Tensor mul(const Tensor& a, const Tensor& b) { return binary_op("mul", BinaryOp::Mul, a, b); }
 
 Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, const std::string& approximate) {
   detail::OpRange op_range("gelu_backward", grad_output, self);
@@ -265,18 +272,9 @@ Tensor threshold_backward(const Tensor& grad_output, const Tensor& self, const S
   // self first: the result takes its layout, as PyTorch's (relu's output, NHWC in a channels-last net).
   return run(kOp, BinaryOp::ThresholdBackward, self, grad_output, common, {threshold.to_double()});
 }
-Tensor mul(const Tensor& a, const Scalar& b) {
-  detail::OpRange op_range("mul", a);
-  return run("mul", BinaryOp::Mul, a, b);
-}
-Tensor div(const Tensor& a, const Tensor& b) {
-  detail::OpRange op_range("div", a, b);
-  return run("div", BinaryOp::Div, a, b, result_type(a, b));
-}
-Tensor div(const Tensor& a, const Scalar& b) {
-  detail::OpRange op_range("div", a);
-  return run("div", BinaryOp::Div, a, b);
-}
+Tensor mul(const Tensor& a, const Scalar& b) { return binary_op("mul", BinaryOp::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary_op("div", BinaryOp::Div, a, b); }
+Tensor div(const Tensor& a, const Scalar& b) { return binary_op("div", BinaryOp::Div, a, b); }
 Tensor pow(const Tensor& a, const Tensor& e) {
   detail::OpRange op_range("pow", a, e);
   if (amp::detail::autocast_pending)
@@ -300,63 +298,21 @@ Tensor pow(const Scalar& base, const Tensor& e) {
         "pow", [&](const auto&... t) { return pow(t...); }, base, e);
   return run("pow", BinaryOp::Pow, wrap(base), e, result_type(e, base));
 }
-Tensor maximum(const Tensor& a, const Tensor& b) {
-  detail::OpRange op_range("maximum", a, b);
-  return run("maximum", BinaryOp::Maximum, a, b, result_type(a, b));
-}
-Tensor minimum(const Tensor& a, const Tensor& b) {
-  detail::OpRange op_range("minimum", a, b);
-  return run("minimum", BinaryOp::Minimum, a, b, result_type(a, b));
-}
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary_op("maximum", BinaryOp::Maximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary_op("minimum", BinaryOp::Minimum, a, b); }
 
-Tensor eq(const Tensor& a, const Tensor& b) {
-  detail::OpRange op_range("eq", a, b);
-  return run("eq", BinaryOp::Eq, a, b, result_type(a, b));
-}
-Tensor ne(const Tensor& a, const Tensor& b) {
-  detail::OpRange op_range("ne", a, b);
-  return run("ne", BinaryOp::Ne, a, b, result_type(a, b));
-}
-Tensor lt(const Tensor& a, const Tensor& b) {
-  detail::OpRange op_range("lt", a, b);
-  return run("lt", BinaryOp::Lt, a, b, result_type(a, b));
-}
-Tensor le(const Tensor& a, const Tensor& b) {
-  detail::OpRange op_range("le", a, b);
-  return run("le", BinaryOp::Le, a, b, result_type(a, b));
-}
-Tensor gt(const Tensor& a, const Tensor& b) {
-  detail::OpRange op_range("gt", a, b);
-  return run("gt", BinaryOp::Gt, a, b, result_type(a, b));
-}
-Tensor ge(const Tensor& a, const Tensor& b) {
-  detail::OpRange op_range("ge", a, b);
-  return run("ge", BinaryOp::Ge, a, b, result_type(a, b));
-}
-Tensor eq(const Tensor& a, const Scalar& b) {
-  detail::OpRange op_range("eq", a);
-  return run("eq", BinaryOp::Eq, a, b);
-}
-Tensor ne(const Tensor& a, const Scalar& b) {
-  detail::OpRange op_range("ne", a);
-  return run("ne", BinaryOp::Ne, a, b);
-}
-Tensor lt(const Tensor& a, const Scalar& b) {
-  detail::OpRange op_range("lt", a);
-  return run("lt", BinaryOp::Lt, a, b);
-}
-Tensor le(const Tensor& a, const Scalar& b) {
-  detail::OpRange op_range("le", a);
-  return run("le", BinaryOp::Le, a, b);
-}
-Tensor gt(const Tensor& a, const Scalar& b) {
-  detail::OpRange op_range("gt", a);
-  return run("gt", BinaryOp::Gt, a, b);
-}
-Tensor ge(const Tensor& a, const Scalar& b) {
-  detail::OpRange op_range("ge", a);
-  return run("ge", BinaryOp::Ge, a, b);
-}
+Tensor eq(const Tensor& a, const Tensor& b) { return binary_op("eq", BinaryOp::Eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary_op("ne", BinaryOp::Ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary_op("lt", BinaryOp::Lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary_op("le", BinaryOp::Le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary_op("gt", BinaryOp::Gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary_op("ge", BinaryOp::Ge, a, b); }
+Tensor eq(const Tensor& a, const Scalar& b) { return binary_op("eq", BinaryOp::Eq, a, b); }
+Tensor ne(const Tensor& a, const Scalar& b) { return binary_op("ne", BinaryOp::Ne, a, b); }
+Tensor lt(const Tensor& a, const Scalar& b) { return binary_op("lt", BinaryOp::Lt, a, b); }
+Tensor le(const Tensor& a, const Scalar& b) { return binary_op("le", BinaryOp::Le, a, b); }
+Tensor gt(const Tensor& a, const Scalar& b) { return binary_op("gt", BinaryOp::Gt, a, b); }
+Tensor ge(const Tensor& a, const Scalar& b) { return binary_op("ge", BinaryOp::Ge, a, b); }
 Tensor logical_and(const Tensor& a, const Tensor& b) {
   detail::OpRange op_range("logical_and", a, b);
   return run("logical_and", BinaryOp::LogicalAnd, a, b, kBool);

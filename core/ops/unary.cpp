@@ -55,10 +55,18 @@ Tensor unary(const char* name, UnaryOp op, const Tensor& x, Formula formula, int
   return out;
 }
 
-// In place: the backward sees x's value before the op (a clone, only when the formula uses it)
-// and after it (the output).
+// A frontend that is unary() alone: its range, then unary().
+Tensor unary_op(const char* name, UnaryOp op, const Tensor& x, Formula formula, int saves,
+                ops::ElementwiseParams p = {}) {
+  detail::OpRange op_range(name, x);
+  return unary(name, op, x, formula, saves, p);
+}
+
+// An in-place frontend, range included: the backward sees x's value before the op (a clone, only
+// when the formula uses it) and after it (the output).
 const Tensor& unary_(const char* name, UnaryOp op, const Tensor& x, Formula formula, int saves,
                      ops::ElementwiseParams p = {}) {
+  detail::OpRange op_range(name, x);
   check_can_cast(name, result_dtype(name, op, x.dtype()), x.dtype());
   check_no_internal_overlap(name, x);
   check_inplace_differentiable(name, x);
@@ -115,75 +123,42 @@ Tensor clamp_grad(const Tensor& g, const Tensor& x, const Tensor&, const ops::El
 
 }  // namespace
 
-Tensor neg(const Tensor& x) {
-  detail::OpRange op_range("neg", x);
-  return unary("neg", UnaryOp::Neg, x, neg_grad, kNone);
-}
+Tensor neg(const Tensor& x) { return unary_op("neg", UnaryOp::Neg, x, neg_grad, kNone); }
 Tensor abs(const Tensor& x) {
-  detail::OpRange op_range("abs", x);
-  return unary(
+  return unary_op(
       "abs", UnaryOp::Abs, x,
       [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return g * sign(x); }, kInput);
 }
-Tensor sign(const Tensor& x) {
-  detail::OpRange op_range("sign", x);
-  return unary("sign", UnaryOp::Sign, x, zero_grad, kNone);
-}
-Tensor floor(const Tensor& x) {
-  detail::OpRange op_range("floor", x);
-  return unary("floor", UnaryOp::Floor, x, zero_grad, kNone);
-}
-Tensor ceil(const Tensor& x) {
-  detail::OpRange op_range("ceil", x);
-  return unary("ceil", UnaryOp::Ceil, x, zero_grad, kNone);
-}
-Tensor round(const Tensor& x) {
-  detail::OpRange op_range("round", x);
-  return unary("round", UnaryOp::Round, x, zero_grad, kNone);
-}
-Tensor trunc(const Tensor& x) {
-  detail::OpRange op_range("trunc", x);
-  return unary("trunc", UnaryOp::Trunc, x, zero_grad, kNone);
-}
-Tensor relu(const Tensor& x) {
-  detail::OpRange op_range("relu", x);
-  return unary("relu", UnaryOp::Relu, x, relu_grad, kOutput);
-}
+Tensor sign(const Tensor& x) { return unary_op("sign", UnaryOp::Sign, x, zero_grad, kNone); }
+Tensor floor(const Tensor& x) { return unary_op("floor", UnaryOp::Floor, x, zero_grad, kNone); }
+Tensor ceil(const Tensor& x) { return unary_op("ceil", UnaryOp::Ceil, x, zero_grad, kNone); }
+Tensor round(const Tensor& x) { return unary_op("round", UnaryOp::Round, x, zero_grad, kNone); }
+Tensor trunc(const Tensor& x) { return unary_op("trunc", UnaryOp::Trunc, x, zero_grad, kNone); }
+Tensor relu(const Tensor& x) { return unary_op("relu", UnaryOp::Relu, x, relu_grad, kOutput); }
 Tensor square(const Tensor& x) {
-  detail::OpRange op_range("square", x);
-  return unary(
+  return unary_op(
       "square", UnaryOp::Square, x,
       [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return g * x * 2; }, kInput);
 }
-Tensor exp(const Tensor& x) {
-  detail::OpRange op_range("exp", x);
-  return unary("exp", UnaryOp::Exp, x, exp_grad, kOutput);
-}
+Tensor exp(const Tensor& x) { return unary_op("exp", UnaryOp::Exp, x, exp_grad, kOutput); }
 Tensor log(const Tensor& x) {
-  detail::OpRange op_range("log", x);
-  return unary(
+  return unary_op(
       "log", UnaryOp::Log, x,
       [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return g / x; }, kInput);
 }
 Tensor log1p(const Tensor& x) {
-  detail::OpRange op_range("log1p", x);
-  return unary(
+  return unary_op(
       "log1p", UnaryOp::Log1p, x,
       [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return g / (x + 1); }, kInput);
 }
 Tensor expm1(const Tensor& x) {
-  detail::OpRange op_range("expm1", x);
-  return unary(
+  return unary_op(
       "expm1", UnaryOp::Expm1, x,
       [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) { return g * (out + 1); }, kOutput);
 }
-Tensor sqrt(const Tensor& x) {
-  detail::OpRange op_range("sqrt", x);
-  return unary("sqrt", UnaryOp::Sqrt, x, sqrt_grad, kOutput);
-}
+Tensor sqrt(const Tensor& x) { return unary_op("sqrt", UnaryOp::Sqrt, x, sqrt_grad, kOutput); }
 Tensor rsqrt(const Tensor& x) {
-  detail::OpRange op_range("rsqrt", x);
-  return unary(
+  return unary_op(
       "rsqrt", UnaryOp::Rsqrt, x,
       [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) {
         return g * out * out * out * -0.5;
@@ -191,28 +166,19 @@ Tensor rsqrt(const Tensor& x) {
       kOutput);
 }
 Tensor sin(const Tensor& x) {
-  detail::OpRange op_range("sin", x);
-  return unary(
+  return unary_op(
       "sin", UnaryOp::Sin, x,
       [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return g * cos(x); }, kInput);
 }
 Tensor cos(const Tensor& x) {
-  detail::OpRange op_range("cos", x);
-  return unary(
+  return unary_op(
       "cos", UnaryOp::Cos, x,
       [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) { return -g * sin(x); }, kInput);
 }
-Tensor tanh(const Tensor& x) {
-  detail::OpRange op_range("tanh", x);
-  return unary("tanh", UnaryOp::Tanh, x, tanh_grad, kOutput);
-}
-Tensor sigmoid(const Tensor& x) {
-  detail::OpRange op_range("sigmoid", x);
-  return unary("sigmoid", UnaryOp::Sigmoid, x, sigmoid_grad, kOutput);
-}
+Tensor tanh(const Tensor& x) { return unary_op("tanh", UnaryOp::Tanh, x, tanh_grad, kOutput); }
+Tensor sigmoid(const Tensor& x) { return unary_op("sigmoid", UnaryOp::Sigmoid, x, sigmoid_grad, kOutput); }
 Tensor silu(const Tensor& x) {
-  detail::OpRange op_range("silu", x);
-  return unary(
+  return unary_op(
       "silu", UnaryOp::Silu, x,
       [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) {
         Tensor s = sigmoid(x);
@@ -221,14 +187,12 @@ Tensor silu(const Tensor& x) {
       kInput);
 }
 Tensor reciprocal(const Tensor& x) {
-  detail::OpRange op_range("reciprocal", x);
-  return unary(
+  return unary_op(
       "reciprocal", UnaryOp::Reciprocal, x,
       [](const Tensor& g, const Tensor&, const Tensor& out, const auto&) { return -g * out * out; }, kOutput);
 }
 Tensor erf(const Tensor& x) {
-  detail::OpRange op_range("erf", x);
-  return unary(
+  return unary_op(
       "erf", UnaryOp::Erf, x,
       [](const Tensor& g, const Tensor& x, const Tensor&, const auto&) {
         return g * exp(-x * x) * kTwoOverSqrtPi;
@@ -265,12 +229,11 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
 }
 
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
-  detail::OpRange op_range("leaky_relu", x);
-  return unary("leaky_relu", UnaryOp::LeakyRelu, x,
-               [](const Tensor& g, const Tensor& x, const Tensor&, const ops::ElementwiseParams& p) {
-                 return where(x > 0, g, g * p.a);
-               },
-               kInput, {negative_slope});
+  return unary_op("leaky_relu", UnaryOp::LeakyRelu, x,
+                  [](const Tensor& g, const Tensor& x, const Tensor&, const ops::ElementwiseParams& p) {
+                    return where(x > 0, g, g * p.a);
+                  },
+                  kInput, {negative_slope});
 }
 
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
@@ -303,32 +266,15 @@ Tensor Tensor::reciprocal() const { return ember::reciprocal(*this); }
 Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
   return ember::clamp(*this, min, max);
 }
-const Tensor& Tensor::neg_() const {
-  detail::OpRange op_range("neg_", *this);
-  return unary_("neg_", UnaryOp::Neg, *this, neg_grad, kNone);
-}
-const Tensor& Tensor::exp_() const {
-  detail::OpRange op_range("exp_", *this);
-  return unary_("exp_", UnaryOp::Exp, *this, exp_grad, kOutput);
-}
-const Tensor& Tensor::sqrt_() const {
-  detail::OpRange op_range("sqrt_", *this);
-  return unary_("sqrt_", UnaryOp::Sqrt, *this, sqrt_grad, kOutput);
-}
-const Tensor& Tensor::relu_() const {
-  detail::OpRange op_range("relu_", *this);
-  return unary_("relu_", UnaryOp::Relu, *this, relu_grad, kOutput);
-}
-const Tensor& Tensor::tanh_() const {
-  detail::OpRange op_range("tanh_", *this);
-  return unary_("tanh_", UnaryOp::Tanh, *this, tanh_grad, kOutput);
-}
+const Tensor& Tensor::neg_() const { return unary_("neg_", UnaryOp::Neg, *this, neg_grad, kNone); }
+const Tensor& Tensor::exp_() const { return unary_("exp_", UnaryOp::Exp, *this, exp_grad, kOutput); }
+const Tensor& Tensor::sqrt_() const { return unary_("sqrt_", UnaryOp::Sqrt, *this, sqrt_grad, kOutput); }
+const Tensor& Tensor::relu_() const { return unary_("relu_", UnaryOp::Relu, *this, relu_grad, kOutput); }
+const Tensor& Tensor::tanh_() const { return unary_("tanh_", UnaryOp::Tanh, *this, tanh_grad, kOutput); }
 const Tensor& Tensor::sigmoid_() const {
-  detail::OpRange op_range("sigmoid_", *this);
   return unary_("sigmoid_", UnaryOp::Sigmoid, *this, sigmoid_grad, kOutput);
 }
 const Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) const {
-  detail::OpRange op_range("clamp_", *this);
   return unary_("clamp_", UnaryOp::Clamp, *this, clamp_grad, kInput, clamp_params("clamp_", min, max));
 }
 
