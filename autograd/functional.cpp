@@ -66,6 +66,31 @@ std::vector<Tensor> gradients(const Tensor& out, const std::vector<Tensor>& xs, 
   return g;
 }
 
+void check_like(const char* who, const std::vector<Tensor>& v, const std::vector<Tensor>& xs) {
+  EMBER_CHECK(v.size() == xs.size(), who, ": expected one v per input (", xs.size(), "), got ", v.size());
+  for (size_t k = 0; k < v.size(); ++k)
+    EMBER_CHECK(v[k].defined() && v[k].sizes() == xs[k].sizes(), who, ": v[", k, "] has shape ",
+                v[k].defined() ? v[k].sizes() : IntArrayRef{}, " but input ", k, " has shape ",
+                xs[k].sizes());
+}
+
+// f's inputs as it ran on them (v, when given, checked against them), its one-element output, and
+// the output's gradients (differentiable when grads_graph).
+struct FirstDerivatives {
+  std::vector<Tensor> xs;
+  Tensor out;
+  std::vector<Tensor> g;
+};
+FirstDerivatives first_derivatives(const char* who, const TensorFn& f, const std::vector<Tensor>& inputs,
+                                   const std::vector<Tensor>* v, bool create_graph, bool grads_graph) {
+  FirstDerivatives d;
+  d.xs = prepared(who, inputs, create_graph);
+  if (v) check_like(who, *v, d.xs);
+  d.out = scalar_output(who, f, d.xs);
+  d.g = gradients(d.out, d.xs, Tensor(), grads_graph);
+  return d;
+}
+
 // d (sum_k ys[k] . vs[k]) / d wrt, over the ys that depend on something; zeros where nothing does.
 std::vector<Tensor> products(const std::vector<Tensor>& ys, const std::vector<Tensor>& vs,
                              const std::vector<Tensor>& wrt, bool create_graph) {
@@ -77,14 +102,6 @@ std::vector<Tensor> products(const std::vector<Tensor>& ys, const std::vector<Te
   for (size_t k = 0; k < g.size(); ++k)
     if (!g[k].defined()) g[k] = zeros_like(wrt[k]);
   return g;
-}
-
-void check_like(const char* who, const std::vector<Tensor>& v, const std::vector<Tensor>& xs) {
-  EMBER_CHECK(v.size() == xs.size(), who, ": expected one v per input (", xs.size(), "), got ", v.size());
-  for (size_t k = 0; k < v.size(); ++k)
-    EMBER_CHECK(v[k].defined() && v[k].sizes() == xs[k].sizes(), who, ": v[", k, "] has shape ",
-                v[k].defined() ? v[k].sizes() : IntArrayRef{}, " but input ", k, " has shape ",
-                xs[k].sizes());
 }
 
 Tensor result(const Tensor& t, bool create_graph) { return create_graph ? t : t.detach(); }
@@ -122,9 +139,7 @@ Tensor jacobian(const UnaryFn& f, const Tensor& x, bool create_graph) {
 std::vector<std::vector<Tensor>> hessian(const TensorFn& f, const std::vector<Tensor>& inputs,
                                          bool create_graph) {
   EnableGradGuard grad_mode;  // as PyTorch's: the derivatives need the graph even under no_grad
-  const std::vector<Tensor> xs = prepared("hessian", inputs, create_graph);
-  const std::vector<Tensor> g =
-      gradients(scalar_output("hessian", f, xs), xs, Tensor(), /*create_graph=*/true);
+  const auto [xs, out, g] = first_derivatives("hessian", f, inputs, nullptr, create_graph, true);
   std::vector<std::vector<Tensor>> h(xs.size());
   for (size_t i = 0; i < xs.size(); ++i)
     for (const Tensor& x : xs)
@@ -171,20 +186,14 @@ std::pair<Tensor, Tensor> jvp(const UnaryFn& f, const Tensor& x, const Tensor& v
 std::pair<Tensor, std::vector<Tensor>> vhp(const TensorFn& f, const std::vector<Tensor>& inputs,
                                            const std::vector<Tensor>& v, bool create_graph) {
   EnableGradGuard grad_mode;  // as PyTorch's: the derivatives need the graph even under no_grad
-  const std::vector<Tensor> xs = prepared("vhp", inputs, create_graph);
-  check_like("vhp", v, xs);
-  const Tensor out = scalar_output("vhp", f, xs);
-  const std::vector<Tensor> g = gradients(out, xs, Tensor(), /*create_graph=*/true);
+  const auto [xs, out, g] = first_derivatives("vhp", f, inputs, &v, create_graph, true);
   return {result(out, create_graph), results(products(g, v, xs, create_graph), create_graph)};
 }
 
 std::pair<Tensor, std::vector<Tensor>> hvp(const TensorFn& f, const std::vector<Tensor>& inputs,
                                            const std::vector<Tensor>& v, bool create_graph) {
   EnableGradGuard grad_mode;  // as PyTorch's: the derivatives need the graph even under no_grad
-  const std::vector<Tensor> xs = prepared("hvp", inputs, create_graph);
-  check_like("hvp", v, xs);
-  const Tensor out = scalar_output("hvp", f, xs);
-  const std::vector<Tensor> g = gradients(out, xs, Tensor(), /*create_graph=*/true);
+  const auto [xs, out, g] = first_derivatives("hvp", f, inputs, &v, create_graph, true);
   // H^T u, linear in u; its derivative along v in u's space is H v.
   std::vector<Tensor> u;
   for (const Tensor& x : xs) u.push_back(zeros_like(x).requires_grad_());
@@ -203,9 +212,7 @@ autograd::functional::UnaryFn grad(autograd::functional::UnaryFn f) {
     // Inside another transform (x requires grad), the gradient stays differentiable.
     const bool nested = x.requires_grad() && GradMode::is_enabled();
     EnableGradGuard grad_mode;
-    const std::vector<Tensor> xs = prepared("grad", {x}, nested);
-    const Tensor out = scalar_output("grad", on_first(f), xs);
-    return result(gradients(out, xs, Tensor(), nested)[0], nested);
+    return result(first_derivatives("grad", on_first(f), {x}, nullptr, nested, nested).g[0], nested);
   };
 }
 

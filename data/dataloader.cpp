@@ -68,15 +68,8 @@ class MapEpochRun final : public EpochRun {
         max_ahead_(o.num_workers() == 0
                        ? 0
                        : std::min(o.prefetch_factor(), kMaxInt / o.num_workers()) * o.num_workers()) {
-    try {
-      for (int64_t w = 0; w < o.num_workers(); ++w) threads_.emplace_back([this, w] { work(w); });
-    } catch (...) {
-      stop();  // join the ones that started
-      throw;
-    }
+    start_workers(o.num_workers(), [this](int64_t w) { work(w); });
   }
-  MapEpochRun(const MapEpochRun&) = delete;
-  MapEpochRun& operator=(const MapEpochRun&) = delete;
   ~MapEpochRun() override { stop(); }
 
   bool advance() override {
@@ -119,20 +112,6 @@ class MapEpochRun final : public EpochRun {
     return true;
   }
 
-  Example& current() override { return current_; }
-  bool done() const override { return finished_; }
-
-  void stop() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (stopped_) return;
-      stopped_ = true;
-    }
-    taken_.notify_all();
-    built_.notify_all();
-    for (std::thread& t : threads_) t.join();
-  }
-
  private:
   struct Result {
     Example batch;
@@ -140,16 +119,6 @@ class MapEpochRun final : public EpochRun {
   };
 
   int64_t size() const { return static_cast<int64_t>(batches_.size()); }
-
-  // Ends the epoch: the workers stop.
-  void finish() {
-    finished_ = true;
-    stop();
-  }
-  [[noreturn]] void fail(const std::string& error) {
-    finish();
-    throw Error(error);
-  }
 
   Result build(int64_t b, const std::string& who) const {
     const std::vector<int64_t>& indices = batches_[static_cast<size_t>(b)];
@@ -217,20 +186,14 @@ class MapEpochRun final : public EpochRun {
   const bool pin_memory_;
   const int64_t max_ahead_;
 
-  // The loop's thread only.
-  int64_t next_ = 0;  // the next batch to take
-  Example current_;
-  bool finished_ = false;
+  int64_t next_ = 0;  // the next batch to take (the loop's thread only)
 
-  std::mutex mutex_;  // guards what follows
-  std::condition_variable built_, taken_;
+  // Guarded by mutex_:
   int64_t claimed_ = 0;    // batches claimed by workers
   int64_t delivered_ = 0;  // batches handed to the loop
   std::map<int64_t, Result> ready_;
   int64_t started_ = 0;     // workers past their worker_init_fn
   std::string init_error_;  // the first worker_init_fn that threw
-  bool stopped_ = false;
-  std::vector<std::thread> threads_;  // started last, in the constructor body
 };
 
 }  // namespace

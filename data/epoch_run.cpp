@@ -25,6 +25,36 @@ std::string current_exception_message() {
 
 void set_worker_info(WorkerInfo info) { tls_worker_info = info; }
 
+void EpochRun::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  taken_.notify_all();
+  built_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+void EpochRun::start_workers(int64_t n, const std::function<void(int64_t)>& work) {
+  try {
+    for (int64_t w = 0; w < n; ++w) threads_.emplace_back(work, w);
+  } catch (...) {
+    stop();  // join the ones that started
+    throw;
+  }
+}
+
+void EpochRun::finish() {
+  finished_ = true;
+  stop();
+}
+
+void EpochRun::fail(const std::string& error) {
+  finish();
+  throw Error(error);
+}
+
 Example collate_batch(std::vector<Example> samples, const CollateFn& collate, bool pin_memory) {
   Example batch = collate(std::move(samples));
   if (pin_memory)

@@ -4,23 +4,50 @@
 // index (dataloader.cpp), or of an IterableDataset's streams (iterable_epoch_run.cpp), by the
 // loop's thread or by worker threads.
 
+#include <condition_variable>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ember/data/dataloader.h"
 
 namespace ember::data::detail {
 
+// The loop's current batch, the workers and the lock they share live here; a run gives advance()
+// and what its workers do.
 class EpochRun {
  public:
   virtual ~EpochRun() = default;
+  EpochRun(const EpochRun&) = delete;
+  EpochRun& operator=(const EpochRun&) = delete;
+
   // Makes the next batch current; false when the epoch is over. Rethrows a failed batch's error.
   virtual bool advance() = 0;
-  virtual Example& current() = 0;
-  virtual bool done() const = 0;
-  // Stops and joins the workers (each finishes the batch it is building).
-  virtual void stop() = 0;
+  Example& current() { return current_; }
+  bool done() const { return finished_; }
+  // Stops and joins the workers (each finishes the batch it is building). A run calls it in its
+  // destructor, while the members its workers use are still there.
+  void stop();
+
+ protected:
+  EpochRun() = default;
+  // Starts `n` worker threads running work(w); if one cannot start, stops the others and rethrows.
+  void start_workers(int64_t n, const std::function<void(int64_t)>& work);
+  // Ends the epoch (the workers stop), and with an error: rethrown in the loop as ember::Error.
+  void finish();
+  [[noreturn]] void fail(const std::string& error);
+
+  // The loop's thread only.
+  Example current_;
+  bool finished_ = false;
+
+  std::mutex mutex_;  // guards what follows, and the state a run's workers share with the loop
+  std::condition_variable built_, taken_;  // a batch was built; a batch was taken, or the run stopped
+  bool stopped_ = false;
+  std::vector<std::thread> threads_;  // started last, by the run's constructor
 };
 
 std::shared_ptr<EpochRun> make_iterable_run(std::shared_ptr<const IterableDataset> dataset,

@@ -26,15 +26,8 @@ class IterableEpochRun final : public EpochRun {
       return;
     }
     for (int64_t w = 0; w < o.num_workers(); ++w) live_.push_back(w);
-    try {
-      for (int64_t w = 0; w < o.num_workers(); ++w) threads_.emplace_back([this, w] { work(w); });
-    } catch (...) {
-      stop();
-      throw;
-    }
+    start_workers(o.num_workers(), [this](int64_t w) { work(w); });
   }
-  IterableEpochRun(const IterableEpochRun&) = delete;
-  IterableEpochRun& operator=(const IterableEpochRun&) = delete;
   ~IterableEpochRun() override { stop(); }
 
   bool advance() override {
@@ -75,35 +68,12 @@ class IterableEpochRun final : public EpochRun {
     return false;
   }
 
-  Example& current() override { return current_; }
-  bool done() const override { return finished_; }
-
-  void stop() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (stopped_) return;
-      stopped_ = true;
-    }
-    taken_.notify_all();
-    built_.notify_all();
-    for (std::thread& t : threads_) t.join();
-  }
-
  private:
   struct Result {
     Example batch;
     std::string error;  // set instead of batch when building failed
     bool end = false;   // the stream has no batch left
   };
-
-  void finish() {
-    finished_ = true;
-    stop();
-  }
-  [[noreturn]] void fail(const std::string& error) {
-    finish();
-    throw Error(error);
-  }
 
   // Batch k of `stream`: batch_size samples collated (fewer at the end, unless drop_last), `end`
   // when none are left, or what went wrong.
@@ -177,14 +147,8 @@ class IterableEpochRun final : public EpochRun {
   std::vector<int64_t> live_;  // workers whose stream has not ended, in turn order
   size_t turn_ = 0;            // the index in live_ of the worker whose batch comes next
   int64_t batches_ = 0;
-  Example current_;
-  bool finished_ = false;
 
-  std::mutex mutex_;  // guards what follows
-  std::condition_variable built_, taken_;
-  std::vector<std::deque<Result>> queues_;  // per worker, in its batch order
-  bool stopped_ = false;
-  std::vector<std::thread> threads_;  // started last, in the constructor body
+  std::vector<std::deque<Result>> queues_;  // per worker, in its batch order; guarded by mutex_
 };
 
 }  // namespace
