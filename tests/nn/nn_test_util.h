@@ -26,6 +26,20 @@ inline void assign(const Tensor& p, const Tensor& value) {
   p.copy_(value);
 }
 
+// Sets m's parameters from wave(), as the PyTorch side of the reference numbers does, in float64
+// and eval mode:
+//   for i, (name, p) in enumerate(m.named_parameters()):
+//     p.copy_(wave(list(p.shape), 0.3 + 0.1 * i, 0.2 * i) * 0.5)
+inline void fill_with_waves(nn::Module& m) {
+  m.to(kFloat64);
+  int i = 0;
+  for (const auto& [name, p] : m.named_parameters()) {
+    assign(p, wave(p.sizes(), 0.3 + 0.1 * i, 0.2 * i) * 0.5);
+    ++i;
+  }
+  m.eval();
+}
+
 // The parameters' names, in order.
 inline std::vector<std::string> keys_of(const OrderedDict<Tensor>& d) { return d.keys(); }
 

@@ -8,19 +8,7 @@ namespace {
 
 namespace nn = ember::nn;
 
-// def fill(m):
-//   for i, (name, p) in enumerate(m.named_parameters()):
-//     p.copy_(wave(list(p.shape), 0.3 + 0.1 * i, 0.2 * i) * 0.5)
-//   return m.eval()
-void fill(nn::Module& m) {
-  m.to(kFloat64);
-  int i = 0;
-  for (const auto& [name, p] : m.named_parameters()) {
-    assign(p, wave(p.sizes(), 0.3 + 0.1 * i, 0.2 * i) * 0.5);
-    ++i;
-  }
-  m.eval();
-}
+// fill(m) in the Python below is fill_with_waves (nn_test_util.h).
 
 // src = wave([3, 2, 4], 0.7, 0.3)
 Tensor source() { return wave({3, 2, 4}, 0.7, 0.3); }
@@ -28,7 +16,7 @@ Tensor source() { return wave({3, 2, 4}, 0.7, 0.3); }
 TEST(NnTransformerEncoderLayer, MatchesPyTorch) {
   // layer = fill(nn.TransformerEncoderLayer(4, 2, dim_feedforward=6)); layer(src)
   nn::TransformerEncoderLayer layer(nn::TransformerEncoderLayerOptions(4, 2).dim_feedforward(6));
-  fill(*layer);
+  fill_with_waves(*layer);
   EXPECT_EQ(keys_of(layer->state_dict()),
             (std::vector<std::string>{"self_attn.in_proj_weight", "self_attn.in_proj_bias",
                                       "self_attn.out_proj.weight", "self_attn.out_proj.bias",
@@ -56,7 +44,7 @@ TEST(NnTransformerEncoderLayer, NormFirstGeluBatchFirstMatchesPyTorch) {
                                       .activation("gelu")
                                       .batch_first(true)
                                       .norm_first(true));
-  fill(*pre);
+  fill_with_waves(*pre);
   Tensor kpm = tensor({{false, false, true}, {false, false, false}});
   Tensor expected = f64({{{0.906716412858, 2.78246339864, 1.60729238293, -0.37397591717},
                           {0.249635304307, 2.28596976266, 1.49704397703, -0.0534803541436},
@@ -71,7 +59,7 @@ TEST(NnTransformerEncoderLayer, NormFirstGeluBatchFirstMatchesPyTorch) {
                                          .activation([](const Tensor& x) { return gelu(x); })
                                          .batch_first(true)
                                          .norm_first(true));
-  fill(*custom);
+  fill_with_waves(*custom);
   EXPECT_CLOSE(custom(source().transpose(0, 1), Tensor(), kpm), expected);
 }
 
@@ -81,7 +69,7 @@ TEST(NnTransformerEncoderLayer, NamedGeluTrainsAsTheFunction) {
   auto make = [](nn::TransformerActivation activation) {
     nn::TransformerEncoderLayer layer(
         nn::TransformerEncoderLayerOptions(4, 2).dim_feedforward(16).dropout(0.3).activation(activation));
-    fill(*layer);
+    fill_with_waves(*layer);
     return layer;
   };
   nn::TransformerEncoderLayer named = make("gelu"), function = make([](const Tensor&x) { return gelu(x); });
@@ -100,7 +88,7 @@ TEST(NnTransformerEncoder, CopiesTheLayerAndMatchesPyTorch) {
   // enc = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(4)).eval()
   // enc(src, mask=nn.Transformer.generate_square_subsequent_mask(3), is_causal=True)
   nn::TransformerEncoderLayer layer(nn::TransformerEncoderLayerOptions(4, 2).dim_feedforward(6));
-  fill(*layer);
+  fill_with_waves(*layer);
   nn::LayerNorm norm(nn::LayerNormOptions({4}));
   norm->to(kFloat64);
   nn::TransformerEncoder enc(layer, 2, norm);

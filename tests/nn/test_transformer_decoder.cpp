@@ -11,17 +11,6 @@ namespace {
 
 namespace nn = ember::nn;
 
-// Parameters set from wave() (float64, eval mode), as the encoder tests do.
-void fill(nn::Module& m) {
-  m.to(kFloat64);
-  int i = 0;
-  for (const auto& [name, p] : m.named_parameters()) {
-    assign(p, wave(p.sizes(), 0.3 + 0.1 * i, 0.2 * i) * 0.5);
-    ++i;
-  }
-  m.eval();
-}
-
 // PyTorch's TransformerDecoderLayer.forward with ReLU and no dropout, written out from the layer's
 // submodules.
 Tensor decoder_layer_reference(nn::TransformerDecoderLayerImpl& l, const Tensor& tgt, const Tensor& memory,
@@ -50,18 +39,18 @@ TEST(NnTransformerDecoderLayer, IsSelfAttentionCrossAttentionAndFeedForward) {
     SCOPED_TRACE(norm_first ? "norm_first" : "post-norm");
     nn::TransformerDecoderLayer layer(
         nn::TransformerDecoderLayerOptions(4, 2).dim_feedforward(6).norm_first(norm_first));
-    fill(*layer);
+    fill_with_waves(*layer);
     EXPECT_CLOSE(layer(tgt, memory, causal, Tensor(), Tensor(), padding),
                  decoder_layer_reference(*layer, tgt, memory, causal, padding));
     // batch_first: the same numbers, the batch first.
     nn::TransformerDecoderLayer bf(
         nn::TransformerDecoderLayerOptions(4, 2).dim_feedforward(6).norm_first(norm_first).batch_first(true));
-    fill(*bf);
+    fill_with_waves(*bf);
     EXPECT_CLOSE(bf(tgt.transpose(0, 1), memory.transpose(0, 1), causal, Tensor(), Tensor(), padding),
                  layer(tgt, memory, causal, Tensor(), Tensor(), padding).transpose(0, 1));
   }
   nn::TransformerDecoderLayer layer(nn::TransformerDecoderLayerOptions(4, 2).dim_feedforward(6));
-  fill(*layer);
+  fill_with_waves(*layer);
   EXPECT_EQ(keys_of(layer->state_dict()),
             (std::vector<std::string>{
                 "self_attn.in_proj_weight", "self_attn.in_proj_bias", "self_attn.out_proj.weight",
@@ -78,7 +67,7 @@ TEST(NnTransformerDecoderLayer, IsSelfAttentionCrossAttentionAndFeedForward) {
 
 TEST(NnTransformerDecoder, CopiesTheLayerAndEndsInItsNorm) {
   nn::TransformerDecoderLayer layer(nn::TransformerDecoderLayerOptions(4, 2).dim_feedforward(6));
-  fill(*layer);
+  fill_with_waves(*layer);
   nn::LayerNorm norm(nn::LayerNormOptions({4}));
   norm->to(kFloat64);
   nn::TransformerDecoder dec(layer, 2, norm);
