@@ -16,6 +16,10 @@
 //   };
 //   Tensor y = MulConstant::apply(x, 2.0);
 //
+// Mixed precision (torch.amp.custom_fwd / custom_bwd) is declared in the class:
+//   static constexpr amp::CustomFwd custom_fwd{kCUDA, kFloat32};  // forward in float32
+//   static constexpr amp::CustomBwd custom_bwd{kCUDA};            // backward as forward ran
+//
 // forward takes the context, then any arguments (the Tensor ones are the node's inputs), and
 // returns a Tensor or a std::vector<Tensor>. backward gets one gradient per output (zeros for an
 // output that was not used) and returns one per forward argument: undefined for non-tensors and
@@ -24,6 +28,7 @@
 
 #include <any>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <typeinfo>
@@ -31,10 +36,31 @@
 #include <utility>
 #include <vector>
 
+#include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
 #include "ember/core/grad_mode.h"
 
+namespace ember::amp {
+
+// torch.amp.custom_fwd: inside an autocast region of device_type, a Function with cast_inputs runs
+// forward with autocast off and its floating tensor arguments on that device (float64 ones excepted)
+// cast to cast_inputs, differentiably; without cast_inputs, forward runs in the region as any code.
+struct CustomFwd {
+  DeviceType device_type;
+  std::optional<ScalarType> cast_inputs = std::nullopt;
+};
+// torch.amp.custom_bwd: backward runs in the autocast state forward ran in (off after a cast), for
+// a Function that also declares custom_fwd.
+struct CustomBwd {
+  DeviceType device_type;
+};
+
+}  // namespace ember::amp
+
 namespace ember::autograd {
+
+template <class Fn>
+struct Function;
 
 class AutogradContext {
  public:
@@ -53,11 +79,15 @@ class AutogradContext {
 
  private:
   friend struct FunctionRecorder;
+  template <class Fn>
+  friend struct Function;
   std::vector<Tensor> to_save_;
   std::vector<SavedTensor> saved_;
   std::vector<Tensor> non_differentiable_;
   std::vector<int> input_of_arg_;      // each argument's input index, -1 for non-tensors
   const GradContext* grad_ = nullptr;  // while backward runs
+  bool forward_autocast_ = false;      // custom_fwd: the autocast state forward ran in
+  ScalarType forward_autocast_dtype_ = kFloat32;
 };
 
 // The type-independent part of apply: checks and records the node.
@@ -79,8 +109,48 @@ template <class Fn>
 struct Function {
   template <class... Args>
   static auto apply(Args&&... args) {
+    if constexpr (requires { Fn::custom_fwd; }) {
+      constexpr amp::CustomFwd fwd = Fn::custom_fwd;
+      if (fwd.cast_inputs && amp::is_autocast_enabled(fwd.device_type)) {
+        // Cast where the graph sees it (the casts' backward returns each gradient in its input's dtype).
+        auto cast = [&](auto&& a) -> decltype(auto) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(a)>, Tensor>) {
+            const bool castable = a.defined() && a.is_floating_point() && a.dtype() != kFloat64 &&
+                                  a.device().type == fwd.device_type;
+            return castable ? a.to(*fwd.cast_inputs) : a;
+          } else {
+            return std::forward<decltype(a)>(a);
+          }
+        };
+        amp::AutocastGuard off(fwd.device_type, std::nullopt, /*enabled=*/false);
+        return apply_now(cast(std::forward<Args>(args))...);
+      }
+    }
+    return apply_now(std::forward<Args>(args)...);
+  }
+
+ private:
+  // custom_bwd: backward in the autocast state custom_fwd recorded.
+  static std::vector<Tensor> backward_in_forward_autocast(AutogradContext* ctx, std::vector<Tensor> grads) {
+    amp::AutocastGuard autocast(Fn::custom_bwd.device_type, ctx->forward_autocast_dtype_,
+                                ctx->forward_autocast_);
+    return Fn::backward(ctx, std::move(grads));
+  }
+
+  template <class... Args>
+  static auto apply_now(Args&&... args) {
     static const std::string name = FunctionRecorder::node_name(typeid(Fn));
     auto ctx = std::make_shared<AutogradContext>();
+    FunctionRecorder::Backward backward = &Fn::backward;
+    if constexpr (requires { Fn::custom_fwd; }) {
+      ctx->forward_autocast_ = amp::is_autocast_enabled(Fn::custom_fwd.device_type);
+      ctx->forward_autocast_dtype_ = amp::get_autocast_dtype(Fn::custom_fwd.device_type);
+    }
+    if constexpr (requires { Fn::custom_bwd; }) {
+      static_assert(
+          requires { Fn::custom_fwd; }, "a Function with custom_bwd declares custom_fwd too");
+      backward = &backward_in_forward_autocast;
+    }
     std::vector<Tensor> inputs;
     std::vector<int> input_of_arg;
     auto collect = [&](const auto& a) {
@@ -103,10 +173,10 @@ struct Function {
                   "Function::forward returns a Tensor or a std::vector<Tensor>");
     if constexpr (std::is_same_v<Result, Tensor>) {
       std::vector<Tensor> outputs{result};
-      FunctionRecorder::finish(name.c_str(), ctx, inputs, versions, outputs, grad, &Fn::backward);
+      FunctionRecorder::finish(name.c_str(), ctx, inputs, versions, outputs, grad, backward);
       return outputs[0];
     } else {
-      FunctionRecorder::finish(name.c_str(), ctx, inputs, versions, result, grad, &Fn::backward);
+      FunctionRecorder::finish(name.c_str(), ctx, inputs, versions, result, grad, backward);
       return result;
     }
   }

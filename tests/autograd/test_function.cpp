@@ -122,6 +122,81 @@ TEST(Function, AnOutputThatIsAnInputLeavesTheInputALeaf) {
   EXPECT_CLOSE(x.grad(), tensor({2.0, 2.0}));
 }
 
+// What forward and backward saw of autocast (CPU regions, bfloat16).
+struct Seen {
+  ScalarType input_dtype = kFloat64;
+  bool forward_autocast = true, backward_autocast = false;
+  ScalarType backward_dtype = kFloat64;
+};
+Seen seen;
+
+// x @ w, its backward through the same matmuls; declared for float32 (cast_inputs) or for the
+// region's dtype (without).
+template <class Self>
+struct MatmulBase : autograd::Function<Self> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w) {
+    seen.input_dtype = x.dtype();
+    seen.forward_autocast = amp::is_autocast_enabled(kCPU);
+    ctx->save_for_backward({x, w});
+    return x.matmul(w);
+  }
+  static std::vector<Tensor> backward(AutogradContext* ctx, std::vector<Tensor> grads) {
+    seen.backward_autocast = amp::is_autocast_enabled(kCPU);
+    const std::vector<Tensor> s = ctx->get_saved_variables();
+    const Tensor gx = grads[0].matmul(s[1].t()), gw = s[0].t().matmul(grads[0]);
+    seen.backward_dtype = gx.dtype();
+    return {gx, gw};
+  }
+};
+struct Float32Matmul : MatmulBase<Float32Matmul> {
+  static constexpr amp::CustomFwd custom_fwd{kCPU, kFloat32};
+  static constexpr amp::CustomBwd custom_bwd{kCPU};
+};
+struct RegionMatmul : MatmulBase<RegionMatmul> {
+  static constexpr amp::CustomFwd custom_fwd{kCPU};
+  static constexpr amp::CustomBwd custom_bwd{kCPU};
+};
+
+// torch.amp.custom_fwd / custom_bwd: with cast_inputs, forward runs in float32 with autocast off
+// and so does backward, the gradients coming back in the inputs' dtypes; without, forward runs in
+// the region and backward, though called after the region, runs in it too.
+TEST(Function, CustomFwdAndBwdFollowPyTorchsAutocastRules) {
+  const Tensor x = random_tensor({4, 3}, kFloat32), w = random_tensor({3, 5}, kFloat32);
+  const Tensor xb = x.to(kBFloat16).requires_grad_(), wf = w.clone().requires_grad_();
+  Tensor y;
+  {
+    amp::AutocastGuard autocast(kCPU, kBFloat16);
+    y = Float32Matmul::apply(xb, wf);
+    EXPECT_TRUE(amp::is_autocast_enabled(kCPU));  // restored after apply
+  }
+  EXPECT_EQ(seen.input_dtype, kFloat32);
+  EXPECT_FALSE(seen.forward_autocast);
+  EXPECT_EQ(y.dtype(), kFloat32);
+  EXPECT_CLOSE(y, xb.detach().to(kFloat32).matmul(w));
+  y.sum().backward();
+  EXPECT_FALSE(seen.backward_autocast);
+  EXPECT_EQ(seen.backward_dtype, kFloat32);
+  EXPECT_EQ(xb.grad().dtype(), kBFloat16);
+  EXPECT_CLOSE(wf.grad(), xb.detach().to(kFloat32).t().matmul(ones({4, 5})));
+
+  const Tensor xr = x.clone().requires_grad_(), wr = w.clone().requires_grad_();
+  {
+    amp::AutocastGuard autocast(kCPU, kBFloat16);
+    y = RegionMatmul::apply(xr, wr);
+  }
+  EXPECT_EQ(seen.input_dtype, kFloat32);  // not cast
+  EXPECT_TRUE(seen.forward_autocast);
+  EXPECT_EQ(y.dtype(), kBFloat16);  // forward's matmul autocast
+  y.sum().backward();               // outside the region
+  EXPECT_TRUE(seen.backward_autocast);
+  EXPECT_EQ(seen.backward_dtype, kBFloat16);  // backward's matmuls autocast too
+  EXPECT_EQ(xr.grad().dtype(), kFloat32);
+  // Outside any region nothing changes.
+  y = Float32Matmul::apply(x.to(kBFloat16), w.to(kBFloat16));
+  EXPECT_EQ(seen.input_dtype, kBFloat16);
+  EXPECT_FALSE(seen.forward_autocast);
+}
+
 struct TooFewGradients : autograd::Function<TooFewGradients> {
   static Tensor forward(AutogradContext*, const Tensor& x, double) { return x * 2; }
   static std::vector<Tensor> backward(AutogradContext*, std::vector<Tensor> grads) { return {grads[0]}; }

@@ -47,7 +47,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 257;
+constexpr int64_t kPresentRows = 258;
 
 using Sizes = std::vector<int64_t>;
 
@@ -59,6 +59,15 @@ struct Square : autograd::Function<Square> {
   }
   static std::vector<Tensor> backward(autograd::AutogradContext* ctx, std::vector<Tensor> grads) {
     return {grads[0] * 2 * ctx->get_saved_variables()[0]};
+  }
+};
+// @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.float32) and @custom_bwd.
+struct Float32Square : autograd::Function<Float32Square> {
+  static constexpr amp::CustomFwd custom_fwd{kCPU, kFloat32};
+  static constexpr amp::CustomBwd custom_bwd{kCPU};
+  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& x) { return Square::forward(ctx, x); }
+  static std::vector<Tensor> backward(autograd::AutogradContext* ctx, std::vector<Tensor> grads) {
+    return Square::backward(ctx, std::move(grads));
   }
 };
 Sizes shape(const Tensor& t) { return t.sizes().vec(); }
@@ -502,6 +511,7 @@ TEST(PytorchNames, Amp) {
       EXPECT_EQ(F::linear(x, w).dtype(), kFloat32);
     }
     amp::clear_autocast_cache();
+    EXPECT_EQ(Float32Square::apply(x.to(kBFloat16)).dtype(), kFloat32);
   }
   EXPECT_FALSE(amp::is_autocast_enabled(kCPU));
 
