@@ -26,6 +26,8 @@ void check_options(const DataLoaderOptions& o) {
   EMBER_CHECK(o.prefetch_factor() >= 1, "DataLoader: prefetch_factor must be positive, got ",
               o.prefetch_factor());
   EMBER_CHECK(o.collate_fn() != nullptr, "DataLoader: collate_fn is empty");
+  EMBER_CHECK(!o.persistent_workers() || o.num_workers() > 0,
+              "DataLoader: persistent_workers needs num_workers > 0");
   EMBER_CHECK(
       !o.pin_memory() || cuda::is_available(),
       "DataLoader: pin_memory requires CUDA, and there is no CUDA device (or ember was built without it)");
@@ -58,17 +60,16 @@ namespace {
 class MapEpochRun final : public EpochRun {
  public:
   MapEpochRun(std::shared_ptr<const Dataset> dataset, std::vector<std::vector<int64_t>> batches,
-              const DataLoaderOptions& o)
+              const DataLoaderOptions& o, const std::shared_ptr<WorkerPool>& pool)
       : dataset_(std::move(dataset)),
         batches_(std::move(batches)),
         collate_(o.collate_fn()),
-        worker_init_(o.worker_init_fn()),
-        num_workers_(o.num_workers()),
         pin_memory_(o.pin_memory()),
         max_ahead_(o.num_workers() == 0
                        ? 0
                        : std::min(o.prefetch_factor(), kMaxInt / o.num_workers()) * o.num_workers()) {
-    start_workers(o.num_workers(), [this](int64_t w) { work(w); });
+    start_workers(o.num_workers(), o.worker_init_fn(), pool,
+                  [this](int64_t w, const std::string& init_error) { work(w, init_error); });
   }
   ~MapEpochRun() override { stop(); }
 
@@ -81,11 +82,10 @@ class MapEpochRun final : public EpochRun {
     const int64_t b = next_++;
     Result r;
     std::unique_lock<std::mutex> lock(mutex_);
-    if (!threads_.empty())
+    if (workers() > 0)
       // Every worker's init done before a batch is handed over: an init error always ends the loop.
       built_.wait(lock, [&] {
-        return (ready_.count(b) > 0 && started_ == static_cast<int64_t>(threads_.size())) || stopped_ ||
-               !init_error_.empty();
+        return (ready_.count(b) > 0 && started_ == workers()) || stopped_ || !init_error_.empty();
       });
     if (!init_error_.empty()) {
       const std::string error = init_error_;
@@ -96,7 +96,7 @@ class MapEpochRun final : public EpochRun {
       lock.unlock();
       fail("DataLoader: the loader was destroyed during the epoch");
     }
-    if (threads_.empty()) {
+    if (workers() == 0) {
       lock.unlock();
       r = build(b, "");
     } else {
@@ -141,25 +141,15 @@ class MapEpochRun final : public EpochRun {
     return r;
   }
 
-  void work(int64_t w) {
+  void work(int64_t w, const std::string& init_error) {
     const std::string who = "worker " + std::to_string(w) + ", ";
-    set_worker_info(WorkerInfo{w, num_workers_});
-    std::string error;
-    if (worker_init_) {
-      try {
-        worker_init_(w);
-      } catch (...) {
-        error =
-            "DataLoader: worker_init_fn of worker " + std::to_string(w) + ": " + current_exception_message();
-      }
-    }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++started_;
-      if (init_error_.empty()) init_error_ = error;
+      if (init_error_.empty()) init_error_ = init_error;
     }
     built_.notify_all();
-    if (!error.empty()) return;
+    if (!init_error.empty()) return;
     for (;;) {
       int64_t b;
       {
@@ -181,8 +171,6 @@ class MapEpochRun final : public EpochRun {
   const std::shared_ptr<const Dataset> dataset_;
   const std::vector<std::vector<int64_t>> batches_;
   const CollateFn collate_;
-  const WorkerInitFn worker_init_;
-  const int64_t num_workers_;
   const bool pin_memory_;
   const int64_t max_ahead_;
 
@@ -247,17 +235,22 @@ void DataLoader::set_epoch(int64_t epoch, int64_t start_batch) {
 
 DataLoader::Iterator DataLoader::begin() {
   std::erase_if(runs_, [](const std::weak_ptr<detail::EpochRun>& r) { return r.expired(); });
+  if (options_.persistent_workers()) {
+    stop_runs();  // the workers serve one epoch at a time
+    if (!pool_)
+      pool_ = std::make_shared<detail::WorkerPool>(options_.num_workers(), options_.worker_init_fn());
+  }
   std::shared_ptr<detail::EpochRun> run;
   if (iterable_) {
     iterable_->set_epoch(epoch_++);
-    run = detail::make_iterable_run(iterable_, options_);
+    run = detail::make_iterable_run(iterable_, options_, pool_);
   } else {
     // The sampler's order and the dataset's augmentation (TransformDataset) both follow the epoch.
     dataset_->set_epoch(epoch_);
     batch_sampler_->set_epoch(epoch_++);
     std::vector<std::vector<int64_t>> batches = batch_sampler_->batches();
     batches.erase(batches.begin(), batches.begin() + std::exchange(start_batch_, 0));
-    run = std::make_shared<detail::MapEpochRun>(dataset_, std::move(batches), options_);
+    run = std::make_shared<detail::MapEpochRun>(dataset_, std::move(batches), options_, pool_);
   }
   runs_.push_back(run);
   run->advance();

@@ -47,6 +47,10 @@ class DataLoaderOptions {
   // with num_workers 0 it is not called. An exception from it ends the epoch's loop with an
   // ember::Error naming the worker.
   DataLoaderOptions& worker_init_fn(WorkerInitFn v) { return set(worker_init_fn_, std::move(v)); }
+  // Keeps the worker threads from one epoch to the next (they start at the first epoch, and
+  // worker_init_fn runs once in each); needs num_workers > 0. A new epoch started while one is in
+  // progress ends that one, as PyTorch's new iterator does.
+  DataLoaderOptions& persistent_workers(bool v) { return set(persistent_workers_, v); }
 
   int64_t batch_size() const { return batch_size_; }
   bool shuffle() const { return shuffle_; }
@@ -57,6 +61,7 @@ class DataLoaderOptions {
   uint64_t seed() const { return seed_; }
   const CollateFn& collate_fn() const { return collate_fn_; }
   const WorkerInitFn& worker_init_fn() const { return worker_init_fn_; }
+  bool persistent_workers() const { return persistent_workers_; }
 
  private:
   template <class T, class V>
@@ -74,11 +79,13 @@ class DataLoaderOptions {
   uint64_t seed_ = 0;
   CollateFn collate_fn_ = default_collate;
   WorkerInitFn worker_init_fn_;
+  bool persistent_workers_ = false;
 };
 
 namespace detail {
 class EpochRun;
-}
+class WorkerPool;
+}  // namespace detail
 
 // Batches of a dataset (torch.utils.data.DataLoader), map-style or iterable:
 //   for (auto& batch : loader) { Tensor x = batch[0], y = batch[1]; ... }
@@ -131,6 +138,7 @@ class DataLoader {
   std::optional<BatchSampler> batch_sampler_;  // map-style
   int64_t epoch_ = 0, start_batch_ = 0;
   std::vector<std::weak_ptr<detail::EpochRun>> runs_;  // stopped when the loader goes
+  std::shared_ptr<detail::WorkerPool> pool_;           // persistent_workers, from the first epoch
 };
 
 // An input iterator over one epoch's batches; copies share the epoch.

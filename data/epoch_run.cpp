@@ -33,12 +33,21 @@ void EpochRun::stop() {
   }
   taken_.notify_all();
   built_.notify_all();
+  if (pool_) pool_->wait();
   for (std::thread& t : threads_) t.join();
 }
 
-void EpochRun::start_workers(int64_t n, const std::function<void(int64_t)>& work) {
+void EpochRun::start_workers(int64_t n, const WorkerInitFn& init, const std::shared_ptr<WorkerPool>& pool,
+                             WorkerJob job) {
+  workers_ = n;
+  if (n == 0) return;
+  if (pool) {
+    pool_ = pool;
+    pool->run(std::move(job));
+    return;
+  }
   try {
-    for (int64_t w = 0; w < n; ++w) threads_.emplace_back(work, w);
+    for (int64_t w = 0; w < n; ++w) threads_.emplace_back([=] { job(w, start_worker(init, w, n)); });
   } catch (...) {
     stop();  // join the ones that started
     throw;

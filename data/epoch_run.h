@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ember/data/dataloader.h"
+#include "ember/data/worker_pool.h"
 
 namespace ember::data::detail {
 
@@ -34,8 +35,11 @@ class EpochRun {
 
  protected:
   EpochRun() = default;
-  // Starts `n` worker threads running work(w); if one cannot start, stops the others and rethrows.
-  void start_workers(int64_t n, const std::function<void(int64_t)>& work);
+  // Runs job on `n` workers: the loader's persistent ones (`pool`), or threads of this epoch that
+  // first run `init` (if one cannot start, the others stop and the error is rethrown).
+  void start_workers(int64_t n, const WorkerInitFn& init, const std::shared_ptr<WorkerPool>& pool,
+                     WorkerJob job);
+  int64_t workers() const { return workers_; }
   // Ends the epoch (the workers stop), and with an error: rethrown in the loop as ember::Error.
   void finish();
   [[noreturn]] void fail(const std::string& error);
@@ -47,11 +51,16 @@ class EpochRun {
   std::mutex mutex_;  // guards what follows, and the state a run's workers share with the loop
   std::condition_variable built_, taken_;  // a batch was built; a batch was taken, or the run stopped
   bool stopped_ = false;
-  std::vector<std::thread> threads_;  // started last, by the run's constructor
+
+ private:
+  int64_t workers_ = 0;
+  std::shared_ptr<WorkerPool> pool_;  // running this epoch's job, or
+  std::vector<std::thread> threads_;  // this epoch's own; started last, by the run's constructor
 };
 
 std::shared_ptr<EpochRun> make_iterable_run(std::shared_ptr<const IterableDataset> dataset,
-                                            const DataLoaderOptions& options);
+                                            const DataLoaderOptions& options,
+                                            std::shared_ptr<WorkerPool> pool);
 
 // What both runs share: the message of the exception being handled; this thread as worker `info`
 // of get_worker_info(); a batch collated from samples and pinned when asked.

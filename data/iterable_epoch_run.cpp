@@ -15,7 +15,8 @@ namespace {
 
 class IterableEpochRun final : public EpochRun {
  public:
-  IterableEpochRun(std::shared_ptr<const IterableDataset> dataset, const DataLoaderOptions& o)
+  IterableEpochRun(std::shared_ptr<const IterableDataset> dataset, const DataLoaderOptions& o,
+                   const std::shared_ptr<WorkerPool>& pool)
       : dataset_(std::move(dataset)), options_(o), queues_(static_cast<size_t>(o.num_workers())) {
     if (o.num_workers() == 0) {
       try {
@@ -26,7 +27,8 @@ class IterableEpochRun final : public EpochRun {
       return;
     }
     for (int64_t w = 0; w < o.num_workers(); ++w) live_.push_back(w);
-    start_workers(o.num_workers(), [this](int64_t w) { work(w); });
+    start_workers(o.num_workers(), o.worker_init_fn(), pool,
+                  [this](int64_t w, const std::string& init_error) { work(w, init_error); });
   }
   ~IterableEpochRun() override { stop(); }
 
@@ -35,7 +37,7 @@ class IterableEpochRun final : public EpochRun {
     if (finished_) return false;
     for (;;) {
       Result r;
-      if (threads_.empty()) {
+      if (workers() == 0) {
         r = next_batch(stream_, "", batches_);
       } else {
         if (live_.empty()) break;
@@ -101,17 +103,10 @@ class IterableEpochRun final : public EpochRun {
     }
   }
 
-  void work(int64_t w) {
-    set_worker_info(WorkerInfo{w, options_.num_workers()});
+  void work(int64_t w, const std::string& init_error) {
     const std::string who = "worker " + std::to_string(w) + ", ";
     SampleGenerator stream;
-    std::string error;
-    try {
-      if (options_.worker_init_fn()) options_.worker_init_fn()(w);
-    } catch (...) {
-      error =
-          "DataLoader: worker_init_fn of worker " + std::to_string(w) + ": " + current_exception_message();
-    }
+    std::string error = init_error;
     if (error.empty()) {
       try {
         stream = dataset_->iter();
@@ -154,8 +149,9 @@ class IterableEpochRun final : public EpochRun {
 }  // namespace
 
 std::shared_ptr<EpochRun> make_iterable_run(std::shared_ptr<const IterableDataset> dataset,
-                                            const DataLoaderOptions& options) {
-  return std::make_shared<IterableEpochRun>(std::move(dataset), options);
+                                            const DataLoaderOptions& options,
+                                            std::shared_ptr<WorkerPool> pool) {
+  return std::make_shared<IterableEpochRun>(std::move(dataset), options, pool);
 }
 
 }  // namespace ember::data::detail

@@ -47,7 +47,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 258;
+constexpr int64_t kPresentRows = 259;
 
 using Sizes = std::vector<int64_t>;
 
@@ -616,6 +616,8 @@ TEST(PytorchNames, UtilsData) {
   auto dataset = std::make_shared<data::TensorDataset>(arange(8).view({4, 2}), arange(4));
   EXPECT_EQ(data::Subset(dataset, {0, 2}).size(), 2);
   EXPECT_EQ(data::ConcatDataset({dataset, dataset}).size(), 2 * dataset->size());
+  data::DataLoader persistent(dataset, data::DataLoaderOptions().num_workers(1).persistent_workers(true));
+  EXPECT_EQ(std::distance(persistent.begin(), persistent.end()), 4);
   int64_t streamed = 0;
   for (auto& batch : data::DataLoader(Countdown(), data::DataLoaderOptions().batch_size(2)))
     streamed += batch[0].size(0);

@@ -294,6 +294,78 @@ TEST(DataLoader, WorkerInitFnAndWorkerInfo) {
     EXPECT_EMBER_ERROR(failing.begin(), "worker_init_fn of worker 1", "no GPU for this worker");
 }
 
+// Samples 0..n-1 as (i as float [1]); records which threads read them.
+class ThreadRecordingDataset : public data::Dataset {
+ public:
+  explicit ThreadRecordingDataset(int64_t n) : n_(n) {}
+  int64_t size() const override { return n_; }
+  Example get(int64_t i) const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    readers_.insert(std::this_thread::get_id());
+    return {full({1}, static_cast<double>(i))};
+  }
+  std::set<std::thread::id> readers() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return readers_;
+  }
+
+ private:
+  int64_t n_;
+  mutable std::mutex mutex_;
+  mutable std::set<std::thread::id> readers_;
+};
+
+// persistent_workers: the same threads serve every epoch, worker_init_fn runs once in each, an
+// epoch left early is followed by a whole one, and the batches are those of fresh workers.
+TEST(DataLoader, PersistentWorkersServeEveryEpoch) {
+  auto fresh_data = std::make_shared<ThreadRecordingDataset>(20);
+  auto persistent_data = std::make_shared<ThreadRecordingDataset>(20);
+  std::atomic<int> inits{0};
+  const DataLoaderOptions options = DataLoaderOptions().batch_size(3).num_workers(2).shuffle(true).seed(5);
+  DataLoader fresh(fresh_data, options);
+  DataLoader persistent(persistent_data, DataLoaderOptions(options).persistent_workers(true).worker_init_fn(
+                                             [&](int64_t) { inits++; }));
+  auto ids = [](DataLoader& loader) {
+    std::vector<int64_t> out;
+    for (auto& batch : loader)
+      for (int64_t k = 0; k < batch[0].size(0); ++k)
+        out.push_back(static_cast<int64_t>(batch[0][k][0].item<double>()));
+    return out;
+  };
+  for (int epoch = 0; epoch < 3; ++epoch) EXPECT_EQ(ids(persistent), ids(fresh));
+  for (auto& batch : persistent) {  // an epoch left after one batch
+    EXPECT_EQ(batch[0].size(0), 3);
+    break;
+  }
+  fresh.set_epoch(4);
+  EXPECT_EQ(ids(persistent), ids(fresh));
+  EXPECT_EQ(inits, 2);
+  EXPECT_EQ(persistent_data->readers().size(), 2u);
+  EXPECT_EMBER_ERROR(DataLoader(fresh_data, DataLoaderOptions().persistent_workers(true)),
+                     "DataLoader: persistent_workers needs num_workers > 0");
+}
+
+// An IterableDataset's streams start again at each epoch in the same persistent workers.
+TEST(DataLoader, PersistentWorkersRestartAnIterableDatasetsStreams) {
+  struct Count : data::IterableDataset {
+    data::SampleGenerator iter() const override {
+      const int64_t w = data::get_worker_info()->id;
+      return [i = w]() mutable -> std::optional<Example> {
+        if (i >= 4) return std::nullopt;
+        const int64_t v = i;
+        i += 2;
+        return Example{full({}, v, kInt64)};
+      };
+    }
+  };
+  DataLoader loader(Count(), DataLoaderOptions().batch_size(2).num_workers(2).persistent_workers(true));
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    std::vector<std::vector<int64_t>> batches;
+    for (auto& batch : loader) batches.push_back({batch[0][0].item<int64_t>(), batch[0][1].item<int64_t>()});
+    EXPECT_EQ(batches, (std::vector<std::vector<int64_t>>{{0, 2}, {1, 3}}));
+  }
+}
+
 TEST(DataLoader, CustomSamplerAndCollate) {
   struct Reverse : data::Sampler {
     int64_t size() const override { return 5; }
