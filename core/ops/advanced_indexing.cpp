@@ -62,7 +62,7 @@ int64_t add_index_tensor(const char* op, Picks& p, int64_t d, Tensor t) {
   for (int64_t j = 0; j < t.dim(); ++j)
     EMBER_CHECK(t.size(j) == v.size(d + j), op, ": the shape of the mask ", t.sizes(), " at index ", j,
                 " does not match the shape of the indexed tensor ", v.sizes(), " at index ", d + j);
-  // On the mask's own device: a CPU mask of a CUDA tensor costs no wait for the GPU.
+  // Counted on the mask's own device (a CPU mask of a CUDA tensor on the CPU), then moved.
   const Tensor where = nonzero(t).to(v.device());
   for (int64_t j = 0; j < t.dim(); ++j) p.dims.push_back(d + j), p.positions.push_back(where.select(1, j));
   return d + t.dim();
