@@ -9,6 +9,7 @@
 #include "ember/core/autograd_meta.h"
 #include "ember/core/copy.h"
 #include "ember/core/factories.h"
+#include "ember/core/grad_mode.h"
 #include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/indexing.h"
@@ -210,6 +211,26 @@ Tensor written_rows(const Layout& l, const Tensor& rows, const Tensor& src, bool
   return accumulate ? index_add(rows, 0, l.linear, src) : scatter(rows, 0, scatter_index(l, src), src);
 }
 
+// self[indices] = values (or += with accumulate), in place, recording nothing.
+void put_in_place(const char* op, const Tensor& self, ArrayRef<TensorIndex> indices, const Tensor& values,
+                  bool accumulate) {
+  NoGradGuard no_grad;
+  const Picks p = apply_indices(op, self, indices);
+  if (p.dims.empty()) {
+    accumulate ? p.view.add_(values) : p.view.copy_(values);
+    return;
+  }
+  const Layout l = layout_of(op, p);
+  const Tensor permuted = p.view.permute(l.perm), src = values_as_rows(op, l, values, self);
+  const DimVector row_shape = l.row_shape(l.rows);
+  if (view_strides(permuted.sizes(), permuted.strides(), row_shape)) {  // write in place
+    const Tensor rows = permuted.view(row_shape);
+    accumulate ? index_add_(rows, 0, l.linear, src) : scatter_(rows, 0, scatter_index(l, src), src);
+  } else {
+    permuted.copy_(written_rows(l, permuted.reshape(row_shape), src, accumulate).view(permuted.sizes()));
+  }
+}
+
 }  // namespace
 
 Tensor Tensor::index(ArrayRef<TensorIndex> indices) const {
@@ -227,22 +248,27 @@ const Tensor& Tensor::index_put_(ArrayRef<TensorIndex> indices, const Tensor& va
   detail::OpRange op_range("index_put_", *this, values);
   const char* op = "index_put_";
   EMBER_CHECK(defined() && values.defined(), op, ": expected defined tensors");
-  check_inplace(op, {*this, values});
+  // In a graph (self not a leaf that requires grad, nor a view), the writes are one recorded op.
+  const bool grad = is_floating_point() && needs_grad({*this, values});
+  if (grad)
+    check_inplace_differentiable(op, *this);
+  else
+    check_inplace(op, {*this, values});
   check_no_partial_overlap(op, *this, values);
-  const Picks p = apply_indices(op, *this, indices);
-  if (p.dims.empty()) {
-    accumulate ? p.view.add_(values) : p.view.copy_(values);
-    return *this;
-  }
-  const Layout l = layout_of(op, p);
-  const Tensor permuted = p.view.permute(l.perm), src = values_as_rows(op, l, values, *this);
-  const DimVector row_shape = l.row_shape(l.rows);
-  if (view_strides(permuted.sizes(), permuted.strides(), row_shape)) {  // write in place
-    const Tensor rows = permuted.view(row_shape);
-    accumulate ? index_add_(rows, 0, l.linear, src) : scatter_(rows, 0, scatter_index(l, src), src);
-  } else {
-    permuted.copy_(written_rows(l, permuted.reshape(row_shape), src, accumulate).view(permuted.sizes()));
-  }
+  put_in_place(op, *this, indices, values, accumulate);  // the writes move the version
+  if (grad)
+    record(op, {*this, values}, {*this},
+           [saved = std::vector<TensorIndex>(indices.begin(), indices.end()), accumulate,
+            value_sizes = DimVector(values.sizes()), value_device = values.device()](const GradContext& g) {
+             const Tensor& go = g.grad();
+             // The values' gradient is the picks' (summed where they were broadcast); self's is cut
+             // where values replaced it.
+             const Tensor gv = sum_to(go.index(saved), value_sizes).to(value_device);
+             if (accumulate) return std::vector<Tensor>{go, gv};
+             Tensor keep = ones_like(go);
+             put_in_place("index_put_", keep, saved, zeros({}, go.options()), false);
+             return std::vector<Tensor>{go * keep, gv};
+           });
   return *this;
 }
 

@@ -8,7 +8,9 @@
 // int32 ones (negative values count from the end) broadcast to one shape B; a bool (or uint8) mask
 // over k dims stands for the k index tensors of its nonzero(), so it waits for the GPU once, as in
 // PyTorch. The dims the tensors index are replaced by B: where the first of them was when they are
-// adjacent, else at the front. The result is a copy, differentiable in x.
+// adjacent, else at the front. The result is a copy, differentiable in x. index_put_ writes in
+// place; on a tensor of a graph it is recorded as one op (not on a leaf that requires grad, nor on
+// a view of a tensor with history, which ember's in-place ops refuse).
 //
 // Tensor::index, Tensor::index_put_ and Tensor::index_put are defined here.
 

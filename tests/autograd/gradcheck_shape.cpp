@@ -138,6 +138,15 @@ const GradcheckRegistrar registrar({
        return index_put(x[0], {idx({1, 0}, x[0]), idx({2, 1}, x[0])}, x[1]) * x[0].sum();
      },
      {{3, 4}, {2}}},
+    // In place on a tensor of the graph: x[:, [2, 0]] += v, then a mask assigned.
+    {"index_put",
+     [](const Inputs& x) {
+       Tensor y = x[0] * 1;
+       y.index_put_({Slice(), idx({2, 0}, x[0])}, x[1], true);
+       y.index_put_({tensor({true, false}).to(x[0].device())}, x[1].sum(1).slice(0, 0, 1));
+       return y;
+     },
+     {{2, 3}, {2, 2}}},
     {"gather",
      [](const Inputs& x) {
        return x[0].gather(1, idx({{0, 2, 2}, {1, 0, 3}}, x[0]));

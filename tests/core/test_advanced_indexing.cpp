@@ -96,6 +96,36 @@ TEST(AdvancedIndexing, GradientsReachThePickedElements) {
   EXPECT_CLOSE(grads[1], tensor({5.f, 0.f}));
 }
 
+// Writes into a tensor of a graph are one recorded op, as PyTorch's x[idx] = v: the gradient
+// reaches what was not overwritten, and the values at the picks.
+TEST(AdvancedIndexing, InPlaceWritesInAGraphAreDifferentiable) {
+  const Tensor a = arange(6, kFloat32).view({2, 3}).requires_grad_(), v = tensor({5.f, 7.f}).requires_grad_();
+  Tensor x = a * 2;
+  x.index_put_({Slice(), tensor({2, 0})}, v);  // x[:, [2, 0]] = v, v broadcast over the rows
+  EXPECT_CLOSE(x, tensor({{7.f, 2.f, 5.f}, {7.f, 8.f, 5.f}}));
+  const Tensor w = arange(6, kFloat32).view({2, 3});
+  std::vector<Tensor> g = autograd::grad({x}, {a, v}, {w});
+  EXPECT_CLOSE(g[0], tensor({{0.f, 2.f, 0.f}, {0.f, 8.f, 0.f}}));
+  EXPECT_CLOSE(g[1], tensor({2.f + 5.f, 0.f + 3.f}));
+  // accumulate keeps self's gradient whole; a mask with a scalar; a row by integer.
+  Tensor y = a * 1;
+  y.index_put_({tensor({1, 1})}, ones({2, 3}), true);
+  EXPECT_CLOSE(autograd::grad({y.sum()}, {a})[0], ones({2, 3}));
+  Tensor z = a * 1;
+  z.index_put_({z > 2}, 0.0);
+  EXPECT_CLOSE(autograd::grad({z.sum()}, {a})[0], tensor({{1.f, 1.f, 1.f}, {0.f, 0.f, 0.f}}));
+  Tensor r = a * 1;
+  r.index_put_({0}, v.sum());
+  g = autograd::grad({r}, {a, v}, {w});
+  EXPECT_CLOSE(g[0], tensor({{0.f, 0.f, 0.f}, {3.f, 4.f, 5.f}}));
+  EXPECT_CLOSE(g[1], tensor({3.f, 3.f}));
+  // A buffer that needs no grad joins the graph through the values written into it.
+  Tensor buffer = zeros({4});
+  buffer.index_put_({tensor({3, 0})}, v);
+  EXPECT_TRUE(buffer.requires_grad());
+  EXPECT_CLOSE(autograd::grad({buffer}, {v}, {tensor({1.f, 2.f, 3.f, 4.f})})[0], tensor({4.f, 1.f}));
+}
+
 TEST(AdvancedIndexing, ErrorsNameTheOpAndTheShapes) {
   const Tensor x = grid();
   EXPECT_EMBER_ERROR(x.index({Slice(), tensor({0, 3})}), "index", "index 3 is out of bounds for dimension 1",
