@@ -9,6 +9,7 @@
 #include "ember/core/atomic_file.h"
 #include "ember/core/autocast_mode.h"
 #include "ember/core/autograd_meta.h"
+#include "ember/core/deterministic.h"
 #include "ember/core/factories.h"
 #include "ember/core/finfo.h"
 #include "ember/core/generator.h"

@@ -38,6 +38,7 @@ bool cudnn_sdp_available() { return false; }
 #include <utility>
 #include <vector>
 
+#include "ember/core/deterministic.h"
 #include "ember/core/factories.h"
 #include "ember/core/memory_format.h"
 #include "ember/core/ops/attention.h"
@@ -63,7 +64,7 @@ enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kBias, kSeed, kOffset, kGradO, 
 struct Problem {
   int64_t device, dtype, b, h, l, s, e, ev;
   int64_t q_strides[4], k_strides[4], v_strides[4], bias_sizes[4], bias_strides[4];
-  int64_t causal, scale_bits, dropout_bits, training, backward, packed;
+  int64_t causal, scale_bits, dropout_bits, training, backward, packed, deterministic;
 
   bool operator==(const Problem& o) const { return std::memcmp(this, &o, sizeof(Problem)) == 0; }
 };
@@ -169,13 +170,15 @@ Built build_forward(const Layouts& t, bool causal, double scale, double dropout_
 }
 
 // The output's gradient is laid out as out; dq, dk, dv as q, k, v (dense in their dims' order,
-// or, packed, with their very strides).
-Built build_backward(const Layouts& t, bool causal, double scale, double dropout_p) {
+// or, packed, with their very strides). `deterministic` asks for the query gradient summed in a
+// fixed order (on Hopper, through a workspace of b * h * l * s bf16 scores).
+Built build_backward(const Layouts& t, bool causal, double scale, double dropout_p, bool deterministic) {
   Built built;
   built.graph = std::make_shared<Graph>();
   Graph& g = *built.graph;
   set_io_types(g, t.q.dtype());
-  auto attrs = fe::graph::SDPA_backward_attributes().set_name("sdpa_backward");
+  auto attrs =
+      fe::graph::SDPA_backward_attributes().set_name("sdpa_backward").set_deterministic_algorithm(deterministic);
   set_options(g, attrs, t, causal, scale, dropout_p);
   auto stats = g.tensor(fe::graph::Tensor_attributes()
                             .set_uid(kStats)
@@ -218,6 +221,7 @@ Problem problem(const Layouts& t, bool causal, double scale, double dropout_p, b
   p.training = training;
   p.backward = backward;
   p.packed = backward && t.packed;
+  p.deterministic = backward && are_deterministic_algorithms_enabled();
   return p;
 }
 
@@ -228,7 +232,7 @@ const Built& graph_for(const Layouts& t, bool causal, double scale, double dropo
   const Problem key = problem(t, causal, scale, dropout_p, training, backward);
   auto it = cache.find(key);
   if (it == cache.end()) {
-    Built b = backward ? build_backward(t, causal, scale, dropout_p)
+    Built b = backward ? build_backward(t, causal, scale, dropout_p, key.deterministic)
                        : build_forward(t, causal, scale, dropout_p, training);
     it = cache.emplace(key, std::move(b)).first;
   }

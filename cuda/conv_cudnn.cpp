@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "ember/core/deterministic.h"
 #include "ember/core/factories.h"
 #include "ember/core/ops/convolution.h"
 #include "ember/cuda/cudnn_backend.h"
@@ -40,12 +41,14 @@ namespace ember::cuda {
 
 namespace cudnn {
 namespace {
-std::atomic<bool> g_allow_tf32{true}, g_benchmark{false};
+std::atomic<bool> g_allow_tf32{true}, g_benchmark{false}, g_deterministic{false};
 }  // namespace
 void set_allow_tf32(bool allow) { g_allow_tf32.store(allow, std::memory_order_relaxed); }
 bool allow_tf32() { return g_allow_tf32.load(std::memory_order_relaxed); }
 void set_benchmark(bool enabled) { g_benchmark.store(enabled, std::memory_order_relaxed); }
 bool benchmark() { return g_benchmark.load(std::memory_order_relaxed); }
+void set_deterministic(bool enabled) { g_deterministic.store(enabled, std::memory_order_relaxed); }
+bool deterministic() { return g_deterministic.load(std::memory_order_relaxed); }
 }  // namespace cudnn
 
 namespace {
@@ -130,7 +133,7 @@ struct Choice {
 
 // Algorithms by everything the choice depends on (run_call's key).
 constexpr size_t kProblemFields = 20;  // the problem's part of a plan cache key (plan_key)
-using ConvPlans = detail::PlanCache<kProblemFields + 2, Choice>;
+using ConvPlans = detail::PlanCache<kProblemFields + 3, Choice>;
 
 ConvPlans& choice_cache() {
   static auto* cache = new ConvPlans;  // leaked: used until the process ends
@@ -138,12 +141,13 @@ ConvPlans& choice_cache() {
 }
 
 // One cuDNN call: x, w, y packed in the format and fitted; `accumulate` adds to the output
-// (a later batch chunk of a weight gradient).
+// (a later batch chunk of a weight gradient); `deterministic` keeps to cuDNN's deterministic
+// algorithms.
 struct Call {
   Kind kind;
   const Tensor &x, &w, &y;
   const Conv2dParams& p;
-  bool nhwc, accumulate;
+  bool nhwc, accumulate, deterministic;
 };
 
 // A plan cache key: what names the problem (kind, device, dtype, format, shapes, parameters), then
@@ -219,11 +223,12 @@ bool wants_tensor_ops(ScalarType t) {
 // tensor-op ones first in a heuristic list when the dtype wants them; float32 without TF32 keeps
 // the FMA ones only. A measurement also gives the workspace each used.
 template <class Perf>
-std::vector<Choice> keep(const Perf* perf, int n, ScalarType dt, bool measured) {
+std::vector<Choice> keep(const Perf* perf, int n, ScalarType dt, bool measured, bool deterministic) {
   const bool fma_only = dt == kFloat32 && !cudnn::allow_tf32();
   std::vector<Choice> out;
   for (int i = 0; i < n; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && (!fma_only || perf[i].mathType == CUDNN_FMA_MATH))
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && (!fma_only || perf[i].mathType == CUDNN_FMA_MATH) &&
+        (!deterministic || perf[i].determinism == CUDNN_DETERMINISTIC))
       out.push_back(
           {static_cast<int>(perf[i].algo), perf[i].mathType, measured ? perf[i].memory : kUnknownWorkspace});
   if (!measured && wants_tensor_ops(dt))
@@ -241,20 +246,20 @@ std::vector<Choice> heuristic_choices(cudnnHandle_t h, const Descs& d, const Cal
       cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       EMBER_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
           h, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
-      return keep(perf, n, dt, false);
+      return keep(perf, n, dt, false, c.deterministic);
     }
     case Kind::BackwardData: {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
           h, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf));
-      return keep(perf, n, dt, false);
+      return keep(perf, n, dt, false, c.deterministic);
     }
     default: {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       EMBER_CUDNN_CHECK(
           cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x.get(), d.y.get(), d.conv.get(), d.w.get(),
                                                         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf));
-      return keep(perf, n, dt, false);
+      return keep(perf, n, dt, false, c.deterministic);
     }
   }
 }
@@ -361,7 +366,7 @@ std::vector<Choice> measured_choices(cudnnHandle_t h, const Descs& d, const Call
       st = cudnnFindConvolutionForwardAlgorithmEx(h, d.x.get(), c.x.data_ptr(), d.w.get(), c.w.data_ptr(),
                                                   d.conv.get(), d.y.get(), c.y.data_ptr(),
                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, wsp, bytes);
-      if (st == CUDNN_STATUS_SUCCESS) out = keep(perf, n, c.x.dtype(), true);
+      if (st == CUDNN_STATUS_SUCCESS) out = keep(perf, n, c.x.dtype(), true, c.deterministic);
       break;
     }
     case Kind::BackwardData: {
@@ -369,7 +374,7 @@ std::vector<Choice> measured_choices(cudnnHandle_t h, const Descs& d, const Call
       st = cudnnFindConvolutionBackwardDataAlgorithmEx(
           h, d.w.get(), c.w.data_ptr(), d.y.get(), c.y.data_ptr(), d.conv.get(), d.x.get(), c.x.data_ptr(),
           CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, wsp, bytes);
-      if (st == CUDNN_STATUS_SUCCESS) out = keep(perf, n, c.x.dtype(), true);
+      if (st == CUDNN_STATUS_SUCCESS) out = keep(perf, n, c.x.dtype(), true, c.deterministic);
       break;
     }
     default: {
@@ -377,7 +382,7 @@ std::vector<Choice> measured_choices(cudnnHandle_t h, const Descs& d, const Call
       st = cudnnFindConvolutionBackwardFilterAlgorithmEx(
           h, d.x.get(), c.x.data_ptr(), d.y.get(), c.y.data_ptr(), d.conv.get(), d.w.get(), out_w,
           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, wsp, bytes);
-      if (st == CUDNN_STATUS_SUCCESS) out = keep(perf, n, c.x.dtype(), true);
+      if (st == CUDNN_STATUS_SUCCESS) out = keep(perf, n, c.x.dtype(), true, c.deterministic);
       break;
     }
   }
@@ -392,7 +397,7 @@ bool run_legacy(cudnnHandle_t h, const Call& c) {
   Descs d;
   describe(d, c);
   const bool measure = cudnn::benchmark();
-  const ConvPlans::Key key = plan_key<2>(c, {default_math(c.x.dtype()), measure});
+  const ConvPlans::Key key = plan_key<3>(c, {default_math(c.x.dtype()), measure, c.deterministic});
   // The cached algorithm, unless it fails now (its workspace no longer fits): then choose again.
   if (std::optional<Choice> cached = choice_cache().find(key))
     if (launch(h, d, c, *cached) == CUDNN_STATUS_SUCCESS) return true;
@@ -526,7 +531,7 @@ struct BackendPlan {
 // Backend plans by everything the choice depends on (run_backend's key). Per thread, as
 // PyTorch's: cuDNN does not promise that one plan runs from two threads at once. Leaked, as the
 // handles are.
-using BackendPlans = detail::PlanCache<kProblemFields + 6, std::shared_ptr<const BackendPlan>>;
+using BackendPlans = detail::PlanCache<kProblemFields + 7, std::shared_ptr<const BackendPlan>>;
 
 BackendPlans& backend_cache() {
   thread_local auto* cache = new BackendPlans;
@@ -547,7 +552,8 @@ bool run_backend(cudnnHandle_t h, const Call& c) {
   const bool tensor_cores = dt != kFloat32 || cudnn::allow_tf32();
   const bool measure = cudnn::benchmark();
   const BackendPlans::Key key =
-      plan_key<6>(c, {tensor_cores, measure, c.accumulate, alignment(c.x), alignment(c.w), alignment(c.y)});
+      plan_key<7>(c, {tensor_cores, measure, c.accumulate, c.deterministic, alignment(c.x), alignment(c.w),
+                      alignment(c.y)});
   const cudnn_backend::VariantPack data{{kUidX, kUidW, kUidY},
                                         {c.x.data_ptr(), c.w.data_ptr(), c.y.data_ptr()}};
   // The cached plan, unless it fails now (its workspace no longer fits): then choose again.
@@ -571,7 +577,7 @@ bool run_backend(cudnnHandle_t h, const Call& c) {
     }
     int64_t found = 0;
     std::vector<cudnn_backend::Candidate> candidates =
-        cudnn_backend::engine_configs(b->graph.back(), tensor_cores, found);
+        cudnn_backend::engine_configs(b->graph.back(), tensor_cores, c.deterministic, found);
     b->plan = cudnn_backend::choose_and_run(h, candidates, data, timing, c.x.device(), measure);
     if (!b->plan)
       b->why = candidates.empty()
@@ -602,7 +608,7 @@ bool run_call(const Call& c) {
 // each call's tensors stay under cuDNN's 2^31 elements; the output copied back when it had a
 // stand-in. False when cuDNN has no algorithm.
 bool run_in_format(Kind kind, const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dParams& p,
-                   bool nhwc) {
+                   bool nhwc, bool deterministic) {
   const auto [hx, hy] = fit(x.size(2), y.size(2), w.size(2), p.padding[0], p.stride[0], p.dilation[0]);
   const auto [wx, wy] = fit(x.size(3), y.size(3), w.size(3), p.padding[1], p.stride[1], p.dilation[1]);
   Tensor xs = stand_in(x, hx, wx, nhwc, kind != Kind::BackwardData);
@@ -616,7 +622,8 @@ bool run_in_format(Kind kind, const Tensor& x, const Tensor& w, const Tensor& y,
   for (int64_t n0 = 0; n0 < n; n0 += chunk) {
     const int64_t len = std::min(chunk, n - n0);
     Tensor xc = xs.narrow(0, n0, len), yc = ys.narrow(0, n0, len);
-    if (!run_call({kind, xc, ws, yc, p, nhwc, kind == Kind::BackwardFilter && n0 > 0})) return false;
+    if (!run_call({kind, xc, ws, yc, p, nhwc, kind == Kind::BackwardFilter && n0 > 0, deterministic}))
+      return false;
   }
   const Tensor& out = kind == Kind::Forward ? y : kind == Kind::BackwardData ? x : w;
   const Tensor& s = kind == Kind::Forward ? ys : kind == Kind::BackwardData ? xs : ws;
@@ -639,11 +646,23 @@ void convolution(Kind kind, const Tensor& x, const Tensor& w, const Tensor& y, c
   }
   // NHWC when some tensor is channels-last (PyTorch's rule); cuDNN has no float64 NHWC kernels.
   const bool nhwc = x.dtype() != kFloat64 && !(x.is_contiguous() && w.is_contiguous() && y.is_contiguous());
-  if (nhwc && run_in_format(kind, x, w, y, p, true)) return;
-  EMBER_CHECK(run_in_format(kind, x, w, y, p, false), op, ": cuDNN has no algorithm for input ", x.sizes(),
-              ", weight ", w.sizes(), ", output ", y.sizes(), " (", x.dtype(), "), stride (", p.stride[0],
-              ", ", p.stride[1], "), padding (", p.padding[0], ", ", p.padding[1], "), dilation (",
-              p.dilation[0], ", ", p.dilation[1], "), groups ", p.groups);
+  auto run = [&](bool deterministic) {
+    return (nhwc && run_in_format(kind, x, w, y, p, true, deterministic)) ||
+           run_in_format(kind, x, w, y, p, false, deterministic);
+  };
+  const bool deterministic = cudnn::deterministic() || are_deterministic_algorithms_enabled();
+  if (run(deterministic)) return;
+  const std::string problem = ember::detail::str_cat(
+      "input ", x.sizes(), ", weight ", w.sizes(), ", output ", y.sizes(), " (", x.dtype(), "), stride (",
+      p.stride[0], ", ", p.stride[1], "), padding (", p.padding[0], ", ", p.padding[1], "), dilation (",
+      p.dilation[0], ", ", p.dilation[1], "), groups ", p.groups);
+  // With warn_only the nondeterministic algorithms may run, after a warning.
+  if (deterministic && are_deterministic_algorithms_enabled()) {
+    ember::detail::alert_not_deterministic(op, "cuDNN's convolution of " + problem);
+    if (run(false)) return;
+  }
+  throw Error(ember::detail::str_cat(op, ": cuDNN has no ", deterministic ? "deterministic " : "",
+                                     "algorithm for ", problem));
 }
 
 void add_bias(const Tensor& out, const Tensor& bias) {

@@ -21,6 +21,12 @@ bool allow_tf32();
 void set_benchmark(bool enabled);
 bool benchmark();
 
+// Whether convolutions keep to cuDNN's deterministic algorithms, as
+// torch.backends.cudnn.deterministic (off by default). use_deterministic_algorithms(true) keeps
+// them there too, whatever this says.
+void set_deterministic(bool enabled);
+bool deterministic();
+
 namespace detail {
 // Test hooks: how many cuDNN convolution calls ran through the backend (graph) API and how many
 // through the legacy API, in this process; why the calling thread's latest call that fell back to

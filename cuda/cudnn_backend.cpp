@@ -66,7 +66,7 @@ std::string describe_failure(const char* what, cudnnStatus_t status) {
 namespace {
 
 // Whether the filter lets the configuration's engine run; its global index into `engine`.
-bool allowed(const Descriptor& config, bool tensor_cores, int64_t& engine) {
+bool allowed(const Descriptor& config, bool tensor_cores, bool deterministic, int64_t& engine) {
   Descriptor e(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
   cudnnBackendDescriptor_t raw = e.get();
   int64_t n = 0;
@@ -83,6 +83,7 @@ bool allowed(const Descriptor& config, bool tensor_cores, int64_t& engine) {
   for (int64_t i = 0; i < n; ++i) {
     if (notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) return false;
     if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE && !tensor_cores) return false;
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC && deterministic) return false;
   }
   return true;
 }
@@ -169,7 +170,8 @@ std::optional<float> time_plan(cudnnHandle_t handle, const Plan& plan, const Var
 
 }  // namespace
 
-std::vector<Candidate> engine_configs(const Descriptor& graph, bool tensor_cores, int64_t& found) {
+std::vector<Candidate> engine_configs(const Descriptor& graph, bool tensor_cores, bool deterministic,
+                                      int64_t& found) {
   std::vector<Candidate> out;
   found = 0;
   for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
@@ -177,7 +179,7 @@ std::vector<Candidate> engine_configs(const Descriptor& graph, bool tensor_cores
     found += static_cast<int64_t>(configs.size());
     for (Descriptor& config : configs) {
       int64_t engine = -1;
-      if (allowed(config, tensor_cores, engine)) out.push_back({std::move(config), engine});
+      if (allowed(config, tensor_cores, deterministic, engine)) out.push_back({std::move(config), engine});
     }
   }
   return out;

@@ -54,9 +54,11 @@ struct Candidate {
 
 // The engine configurations for a finalized operation graph: heuristic mode A's list, then the
 // fallback list. Filtered as PyTorch filters them: never an engine that converts its inputs to a
-// narrower type, and tensor-core engines only when `tensor_cores` (for float32 they compute in
-// TF32). `found` gets the number before filtering.
-std::vector<Candidate> engine_configs(const Descriptor& graph, bool tensor_cores, int64_t& found);
+// narrower type, tensor-core engines only when `tensor_cores` (for float32 they compute in TF32),
+// and with `deterministic` none that cuDNN notes as nondeterministic. `found` gets the number
+// before filtering.
+std::vector<Candidate> engine_configs(const Descriptor& graph, bool tensor_cores, bool deterministic,
+                                      int64_t& found);
 
 // A finalized execution plan, which needs `workspace` bytes.
 struct Plan {

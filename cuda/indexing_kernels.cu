@@ -1,5 +1,7 @@
 // CUDA kernels of the indexing ops and embedding. gather reads through any strides. scatter_add
-// adds with atomics (a CAS loop on the enclosing word for 1-byte types). scatter keeps the CPU's
+// adds with atomics (a CAS loop on the enclosing word for 1-byte types), or in deterministic mode
+// a thread per line along dim in index order (floats only: integer sums do not depend on the
+// order). scatter keeps the CPU's
 // rule that the last write in index order wins: short lines go a thread per line; long ones take a
 // first pass that records, per destination, the largest position along dim that writes it
 // (atomicMax), and a second that lets only that one write. Every index is checked as it is read
@@ -8,6 +10,7 @@
 // few ops that need index values there.
 #include <climits>
 
+#include "ember/core/deterministic.h"
 #include "ember/core/factories.h"
 #include "ember/core/ops/embedding.h"
 #include "ember/core/ops/indexing.h"
@@ -121,20 +124,54 @@ __global__ void scatter_add_kernel(T* self, const int64_t* index, const T* src, 
 // Lines along dim no longer than this are written by one thread each, in index order.
 constexpr int64_t kSerialLine = 32;
 
+// scatter's write: the element's bits.
+struct AssignElement {
+  template <class U>
+  __device__ void operator()(U& dst, U v) const {
+    dst = v;
+  }
+};
+
+// scatter_add's in index order (deterministic mode): dst += alpha * v with the CPU kernel's
+// arithmetic, so that the sums match the CPU's bit for bit.
+template <class T>
+struct AddElement {
+  AddType<T> alpha;
+  __device__ void operator()(T& dst, T v) const { dst = from_acc<T>(to_acc(dst) + alpha * to_acc(v)); }
+};
+
 // One thread per line along dim (oc over index's shape with dim of size 1: self's line start,
-// index, src), writing in index order.
-template <class U>
+// index, src), writing in index order. Lines never share a destination, so nothing races.
+template <class U, class Write>
 __global__ void scatter_lines_kernel(U* self, const int64_t* index, const U* src, OffsetCalc<3> oc,
                                      int64_t len, int64_t self_step, int64_t index_step, int64_t src_step,
-                                     int64_t lines, IndexCheck check) {
+                                     int64_t lines, IndexCheck check, Write write) {
   EMBER_GRID_STRIDE(j, lines) {
     int64_t off[3];
     oc.get(j, off);
     for (int64_t i = 0; i < len; ++i) {
       const int64_t k = index[off[1] + i * index_step];
-      if (check.ok(k)) self[off[0] + k * self_step] = src[off[2] + i * src_step];
+      if (check.ok(k)) write(self[off[0] + k * self_step], src[off[2] + i * src_step]);
     }
   }
+}
+
+// Launches scatter_lines_kernel over the lines of index along dim, elements as U.
+template <class U, class Write>
+void scatter_lines(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, cudaStream_t stream,
+                   IndexCheck check, Write write) {
+  const int64_t len = index.size(dim), n = index.numel();
+  if (n == 0) return;
+  DimVector line_sizes(index.sizes());
+  line_sizes[dim] = 1;
+  const OffsetCalc<3> oc =
+      make_offset_calc<3>("scatter", line_sizes, {strides_without(self, dim), index.strides(), src.strides()});
+  const int64_t lines = n / len;
+  scatter_lines_kernel<U><<<grid_for(lines, kThreads), kThreads, 0, stream>>>(
+      static_cast<U*>(self.data_ptr()), static_cast<const int64_t*>(index.data_ptr()),
+      static_cast<const U*>(src.data_ptr()), oc, len, self.stride(dim), index.stride(dim), src.stride(dim), lines,
+      check, write);
+  EMBER_CUDA_LAUNCH_CHECK();
 }
 
 // Operands over index's shape: self, index, src as above, then the logical (contiguous) position
@@ -172,17 +209,8 @@ void scatter_assign(const Tensor& self, int64_t dim, const Tensor& index, const 
   const DimVector self_strides = strides_without(self, dim);
   const auto* pi = static_cast<const int64_t*>(index.data_ptr());
   if (len <= kSerialLine || self.numel() > 8 * n) {
-    DimVector line_sizes(index.sizes());
-    line_sizes[dim] = 1;
-    const OffsetCalc<3> oc =
-        make_offset_calc<3>("scatter", line_sizes, {self_strides, index.strides(), src.strides()});
-    const int64_t lines = n / len;
     visit_element_size(self.element_size(), [&](auto tag) {
-      using U = decltype(tag);
-      scatter_lines_kernel<U><<<grid_for(lines, kThreads), kThreads, 0, stream>>>(
-          static_cast<U*>(self.data_ptr()), pi, static_cast<const U*>(src.data_ptr()), oc, len,
-          self.stride(dim), index.stride(dim), src.stride(dim), lines, check);
-      EMBER_CUDA_LAUNCH_CHECK();
+      scatter_lines<decltype(tag)>(self, dim, index, src, stream, check, AssignElement{});
     });
     return;
   }
@@ -219,6 +247,16 @@ void scatter_cuda(const char* op, ScatterOp sop, const Tensor& self, int64_t dim
   cudaStream_t stream = current_stream();
   const IndexCheck check = index_check(op, dim, self.size(dim));
   if (sop == ScatterOp::Assign) return scatter_assign(self, dim, index, src, stream, check);
+  // Atomic float adds land in any order; in deterministic mode each line adds in index order
+  // (integer adds give the same bits in any order).
+  if (is_floating_point(self.dtype()) && are_deterministic_algorithms_enabled()) {
+    visit_dtype(self.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (is_floating_point(dtype_of<T>))
+        scatter_lines<T>(self, dim, index, src, stream, check, AddElement<T>{alpha.to<AddType<T>>()});
+    });
+    return;
+  }
   const DimVector self_strides = strides_without(self, dim);
   const OffsetCalc<3> oc =
       make_offset_calc<3>("scatter_add", index.sizes(), {self_strides, index.strides(), src.strides()});

@@ -94,7 +94,7 @@ class MapEpochRun final : public EpochRun {
     }
     if (stopped_) {
       lock.unlock();
-      fail("DataLoader: the loader was destroyed during the epoch");
+      fail_interrupted();
     }
     if (workers() == 0) {
       lock.unlock();
@@ -205,7 +205,7 @@ DataLoader::DataLoader(std::shared_ptr<const IterableDataset> dataset, DataLoade
               "DataLoader: an IterableDataset cannot be shuffled (its stream sets the order)");
 }
 
-DataLoader::~DataLoader() { stop_runs(); }
+DataLoader::~DataLoader() { stop_runs("the loader was destroyed during the epoch"); }
 
 int64_t DataLoader::size() const {
   EMBER_CHECK(batch_sampler_,
@@ -218,9 +218,9 @@ const Dataset& DataLoader::dataset() const {
   return *dataset_;
 }
 
-void DataLoader::stop_runs() {
+void DataLoader::stop_runs(const std::string& why) {
   for (std::weak_ptr<detail::EpochRun>& r : runs_)
-    if (std::shared_ptr<detail::EpochRun> run = r.lock()) run->stop();
+    if (std::shared_ptr<detail::EpochRun> run = r.lock()) run->interrupt(why);
   runs_.clear();
 }
 
@@ -236,7 +236,8 @@ void DataLoader::set_epoch(int64_t epoch, int64_t start_batch) {
 DataLoader::Iterator DataLoader::begin() {
   std::erase_if(runs_, [](const std::weak_ptr<detail::EpochRun>& r) { return r.expired(); });
   if (options_.persistent_workers()) {
-    stop_runs();  // the workers serve one epoch at a time
+    // The workers serve one epoch at a time.
+    stop_runs("a new epoch began before this one ended; with persistent_workers one epoch runs at a time");
     if (!pool_)
       pool_ = std::make_shared<detail::WorkerPool>(options_.num_workers(), options_.worker_init_fn());
   }

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ember/data/collate.h"
@@ -130,7 +131,7 @@ class DataLoader {
   const Dataset& dataset() const;  // a map-style loader's
 
  private:
-  void stop_runs();
+  void stop_runs(const std::string& why);  // ends the epochs in progress: their loops fail with why
 
   std::shared_ptr<const Dataset> dataset_;           // map-style
   std::shared_ptr<const IterableDataset> iterable_;  // or iterable

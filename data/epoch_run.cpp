@@ -37,6 +37,14 @@ void EpochRun::stop() {
   for (std::thread& t : threads_) t.join();
 }
 
+void EpochRun::interrupt(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!stopped_) interrupted_by_ = why;
+  }
+  stop();
+}
+
 void EpochRun::start_workers(int64_t n, const WorkerInitFn& init, const std::shared_ptr<WorkerPool>& pool,
                              WorkerJob job) {
   workers_ = n;
@@ -62,6 +70,15 @@ void EpochRun::finish() {
 void EpochRun::fail(const std::string& error) {
   finish();
   throw Error(error);
+}
+
+void EpochRun::fail_interrupted() {
+  std::string why;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    why = interrupted_by_;
+  }
+  fail("DataLoader: " + why);
 }
 
 Example collate_batch(std::vector<Example> samples, const CollateFn& collate, bool pin_memory) {

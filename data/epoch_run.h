@@ -32,6 +32,8 @@ class EpochRun {
   // Stops and joins the workers (each finishes the batch it is building). A run calls it in its
   // destructor, while the members its workers use are still there.
   void stop();
+  // Stops the run from outside: the loop's next advance() fails with "DataLoader: " + why.
+  void interrupt(const std::string& why);
 
  protected:
   EpochRun() = default;
@@ -43,6 +45,8 @@ class EpochRun {
   // Ends the epoch (the workers stop), and with an error: rethrown in the loop as ember::Error.
   void finish();
   [[noreturn]] void fail(const std::string& error);
+  // Fails with what interrupted the run; called without the lock, after a wait saw stopped_.
+  [[noreturn]] void fail_interrupted();
 
   // The loop's thread only.
   Example current_;
@@ -53,6 +57,7 @@ class EpochRun {
   bool stopped_ = false;
 
  private:
+  std::string interrupted_by_;  // set by interrupt(), before stopped_
   int64_t workers_ = 0;
   std::shared_ptr<WorkerPool> pool_;  // running this epoch's job, or
   std::vector<std::thread> threads_;  // this epoch's own; started last, by the run's constructor

@@ -47,7 +47,7 @@ class IterableEpochRun final : public EpochRun {
           built_.wait(lock, [&] { return !queue.empty() || stopped_; });
           if (stopped_) {
             lock.unlock();
-            fail("DataLoader: the loader was destroyed during the epoch");
+            fail_interrupted();
           }
           r = std::move(queue.front());
           queue.pop_front();

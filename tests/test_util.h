@@ -146,6 +146,21 @@ class TempDir {
   std::string path_;
 };
 
+// use_deterministic_algorithms(mode) until scope end, then the mode before.
+class DeterministicMode {
+ public:
+  explicit DeterministicMode(bool mode, bool warn_only = false)
+      : mode_(are_deterministic_algorithms_enabled()), warn_only_(is_deterministic_algorithms_warn_only_enabled()) {
+    use_deterministic_algorithms(mode, warn_only);
+  }
+  ~DeterministicMode() { use_deterministic_algorithms(mode_, warn_only_); }
+  DeterministicMode(const DeterministicMode&) = delete;
+  DeterministicMode& operator=(const DeterministicMode&) = delete;
+
+ private:
+  bool mode_, warn_only_;
+};
+
 // Runs `program args` through the shell with stdout and stderr to `log`; returns the wait status.
 int run_program(const std::string& program, const std::string& args, const std::string& log);
 // A file's whole content ("" when it cannot be read).

@@ -265,9 +265,9 @@ const Tensor& Tensor::index_put_(ArrayRef<TensorIndex> indices, const Tensor& va
              // where values replaced it.
              const Tensor gv = sum_to(go.index(saved), value_sizes).to(value_device);
              if (accumulate) return std::vector<Tensor>{go, gv};
-             Tensor keep = ones_like(go);
-             put_in_place("index_put_", keep, saved, zeros({}, go.options()), false);
-             return std::vector<Tensor>{go * keep, gv};
+             Tensor gs = go.clone();
+             gs.index_put_(saved, 0);  // recorded under create_graph
+             return std::vector<Tensor>{gs, gv};
            });
   return *this;
 }

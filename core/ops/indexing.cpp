@@ -204,7 +204,8 @@ Tensor index_positions(const char* op, const Tensor& index, int64_t dim, int64_t
     EMBER_CHECK(r.min >= -size && r.max < size, op, ": index ", r.min < -size ? r.min : r.max,
                 " is out of bounds for dimension ", dim, " with size ", size);
   }
-  const Tensor wrapped = where(idx < 0, idx + size, idx);
+  // Below -size stays as it is, so that the GPU's check below names the index as given.
+  const Tensor wrapped = where((idx < 0) && (idx >= -size), idx + size, idx);
   if (idx.is_cpu()) return wrapped;
   // On the GPU the gather's own check, with no wait: each position read from a table of them
   // shaped so that a bad one is reported at `dim`.

@@ -9,8 +9,8 @@
 
 namespace ember::cuda {
 namespace {
-std::atomic<bool> g_matmul_tf32{false}, g_cudnn_tf32{true}, g_cudnn_benchmark{false}, g_flash{true},
-    g_cudnn_sdp{true};
+std::atomic<bool> g_matmul_tf32{false}, g_cudnn_tf32{true}, g_cudnn_benchmark{false},
+    g_cudnn_deterministic{false}, g_flash{true}, g_cudnn_sdp{true};
 }  // namespace
 
 namespace matmul {
@@ -23,6 +23,8 @@ void set_allow_tf32(bool allow) { g_cudnn_tf32 = allow; }
 bool allow_tf32() { return g_cudnn_tf32; }
 void set_benchmark(bool enabled) { g_cudnn_benchmark = enabled; }
 bool benchmark() { return g_cudnn_benchmark; }
+void set_deterministic(bool enabled) { g_cudnn_deterministic = enabled; }
+bool deterministic() { return g_cudnn_deterministic; }
 }  // namespace cudnn
 
 void enable_flash_sdp(bool enabled) { g_flash = enabled; }

@@ -47,7 +47,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 259;
+constexpr int64_t kPresentRows = 261;
 
 using Sizes = std::vector<int64_t>;
 
@@ -274,6 +274,7 @@ TEST(PytorchNames, TorchFunctions) {
   EXPECT_EQ(result_type(x, ones({1}, kFloat64)), kFloat64);
   EXPECT_EQ(finfo(kFloat32).eps, std::numeric_limits<float>::epsilon());
   EXPECT_EQ(iinfo(kInt32).max, std::numeric_limits<int32_t>::max());
+  use_deterministic_algorithms(are_deterministic_algorithms_enabled(), is_deterministic_algorithms_warn_only_enabled());
 }
 
 TEST(PytorchNames, NnFunctional) {
@@ -756,6 +757,7 @@ TEST(PytorchNames, Cuda) {
   EXPECT_EMBER_ERROR(set_float32_matmul_precision("fast"), "set_float32_matmul_precision", "fast");
   cuda::cudnn::set_allow_tf32(cuda::cudnn::allow_tf32());
   cuda::cudnn::set_benchmark(cuda::cudnn::benchmark());
+  cuda::cudnn::set_deterministic(cuda::cudnn::deterministic());
   cuda::enable_flash_sdp(cuda::flash_sdp_enabled());
   cuda::enable_cudnn_sdp(cuda::cudnn_sdp_enabled());
   cuda::nvtx::range_push("step");

@@ -400,9 +400,15 @@ TEST_F(CudaGraph, TransformerLayerStepInBFloat16MatchesEager) {
   expect_same_runs(transformer_setup(kBFloat16), batches({4, 16, 64}, 5, kWarmup + 5), 1e-2, 1e-3);
 }
 
-// A ResNet basic block with batch norm: the running statistics advance in the replays too.
-TEST_F(CudaGraph, ResNetBlockStepUpdatesRunningStatisticsAsEager) {
-  ModelSetup setup = [] {
+// With use_deterministic_algorithms, cuDNN's attention backward sums in a fixed order: bit for bit.
+TEST_F(CudaGraph, TransformerLayerStepInBFloat16MatchesEagerExactlyWhenDeterministic) {
+  DeterministicMode mode(true);
+  expect_same_runs(transformer_setup(kBFloat16), batches({4, 16, 64}, 5, kWarmup + 5));
+}
+
+// A ResNet basic block with batch norm, conv + bn + relu twice, its output added to its input.
+ModelSetup resnet_block_setup() {
+  return [] {
     auto conv1 = nn::Conv2d(nn::Conv2dOptions(8, 8, 3).padding(1).bias(false)).ptr();
     auto bn1 = nn::BatchNorm2d(8).ptr();
     auto conv2 = nn::Conv2d(nn::Conv2dOptions(8, 8, 3).padding(1).bias(false)).ptr();
@@ -424,8 +430,18 @@ TEST_F(CudaGraph, ResNetBlockStepUpdatesRunningStatisticsAsEager) {
     };
     return Trained{step, [] {}, state_of(block)};
   };
+}
+
+// The running statistics advance in the replays too.
+TEST_F(CudaGraph, ResNetBlockStepUpdatesRunningStatisticsAsEager) {
   // cuDNN's weight gradient may sum in a nondeterministic order: close, not identical.
-  expect_same_runs(setup, batches({8, 8, 12, 12}, 4, kWarmup + 5), 1e-5, 1e-6);
+  expect_same_runs(resnet_block_setup(), batches({8, 8, 12, 12}, 4, kWarmup + 5), 1e-5, 1e-6);
+}
+
+// With use_deterministic_algorithms, cuDNN keeps to its deterministic engines: bit for bit.
+TEST_F(CudaGraph, ResNetBlockStepMatchesEagerExactlyWhenDeterministic) {
+  DeterministicMode mode(true);
+  expect_same_runs(resnet_block_setup(), batches({8, 8, 12, 12}, 4, kWarmup + 5));
 }
 
 // float16 with a GradScaler inside the graph: a batch with an inf skips its step on the device

@@ -171,6 +171,11 @@ TEST_F(NoSyncCuda, IndexErrorsAreRaisedAtTheNextSynchronization) {
          return index_add(w, 0, i64({7}), ones({1, 5}, kFloat32).to(kGpu));
        },
        "index_add: index 7 is out of bounds for dimension 0 with size 4"},
+      {"index",
+       [&] {
+         return w.index({i64({1, -6})});
+       },
+       "index: index -6 is out of bounds for dimension 0 with size 4"},
       {"embedding",
        [&] {
          return embedding(w, tensor({1, 4, 0}, kInt32).to(kGpu));

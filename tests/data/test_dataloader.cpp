@@ -339,6 +339,10 @@ TEST(DataLoader, PersistentWorkersServeEveryEpoch) {
   }
   fresh.set_epoch(4);
   EXPECT_EQ(ids(persistent), ids(fresh));
+  DataLoader::Iterator older = persistent.begin();
+  DataLoader::Iterator newer = persistent.begin();  // ends the older epoch: one runs at a time
+  EXPECT_EMBER_ERROR(++older, "DataLoader: a new epoch began before this one ended");
+  EXPECT_EQ((*newer)[0].size(0), 3);
   EXPECT_EQ(inits, 2);
   EXPECT_EQ(persistent_data->readers().size(), 2u);
   EXPECT_EMBER_ERROR(DataLoader(fresh_data, DataLoaderOptions().persistent_workers(true)),
