@@ -16,21 +16,21 @@ using detail::format_numbers;
 using detail::metadata_at;
 using detail::parse_number;
 using detail::parse_numbers;
+using detail::per_group;
 
 constexpr double kPi = std::numbers::pi;
 
 // Python's % for a positive divisor: never negative.
 int64_t python_mod(int64_t a, int64_t b) { return ((a % b) + b) % b; }
 
-// One value for every group, or one per group.
-std::vector<double> per_group(const char* who, const char* what, const std::vector<double>& v,
-                              size_t groups) {
+}  // namespace
+
+std::vector<double> detail::per_group(const char* who, const char* what, const std::vector<double>& v,
+                                      size_t groups) {
   EMBER_CHECK(v.size() == 1 || v.size() == groups, who, ": ", what,
               " must have one value or one per parameter group (", groups, "), got ", v.size());
   return v.size() == 1 ? std::vector<double>(groups, v[0]) : v;
 }
-
-}  // namespace
 
 // --- LRScheduler ---
 

@@ -261,4 +261,9 @@ class SequentialLR : public LRScheduler {
   std::vector<int64_t> milestones_;
 };
 
+namespace detail {
+// `v` for every one of `groups` parameter groups: its one value repeated, or its one per group.
+std::vector<double> per_group(const char* who, const char* what, const std::vector<double>& v, size_t groups);
+}  // namespace detail
+
 }  // namespace ember::optim

@@ -35,6 +35,7 @@
 #include "ember/distributed/tcp_store.h"
 #include "ember/distributed/zero_redundancy_optimizer.h"
 #include "ember/ember.h"
+#include "ember/optim/swa_utils.h"
 #include "test_util.h"
 #ifdef EMBER_WITH_CUDA
 #include "ember/cuda/event.h"
@@ -47,7 +48,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 261;
+constexpr int64_t kPresentRows = 263;
 
 using Sizes = std::vector<int64_t>;
 
@@ -498,6 +499,13 @@ TEST(PytorchNames, OptimAndLrScheduler) {
   sequential.step();
   EXPECT_EQ(sequential.get_last_lr().size(), 1u);
   sequential.load_state_dict(sequential.state_dict());
+
+  nn::Linear ema_copy(2, 1);
+  optim::swa_utils::AveragedModel ema(ema_copy, optim::swa_utils::get_ema_multi_avg_fn(0.999));
+  ema.update_parameters(*model);
+  optim::swa_utils::AveragedModel swa(nn::Linear(2, 1), optim::swa_utils::get_swa_multi_avg_fn());
+  optim::swa_utils::SWALR swa_lr(sgd, {0.05}, 5, "cos");
+  optim::swa_utils::update_bn(std::vector<Tensor>{randn({4, 2})}, ema_copy);
 }
 
 TEST(PytorchNames, Amp) {
