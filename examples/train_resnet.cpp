@@ -5,6 +5,7 @@
 //   train_resnet --dataset fashion-mnist --epochs 15                       # one GPU (or the CPU)
 //   train_resnet ... --checkpoint run/ckpt.safetensors --resume            # continue after a stop
 //   train_resnet ... --cuda-graphs                     # the step replayed from a CUDA graph (one GPU)
+//   train_resnet ... --model-ema                       # also evaluate an EMA of the weights
 //   emberrun --nproc-per-node 8 train_resnet ... --sync-bn                 # DDP, one GPU each
 //   train_resnet --dataset imagefolder --data-dir flowers --init-from resnet18.safetensors \
 //                --num-classes 5 --backbone-lr-scale 0.1                   # fine-tune
@@ -19,6 +20,9 @@
 // current step and exits 0. Resuming restores the model, optimizer, scheduler, scaler and RNG
 // states and the data loader's place in the epoch, and the data order and augmentation are
 // functions of (seed, epoch, index): a resumed run ends bit for bit where an uninterrupted one does.
+// --model-ema keeps torchvision's exponential moving average of the weights and buffers, updated
+// every --model-ema-steps steps (a copy of the weights during the warmup), evaluated and
+// checkpointed beside the model.
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -48,6 +52,7 @@
 #include <ember/examples/common/run_setup.h>
 #include <ember/examples/common/stop_request.h>
 #include <ember/examples/models/resnet.h>
+#include <ember/optim/swa_utils.h>
 #include <ember/tools/common/arg_parser.h>
 
 using namespace ember;
@@ -61,9 +66,10 @@ struct Args {
   std::string checkpoint, metrics, init_from;
   int64_t epochs = 15, batch_size = 256, workers = 4, seed = 0, warmup_epochs = 1, num_classes = 0;
   int64_t image_size = 0, limit_train = 0, limit_test = 0, debug_sigkill_at_step = -1,
-          debug_sigterm_at_step = -1;
+          debug_sigterm_at_step = -1, model_ema_steps = 32;
   double lr = 0.1, momentum = 0.9, weight_decay = 5e-4, label_smoothing = 0.1, backbone_lr_scale = 1.0;
-  double min_accuracy = 0;
+  double min_accuracy = 0, model_ema_decay = 0.99998;
+  bool model_ema = false;
   bool no_nesterov = false, no_flip = false, channels_last = false, checkpointing = false, resume = false,
        cuda_graphs = false;
   bool sync_bn = false, freeze_backbone = false, synthetic = false, small_stem = false, imagenet_stem = false;
@@ -109,6 +115,10 @@ tools::ArgParser make_parser(Args& a) {
       .flag("--synthetic", &a.synthetic, "time the step on one random batch kept on the device (no data)")
       .flag("--cuda-graphs", &a.cuda_graphs,
             "capture the training step into a CUDA graph and replay it (one GPU)")
+      .flag("--model-ema", &a.model_ema, "keep and evaluate an exponential moving average of the weights")
+      .option("--model-ema-steps", &a.model_ema_steps, "steps between updates of the average")
+      .option("--model-ema-decay", &a.model_ema_decay,
+              "the average's decay, before torchvision's adjustment to the batch, steps and epochs")
       .option("--min-accuracy", &a.min_accuracy, "exit 1 unless the final test top-1 reaches it")
       .option("--debug-sigkill-at-step", &a.debug_sigkill_at_step,
               "fault injection: the process kills itself with SIGKILL before this step")
@@ -340,6 +350,23 @@ int main(int argc, char** argv) try {
   if (a.sync_bn && l.distributed()) nn::convert_sync_batchnorm(*model);
   model->to(l.device);
   if (a.channels_last) model->to(MemoryFormat::ChannelsLast);
+  // The average's own copy of the architecture, built without moving the default generator, so
+  // that training draws the same numbers with or without it.
+  models::ResNet ema_net{nullptr};
+  std::optional<optim::swa_utils::AveragedModel> ema;
+  if (a.model_ema) {
+    EMBER_CHECK(a.model_ema_steps > 0, "train_resnet: --model-ema-steps must be positive, got ", a.model_ema_steps);
+    const Tensor rng = get_rng_state();
+    ema_net = make_model(a, d);
+    set_rng_state(rng);
+    ema_net->to(l.device);
+    if (a.channels_last) ema_net->to(MemoryFormat::ChannelsLast);
+    // torchvision's adjustment: the decay per update, for this batch, update interval and length.
+    const double adjust = static_cast<double>(l.world_size * a.batch_size * a.model_ema_steps) /
+                          static_cast<double>(a.epochs);
+    const double alpha = std::min(1.0, (1.0 - a.model_ema_decay) * adjust);
+    ema.emplace(ema_net, optim::swa_utils::get_ema_multi_avg_fn(1.0 - alpha), /*use_buffers=*/true);
+  }
   std::optional<distributed::DistributedDataParallel<models::ResNetImpl>> ddp;
   if (l.distributed()) ddp.emplace(model);
   auto forward = [&](const Tensor& x) { return ddp ? (*ddp)(x) : model(x); };
@@ -384,7 +411,7 @@ int main(int argc, char** argv) try {
   int64_t step = 0;
   const bool resuming = a.resume && fs::exists(a.checkpoint);
   if (resuming) {
-    step = optim::load_checkpoint(a.checkpoint, *model, &opt, sched.get(), &scaler);
+    step = optim::load_checkpoint(a.checkpoint, *model, &opt, sched.get(), &scaler, ema ? &*ema : nullptr);
     if (main_rank) examples::report_resume(a.checkpoint, step, steps_per_epoch);
   }
   const int64_t start_epoch = step / steps_per_epoch;
@@ -438,6 +465,10 @@ int main(int argc, char** argv) try {
       meter.add(graphed({x, y}));
       sched->step();  // outside the graph: it writes the rate the fused step reads on the device
       ++step;
+      if (ema && step % a.model_ema_steps == 0) {
+        ema->update_parameters(*model);
+        if (epoch < a.warmup_epochs) ema->n_averaged().fill_(0);  // copies the weights until warm
+      }
       return !(stop && stop->should_stop(step, l));
     };
     bool go_on = true;
@@ -452,7 +483,7 @@ int main(int argc, char** argv) try {
     }
     if (!go_on) {
       if (main_rank) {
-        optim::save_checkpoint(a.checkpoint, *model, &opt, sched.get(), step, &scaler);
+        optim::save_checkpoint(a.checkpoint, *model, &opt, sched.get(), step, &scaler, ema ? &*ema : nullptr);
         examples::report_stop(a.checkpoint, step);
       }
       if (l.distributed()) distributed::destroy_process_group();
@@ -463,15 +494,23 @@ int main(int argc, char** argv) try {
         l.device.is_cuda() ? cuda::max_memory_allocated(l.device.index) / 1073741824.0 : 0;
     last_eval = evaluate(*model, forward, d, l, a, precision);
     const double n = static_cast<double>(std::max<int64_t>(last_eval.count, 1));
+    std::optional<double> ema_top1;
+    if (ema) {
+      const Totals t = evaluate(*ema_net, [&](const Tensor& x) { return ema_net(x); }, d, l, a, precision);
+      ema_top1 = t.top1 / static_cast<double>(std::max<int64_t>(t.count, 1));
+    }
     if (main_rank) {
+      char ema_text[32] = "";
+      if (ema_top1) std::snprintf(ema_text, sizeof ema_text, " (EMA top-1 %.4f)", *ema_top1);
       std::printf(
-          "epoch %lld/%lld: train loss %.4f | test loss %.4f top-1 %.4f top-5 %.4f | %.1f s, %.0f img/s, "
+          "epoch %lld/%lld: train loss %.4f | test loss %.4f top-1 %.4f top-5 %.4f%s | %.1f s, %.0f img/s, "
           "lr %.4g%s\n",
           (long long)epoch + 1, (long long)a.epochs, train_loss, last_eval.loss / n, last_eval.top1 / n,
-          last_eval.top5 / n, epoch_s, done * a.batch_size * l.world_size / epoch_s,
+          last_eval.top5 / n, ema_text, epoch_s,
+          done * a.batch_size * l.world_size / epoch_s,
           opt.param_groups().back().options().get_lr(),
           l.device.is_cuda() ? detail::str_cat(", peak ", peak_gib, " GiB").c_str() : "");
-      metrics.write({{"epoch", epoch + 1},
+      examples::MetricRecord record{{"epoch", epoch + 1},
                      {"step", step},
                      {"train_loss", train_loss},
                      {"test_loss", last_eval.loss / n},
@@ -480,9 +519,11 @@ int main(int argc, char** argv) try {
                      {"epoch_s", epoch_s},
                      {"img_per_s", done * a.batch_size * l.world_size / epoch_s},
                      {"lr", opt.param_groups().back().options().get_lr()},
-                     {"peak_gib", peak_gib}});
+                     {"peak_gib", peak_gib}};
+      if (ema_top1) record.emplace_back("ema_top1", *ema_top1);
+      metrics.write(record);
       if (!a.checkpoint.empty())
-        optim::save_checkpoint(a.checkpoint, *model, &opt, sched.get(), step, &scaler);
+        optim::save_checkpoint(a.checkpoint, *model, &opt, sched.get(), step, &scaler, ema ? &*ema : nullptr);
     }
   }
   const double top1 = last_eval.count ? last_eval.top1 / static_cast<double>(last_eval.count) : 0;

@@ -76,9 +76,11 @@ void set_rng(const StateDict& s) {
 }  // namespace
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer* optimizer,
-                     const LRScheduler* scheduler, int64_t step, const amp::GradScaler* scaler) {
+                     const LRScheduler* scheduler, int64_t step, const amp::GradScaler* scaler,
+                     const nn::Module* averaged_model) {
   Checkpoint c;
   c.put("model", StateDict{model.state_dict(), {}});
+  if (averaged_model) c.put("averaged_model", StateDict{averaged_model->state_dict(), {}});
   if (optimizer) c.put("optimizer", optimizer->state_dict());
   if (scheduler) c.put("scheduler", scheduler->state_dict());
   // A disabled scaler has no state (f32 and bf16 runs): nothing to restore.
@@ -89,9 +91,11 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
 }
 
 int64_t load_checkpoint(const std::string& path, nn::Module& model, Optimizer* optimizer,
-                        LRScheduler* scheduler, amp::GradScaler* scaler) {
+                        LRScheduler* scheduler, amp::GradScaler* scaler, nn::Module* averaged_model) {
   Checkpoint c = Checkpoint::load(path);
   model.load_state_dict(c.get("model").tensors, /*strict=*/true);
+  if (averaged_model && c.has("averaged_model"))
+    averaged_model->load_state_dict(c.get("averaged_model").tensors, /*strict=*/true);
   if (optimizer) optimizer->load_state_dict(c.get("optimizer"));
   if (scheduler) scheduler->load_state_dict(c.get("scheduler"));
   if (scaler && scaler->is_enabled()) scaler->load_state_dict(c.get("scaler"));

@@ -34,14 +34,17 @@ class Checkpoint {
   std::map<std::string, StateDict> parts_;
 };
 
-// Parts "model", "optimizer", "scheduler", "scaler" (each when given), "rng" (every default
-// generator's state) and "train" (the step).
+// Parts "model", "optimizer", "scheduler", "scaler", "averaged_model" (each when given: the last
+// is an EMA or SWA swa_utils::AveragedModel), "rng" (every default generator's state) and
+// "train" (the step).
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer* optimizer = nullptr,
                      const LRScheduler* scheduler = nullptr, int64_t step = 0,
-                     const amp::GradScaler* scaler = nullptr);
+                     const amp::GradScaler* scaler = nullptr, const nn::Module* averaged_model = nullptr);
 // Restores what save_checkpoint wrote into existing objects (strict: every key must match) and
-// returns the step. The RNG states are restored too.
+// returns the step. The RNG states are restored too. An averaged model absent from the file (one
+// written without it) is left as it is.
 int64_t load_checkpoint(const std::string& path, nn::Module& model, Optimizer* optimizer = nullptr,
-                        LRScheduler* scheduler = nullptr, amp::GradScaler* scaler = nullptr);
+                        LRScheduler* scheduler = nullptr, amp::GradScaler* scaler = nullptr,
+                        nn::Module* averaged_model = nullptr);
 
 }  // namespace ember::optim

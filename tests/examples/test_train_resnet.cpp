@@ -59,7 +59,9 @@ void write_quadrants(const fs::path& dir, const std::string& prefix, uint32_t n,
 void expect_same_state(const fs::path& a, const fs::path& b) {
   optim::Checkpoint ca = optim::Checkpoint::load(a.string());
   optim::Checkpoint cb = optim::Checkpoint::load(b.string());
-  for (const char* part : {"model", "optimizer"}) {
+  ASSERT_EQ(ca.has("averaged_model"), cb.has("averaged_model"));
+  for (const char* part : {"model", "optimizer", "averaged_model"}) {
+    if (!ca.has(part)) continue;
     const auto& ta = ca.get(part).tensors;
     const auto& tb = cb.get(part).tensors;
     ASSERT_EQ(ta.size(), tb.size()) << part;
@@ -84,12 +86,15 @@ TEST(TrainResnet, ResumeAfterSigkillOrSigtermIsBitExact) {
   const fs::path dir = tmp.path();
   write_quadrants(dir, "train", 96, 1);
   write_quadrants(dir, "t10k", 32, 2);
-  // 3 epochs of 6 steps; augmentation, shuffling and two loader workers all in play.
+  // 3 epochs of 6 steps; augmentation, shuffling, two loader workers and a weight average
+  // (updated every 2 steps, a copy during the first epoch's warmup) all in play.
   const std::string common =
       "--dataset mnist --data-dir " + dir.string() +
-      " --device cpu --epochs 3 --batch-size 16 --workers 2 --seed 5 --warmup-epochs 1";
+      " --device cpu --epochs 3 --batch-size 16 --workers 2 --seed 5 --warmup-epochs 1 --model-ema "
+      "--model-ema-steps 2";
   ASSERT_EQ(run_trainer(common + " --checkpoint " + (dir / "a/ckpt.safetensors").string(), dir / "a.log"), 0)
       << read_text(dir / "a.log");
+  EXPECT_TRUE(optim::Checkpoint::load((dir / "a/ckpt.safetensors").string()).has("averaged_model"));
 
   // Killed in the middle of the second epoch (step 9 of 18), after the first epoch's checkpoint.
   const std::string b = common + " --checkpoint " + (dir / "b/ckpt.safetensors").string() + " --resume";
@@ -232,7 +237,8 @@ TEST(TrainResnet, LearnsFashionMnist) {
   // About 25 s on 2 cores: 3 epochs of 12 steps, ResNet-18 at 1.3 GFLOP a training image.
   const std::string args =
       "--dataset fashion-mnist --device cpu --limit-train 384 --limit-test 128 --epochs 3 "
-      "--batch-size 32 --lr 0.2 --warmup-epochs 1 --workers 1 --metrics " +
+      "--batch-size 32 --lr 0.2 --warmup-epochs 1 --workers 1 --model-ema --model-ema-steps 1 "
+      "--model-ema-decay 0.99 --metrics " +
       (dir / "m.jsonl").string();
   ASSERT_EQ(run_trainer(args, dir / "log"), 0) << read_text(dir / "log");
   const std::vector<double> loss = metric((dir / "m.jsonl").string(), "train_loss");
@@ -240,6 +246,10 @@ TEST(TrainResnet, LearnsFashionMnist) {
   ASSERT_EQ(loss.size(), 3u) << read_text(dir / "log");
   EXPECT_LT(loss.back(), 0.8 * loss.front()) << read_text(dir / "log");
   EXPECT_GT(top1.back(), 0.3) << read_text(dir / "log");
+  // The weight average (decay 0.893 a step after torchvision's adjustment) learned too.
+  const std::vector<double> ema_top1 = metric((dir / "m.jsonl").string(), "ema_top1");
+  ASSERT_EQ(ema_top1.size(), 3u) << read_text(dir / "log");
+  EXPECT_GT(ema_top1.back(), 0.3) << read_text(dir / "log");
 }
 
 }  // namespace
