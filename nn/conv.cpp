@@ -39,12 +39,17 @@ std::string optional_sizes(const char* name, const ExpandingArray<D>& sizes, int
   return sizes.all(skip) ? "" : ember::detail::str_cat(", ", name, "=", sizes);
 }
 
+// The layer's name by its spatial dims.
+template <size_t D>
+constexpr const char* conv_layer_name() {
+  return D == 1 ? "Conv1d" : D == 2 ? "Conv2d" : "Conv3d";
+}
+
 }  // namespace
 
 template <size_t D>
-ConvNdImpl<D>::ConvNdImpl(const ConvOptions<D>& options_)
-    : Module(D == 1 ? "Conv1d" : "Conv2d"), options(options_) {
-  const char* layer = D == 1 ? "Conv1d" : "Conv2d";
+ConvNdImpl<D>::ConvNdImpl(const ConvOptions<D>& options_) : Module(conv_layer_name<D>()), options(options_) {
+  const char* layer = conv_layer_name<D>();
   check_channels(layer, options.in_channels(), options.out_channels(), options.groups());
   check_positive(layer, "kernel_size", options.kernel_size());
   check_positive(layer, "stride", options.stride());
@@ -71,8 +76,10 @@ Tensor ConvNdImpl<D>::forward(const Tensor& input) {
   auto run = [&](auto padding) {
     if constexpr (D == 1)
       return conv1d(input, weight, bias, options.stride(), padding, options.dilation(), options.groups());
-    else
+    else if constexpr (D == 2)
       return conv2d(input, weight, bias, options.stride(), padding, options.dilation(), options.groups());
+    else
+      return conv3d(input, weight, bias, options.stride(), padding, options.dilation(), options.groups());
   };
   const ConvPadding<D>& p = options.padding();
   return p.is_mode() ? run(PaddingMode(p.mode())) : run(IntArrayRef(p.sizes()));
@@ -92,6 +99,7 @@ std::string ConvNdImpl<D>::extra_repr() const {
 
 template class ConvNdImpl<1>;
 template class ConvNdImpl<2>;
+template class ConvNdImpl<3>;
 
 ConvTranspose2dImpl::ConvTranspose2dImpl(const ConvTranspose2dOptions& options_)
     : Module("ConvTranspose2d"), options(options_) {

@@ -1,6 +1,6 @@
 #pragma once
 
-// Conv1d, Conv2d and ConvTranspose2d, with libtorch's options:
+// Conv1d, Conv2d, Conv3d and ConvTranspose2d, with libtorch's options:
 // `Conv2d(Conv2dOptions(3, 8, 3).stride(2).padding(1).bias(false))`.
 
 #include <string_view>
@@ -49,6 +49,7 @@ struct ConvOptions {
 };
 using Conv1dOptions = ConvOptions<1>;
 using Conv2dOptions = ConvOptions<2>;
+using Conv3dOptions = ConvOptions<3>;
 
 // Input [N, C_in, *spatial] or unbatched [C_in, *spatial]; weight [C_out, C_in / groups, *kernel].
 template <size_t D>
@@ -68,6 +69,7 @@ class ConvNdImpl : public Module {
 };
 extern template class ConvNdImpl<1>;
 extern template class ConvNdImpl<2>;
+extern template class ConvNdImpl<3>;
 
 class Conv1dImpl : public ConvNdImpl<1> {
  public:
@@ -80,6 +82,13 @@ class Conv2dImpl : public ConvNdImpl<2> {
   using ConvNdImpl<2>::ConvNdImpl;
 };
 EMBER_MODULE(Conv2d);
+
+// Input [N, C_in, D, H, W]: video clips, volumes.
+class Conv3dImpl : public ConvNdImpl<3> {
+ public:
+  using ConvNdImpl<3>::ConvNdImpl;
+};
+EMBER_MODULE(Conv3d);
 
 template <size_t D>
 struct ConvTransposeOptions {

@@ -27,6 +27,7 @@ using ember::batch_norm;
 using ember::binary_cross_entropy_with_logits;
 using ember::conv1d;
 using ember::conv2d;
+using ember::conv3d;
 using ember::conv_transpose2d;
 using ember::cross_entropy;
 using ember::dropout;

@@ -1,6 +1,6 @@
 // Frontends of the convolutions: argument checks with PyTorch's rules, output shapes, then the
-// 2D kernels (conv1d runs as a conv2d of height 1; unbatched inputs get a batch of one), and
-// their backward.
+// 2D kernels (conv1d runs as a conv2d of height 1, conv3d as one over its depth planes; unbatched
+// inputs get a batch of one), and their backward.
 #include "ember/core/ops/convolution.h"
 
 #include <sstream>
@@ -11,6 +11,7 @@
 #include "ember/core/grad_mode.h"
 #include "ember/core/op_range.h"
 #include "ember/core/op_registry.h"
+#include "ember/core/ops/shape_ops.h"
 #include "ember/core/shape.h"
 
 namespace ember {
@@ -26,6 +27,7 @@ constexpr auto LOWER = AutocastPolicy::LowerPrecision;
 const OpRegistrar registrar({
     {"conv1d", LOWER, true},
     {"conv2d", LOWER, true},
+    {"conv3d", LOWER, true},
     {"conv_transpose2d", LOWER, true},
 });
 
@@ -221,6 +223,34 @@ Tensor run_conv(bool transposed, const Tensor& x, const Tensor& w, const Tensor&
   return out;
 }
 
+// A 3D convolution as one 2D convolution (the 2D kernels: cuDNN's on the GPU) over N x D_out
+// images: each output depth's image holds, as channels, the kD input planes its kernel taps see
+// (at depth od * stride + t * dilation, after the depth padding), in each group's order (tap, then
+// channel), and the weight's taps become channels alike. The sum over the taps then accumulates
+// inside the kernel, in float32 for f16 and bf16, and rounds once. The input is copied kD times.
+// Differentiable as its parts are. x is batched [N, C, D, H, W].
+Tensor conv3d_by_depth_taps(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvArgs& a,
+                            int64_t cout, IntArrayRef spatial_out) {
+  const int64_t n = x.size(0), c = x.size(1), d_out = spatial_out[0], kd = weight.size(2), g = a.groups;
+  const Conv2dParams p{{a.stride[1], a.stride[2]}, {a.pad_begin[1], a.pad_begin[2]}, {a.dilation[1], a.dilation[2]},
+                       g};
+  const Tensor padded =
+      a.pad_begin[0] + a.pad_end[0] > 0 ? pad(x, {0, 0, 0, 0, a.pad_begin[0], a.pad_end[0]}) : x;
+  std::vector<Tensor> taps;  // [N, C, D_out, H, W] each
+  for (int64_t t = 0; t < kd; ++t) {
+    const int64_t first = t * a.dilation[0];
+    taps.push_back(padded.slice(2, first, first + (d_out - 1) * a.stride[0] + 1, a.stride[0]));
+  }
+  const int64_t h = x.size(3), w = x.size(4);
+  const Tensor images = stack(taps, 1)
+                            .view({n, kd, g, c / g, d_out, h, w})
+                            .permute({0, 4, 2, 1, 3, 5, 6})
+                            .reshape({n * d_out, c * kd, h, w});
+  const Tensor w2 = weight.permute({0, 2, 1, 3, 4}).reshape({cout, kd * (c / g), weight.size(3), weight.size(4)});
+  const Tensor y = run_conv(false, images, w2, bias, p, spatial_out[1], spatial_out[2]);
+  return y.view({n, d_out, cout, spatial_out[1], spatial_out[2]}).transpose(1, 2).contiguous();
+}
+
 Tensor convolution(const char* op, int64_t dims, bool transposed, const Tensor& input, const Tensor& weight,
                    const Tensor& bias, const ConvArgs& a) {
   if (amp::detail::autocast_pending)
@@ -236,6 +266,10 @@ Tensor convolution(const char* op, int64_t dims, bool transposed, const Tensor& 
   Tensor x = batched ? input : input.unsqueeze(0);
   const int64_t cout = out_channels(op, transposed, x, weight, bias, a.groups);
   DimVector spatial_out = out_spatial(op, transposed, x, weight, a);
+  if (dims == 3) {
+    const Tensor out = conv3d_by_depth_taps(x, weight, bias, a, cout, spatial_out);
+    return batched ? out : out.squeeze(0);
+  }
 
   // Everything as 2D: a 1D convolution is one of height 1.
   Tensor w = weight;
@@ -274,6 +308,20 @@ ConvArgs string_padding(const char* op, int64_t dims, const Tensor& weight, IntA
 }
 
 }  // namespace
+
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+              IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  detail::OpRange op_range("conv3d", input, weight, bias);
+  return convolution("conv3d", 3, false, input, weight, bias,
+                     make_args("conv3d", 3, stride, padding, dilation, 0, groups));
+}
+
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+              PaddingMode padding, IntArrayRef dilation, int64_t groups) {
+  detail::OpRange op_range("conv3d", input, weight, bias);
+  return convolution("conv3d", 3, false, input, weight, bias,
+                     string_padding("conv3d", 3, weight, stride, padding, dilation, groups));
+}
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
               IntArrayRef padding, IntArrayRef dilation, int64_t groups) {

@@ -1,7 +1,7 @@
 #pragma once
 
-// Convolutions with PyTorch's names, argument order and defaults. Inputs are [N, C, (H,) W] or
-// unbatched [C, (H,) W]; weights [C_out, C_in / groups, (kH,) kW] (transposed: [C_in,
+// Convolutions with PyTorch's names, argument order and defaults. Inputs are [N, C, (D, H,) W] or
+// unbatched [C, (D, H,) W]; weights [C_out, C_in / groups, (kD, kH,) kW] (transposed: [C_in,
 // C_out / groups, kH, kW]); bias [C_out] or undefined. Size arguments take one value for every
 // spatial dim or one per dim.
 
@@ -30,6 +30,14 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}
               IntArrayRef stride = 1, IntArrayRef padding = 0, IntArrayRef dilation = 1,
               int64_t groups = 1);
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+              PaddingMode padding, IntArrayRef dilation = 1, int64_t groups = 1);
+// Input [N, C, D, H, W] or unbatched [C, D, H, W]; weight [C_out, C_in / groups, kD, kH, kW]. Runs
+// as one 2D convolution (cuDNN's on the GPU) over N x D_out images, each holding the kD input
+// planes its output depth sees as channels: the input is copied kD times.
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
+              IntArrayRef stride = 1, IntArrayRef padding = 0, IntArrayRef dilation = 1,
+              int64_t groups = 1);
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
               PaddingMode padding, IntArrayRef dilation = 1, int64_t groups = 1);
 // The adjoint of conv2d: output size (H - 1) * stride - 2 * padding + dilation * (kH - 1) +
 // output_padding + 1 per spatial dim.

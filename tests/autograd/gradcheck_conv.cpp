@@ -51,6 +51,16 @@ const GradcheckRegistrar registrar({
     {"conv1d",
      [](const Inputs& x) { return conv1d(x[0], x[1], Tensor(), 1, 2, 3); },
      {{2, 8}, {3, 2, 2}}},
+    // --- conv3d ---
+    {"conv3d",
+     [](const Inputs& x) { return conv3d(x[0], x[1], x[2], {2, 1, 1}, {1, 0, 1}, {1, 1, 2}); },
+     {{2, 2, 5, 4, 5}, {3, 2, 2, 2, 2}, {3}},
+     -2,
+     2,
+     true},
+    {"conv3d",
+     [](const Inputs& x) { return conv3d(x[0], x[1], Tensor(), 1, "same", {2, 1, 1}, 2); },
+     {{4, 5, 3, 3}, {2, 2, 3, 1, 2}}},
     // --- conv_transpose2d ---
     {"conv_transpose2d",
      [](const Inputs& x) { return conv_transpose2d(x[0], x[1], x[2], 2, 1, 1); },

@@ -75,6 +75,28 @@ Tensor run_conv2d(const std::vector<Tensor>& in) {
   return conv2d(in[0], in[1], bias_of(in), {a[0], a[1]}, {a[2], a[3]}, {a[4], a[5]}, a[6]);
 }
 
+// conv3d arguments: {stride d, h, w, padding d, h, w, dilation d, h, w, groups}; padding -1: "same".
+std::vector<Sample> conv3d_samples(ScalarType dt) {
+  std::vector<Sample> s = {
+      conv_sample(dt, {2, 3, 5, 6, 5}, {4, 3, 3, 3, 3}, 4, {1, 1, 1, 0, 0, 0, 1, 1, 1, 1}, "plain"),
+      conv_sample(dt, {1, 4, 7, 6, 6}, {6, 2, 3, 2, 3}, 6, {2, 1, 2, 1, 0, 1, 1, 1, 1, 2},
+                  "stride (2, 1, 2), padding (1, 0, 1), groups 2"),
+      conv_sample(dt, {2, 2, 8, 5, 5}, {3, 2, 2, 3, 3}, 0, {1, 1, 1, 2, 1, 1, 3, 1, 1, 1},
+                  "depth dilation 3, no bias"),
+      conv_sample(dt, {3, 4, 5, 5}, {2, 3, 3, 3, 3}, 2, {1, 1, 1, -1, -1, -1, 1, 1, 1, 1},
+                  "unbatched, padding same"),
+      conv_sample(dt, {0, 3, 4, 4, 4}, {4, 3, 3, 3, 3}, 4, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, "empty batch"),
+  };
+  s.push_back(non_contiguous_sample(s[1]));
+  return s;
+}
+
+Tensor run_conv3d(const std::vector<Tensor>& in) {
+  std::vector<int64_t> a = args_of(in.back());
+  if (a[3] < 0) return conv3d(in[0], in[1], bias_of(in), {a[0], a[1], a[2]}, "same", {a[6], a[7], a[8]}, a[9]);
+  return conv3d(in[0], in[1], bias_of(in), {a[0], a[1], a[2]}, {a[3], a[4], a[5]}, {a[6], a[7], a[8]}, a[9]);
+}
+
 // conv_transpose2d arguments: {stride h, w, padding h, w, output_padding h, w, groups,
 // dilation h, w}.
 std::vector<Sample> conv_transpose2d_samples(ScalarType dt) {
@@ -102,6 +124,7 @@ Tensor run_conv_transpose2d(const std::vector<Tensor>& in) {
 const OpTableRegistrar registrar({
     {"conv1d", conv1d_samples, run_conv1d, {kFloat32, kFloat64, kFloat16, kBFloat16}, 8},
     {"conv2d", conv2d_samples, run_conv2d, {kFloat32, kFloat64, kFloat16, kBFloat16}, 8},
+    {"conv3d", conv3d_samples, run_conv3d, {kFloat32, kFloat64, kFloat16, kBFloat16}, 8},
     {"conv_transpose2d",
      conv_transpose2d_samples,
      run_conv_transpose2d,

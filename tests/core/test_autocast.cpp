@@ -62,6 +62,10 @@ const std::map<std::string, PolicySample>& samples() {
        [](auto a, auto b) {
          return conv2d(r({1, 2, 4, 4}, a), r({3, 2, 2, 2}, b), r({3}, b));
        }},
+      {"conv3d",
+       [](auto a, auto b) {
+         return conv3d(r({1, 2, 3, 4, 4}, a), r({3, 2, 2, 2, 2}, b), r({3}, b));
+       }},
       {"conv_transpose2d",
        [](auto a, auto b) {
          return conv_transpose2d(r({1, 2, 3, 3}, a), r({2, 3, 2, 2}, b), r({3}, b));

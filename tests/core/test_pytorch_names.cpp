@@ -48,7 +48,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 263;
+constexpr int64_t kPresentRows = 264;
 
 using Sizes = std::vector<int64_t>;
 
@@ -303,6 +303,7 @@ TEST(PytorchNames, NnFunctional) {
   EXPECT_EQ(shape(F::batch_norm(img, zeros({3}), ones({3}), ones({3}), zeros({3}), true)), shape(img));
   EXPECT_EQ(shape(F::group_norm(randn({2, 4, 3}), 2, ones({4}), zeros({4}))), (Sizes{2, 4, 3}));
   EXPECT_EQ(shape(F::conv1d(randn({1, 2, 5}), randn({3, 2, 3}))), (Sizes{1, 3, 3}));
+  EXPECT_EQ(shape(F::conv3d(randn({1, 2, 3, 4, 4}), randn({3, 2, 2, 3, 3}))), (Sizes{1, 3, 2, 2, 2}));
   EXPECT_EQ(shape(F::conv2d(img, randn({5, 3, 3, 3}), zeros({5}), 1, 1)), (Sizes{2, 5, 4, 4}));
   EXPECT_EQ(shape(F::conv_transpose2d(img, randn({3, 2, 2, 2}))), (Sizes{2, 2, 5, 5}));
   EXPECT_EQ(shape(F::max_pool2d(img, {2, 2})), (Sizes{2, 3, 2, 2}));
@@ -387,6 +388,9 @@ TEST(PytorchNames, NnModules) {
             (Sizes{5, 2, 3}));
   EXPECT_EQ(shape(std::get<1>(nn::GRU(4, 3)(randn({5, 2, 4})))), (Sizes{1, 2, 3}));
   EXPECT_EQ(shape(nn::Conv1d(2, 3, 3)(randn({1, 2, 5}))), (Sizes{1, 3, 3}));
+  EXPECT_EQ(shape(nn::Conv3d(nn::Conv3dOptions(3, 4, {3, 7, 7}).stride({1, 2, 2}).padding({1, 3, 3}))(
+                randn({1, 3, 4, 16, 16}))),
+            (Sizes{1, 4, 4, 8, 8}));
   EXPECT_EQ(shape(conv(img)), (Sizes{2, 8, 4, 4}));
   EXPECT_EQ(shape(nn::ConvTranspose2d(3, 2, 2)(img)), (Sizes{2, 2, 5, 5}));
   EXPECT_EQ(shape(nn::BatchNorm1d(4)(randn({3, 4}))), (Sizes{3, 4}));

@@ -186,6 +186,71 @@ TEST(NnConvTranspose2d, OutputSizeMatchesPyTorch) {
   EXPECT_EMBER_ERROR(conv->forward(x, {6}), "ConvTranspose2d", "output_size must have 2 or 4 elements");
 }
 
+// conv3d by its definition, in float64 loops: out[n, o, z, y, x] = bias[o] + the sum over the
+// input channels of o's group and the kernel of w[o, c, i, j, k] * in[n, c, z*s - p + i*d, ...]
+// (zero outside the input).
+Tensor conv3d_by_definition(const Tensor& in, const Tensor& w, const Tensor& b, IntArrayRef s, IntArrayRef p,
+                            IntArrayRef d, int64_t groups) {
+  const Tensor x = in.contiguous(), wt = w.contiguous();
+  const int64_t n = x.size(0), cin = x.size(1), cout = wt.size(0), per_group = cin / groups;
+  DimVector size_in(3), kernel(3), size_out(3);
+  for (int64_t a = 0; a < 3; ++a) {
+    size_in[a] = x.size(a + 2), kernel[a] = wt.size(a + 2);
+    size_out[a] = (size_in[a] + 2 * p[a] - d[a] * (kernel[a] - 1) - 1) / s[a] + 1;
+  }
+  Tensor out = zeros({n, cout, size_out[0], size_out[1], size_out[2]}, kFloat64);
+  const double *px = x.data_ptr<double>(), *pw = wt.data_ptr<double>();
+  double* po = out.data_ptr<double>();
+  for (int64_t b0 = 0; b0 < n; ++b0)
+    for (int64_t o = 0; o < cout; ++o)
+      for (int64_t z = 0; z < size_out[0]; ++z)
+        for (int64_t y = 0; y < size_out[1]; ++y)
+          for (int64_t xo = 0; xo < size_out[2]; ++xo) {
+            double acc = b.defined() ? b[o].item<double>() : 0;
+            for (int64_t c = 0; c < per_group; ++c)
+              for (int64_t i = 0; i < kernel[0]; ++i)
+                for (int64_t j = 0; j < kernel[1]; ++j)
+                  for (int64_t k = 0; k < kernel[2]; ++k) {
+                    const int64_t zi = z * s[0] - p[0] + i * d[0], yi = y * s[1] - p[1] + j * d[1],
+                                  xi = xo * s[2] - p[2] + k * d[2];
+                    if (zi < 0 || zi >= size_in[0] || yi < 0 || yi >= size_in[1] || xi < 0 || xi >= size_in[2])
+                      continue;
+                    const int64_t ci = o / (cout / groups) * per_group + c;
+                    acc += pw[(((o * per_group + c) * kernel[0] + i) * kernel[1] + j) * kernel[2] + k] *
+                           px[(((b0 * cin + ci) * size_in[0] + zi) * size_in[1] + yi) * size_in[2] + xi];
+                  }
+            po[(((b0 * cout + o) * size_out[0] + z) * size_out[1] + y) * size_out[2] + xo] = acc;
+          }
+  return out;
+}
+
+TEST(NnConv3d, ForwardMatchesTheDefinitionAndGradcheck) {
+  nn::Conv3d conv(
+      nn::Conv3dOptions(4, 6, {3, 2, 2}).stride({2, 1, 1}).padding({1, 0, 1}).dilation({1, 2, 1}).groups(2));
+  conv->to(kFloat64);
+  ASSERT_TRUE(conv->weight.sizes().equals({6, 2, 3, 2, 2}));
+  EXPECT_EQ(conv->named_parameters().keys(), (std::vector<std::string>{"weight", "bias"}));
+  const Tensor x = wave({2, 4, 5, 6, 4}, 0.7, 0.3);
+  const Tensor want =
+      conv3d_by_definition(x, conv->weight, conv->bias, {2, 1, 1}, {1, 0, 1}, {1, 2, 1}, /*groups=*/2);
+  ASSERT_TRUE(want.sizes().equals({2, 6, 3, 4, 5}));
+  EXPECT_CLOSE(conv(x), want);
+  EXPECT_CLOSE(conv(x[1]), want[1]);  // unbatched
+  nn::Conv3d same(nn::Conv3dOptions(2, 3, {2, 3, 1}).padding("same").bias(false));
+  same->to(kFloat64);
+  const Tensor xs = wave({1, 2, 4, 3, 3}, 0.4, 0.2);
+  // "same" pads (0, 1) along depth (the odd one at the end), (1, 1) along the height.
+  const Tensor padded = pad(xs, {0, 0, 1, 1, 0, 1});
+  EXPECT_CLOSE(same(xs), conv3d_by_definition(padded, same->weight, Tensor(), {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, 1));
+  std::ostringstream repr;
+  repr << *conv;
+  EXPECT_EQ(repr.str(),
+            "Conv3d(4, 6, kernel_size=(3, 2, 2), stride=(2, 1, 1), padding=(1, 0, 1), dilation=(1, 2, 1), "
+            "groups=2)");
+  gradcheck_module(
+      *conv, [&](const Tensor& in) { return conv(in); }, wave({1, 4, 3, 4, 3}, 0.7, 0.3));
+}
+
 TEST(NnConv, Errors) {
   nn::Conv2d conv(nn::Conv2dOptions(3, 8, 3));
   EXPECT_EMBER_ERROR(conv(randn({1, 4, 5, 5})), "Conv2d: input has 4 channels, expected 3", "[1, 4, 5, 5]");
