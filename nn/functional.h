@@ -22,7 +22,9 @@
 namespace ember::nn::functional {
 
 using ember::adaptive_avg_pool2d;
+using ember::adaptive_avg_pool3d;
 using ember::avg_pool2d;
+using ember::avg_pool3d;
 using ember::batch_norm;
 using ember::binary_cross_entropy_with_logits;
 using ember::conv1d;
@@ -39,6 +41,7 @@ using ember::leaky_relu;
 using ember::log_softmax;
 using ember::max_pool2d;
 using ember::max_pool2d_with_indices;
+using ember::max_pool3d;
 using ember::mse_loss;
 using ember::nll_loss;
 using ember::one_hot;

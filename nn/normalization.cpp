@@ -100,6 +100,11 @@ Tensor BatchNorm2dImpl::forward(const Tensor& input) {
   return batch_norm_forward(input);
 }
 
+Tensor BatchNorm3dImpl::forward(const Tensor& input) {
+  detail::check_input_dim("BatchNorm3d", input, {5}, "5D");
+  return batch_norm_forward(input);
+}
+
 // --- LayerNorm ---
 
 LayerNormImpl::LayerNormImpl(const LayerNormOptions& options_) : Module("LayerNorm"), options(options_) {

@@ -1,6 +1,6 @@
 #pragma once
 
-// BatchNorm1d/2d, LayerNorm, GroupNorm and RMSNorm, initialised as PyTorch's (weight ones, bias
+// BatchNorm1d/2d/3d, LayerNorm, GroupNorm and RMSNorm, initialised as PyTorch's (weight ones, bias
 // zeros, running_mean zeros, running_var ones).
 
 #include <optional>
@@ -79,6 +79,14 @@ class BatchNorm2dImpl : public BatchNormImplBase {
   Tensor forward(const Tensor& input);
 };
 EMBER_MODULE(BatchNorm2d);
+
+// Input [N, C, D, H, W].
+class BatchNorm3dImpl : public BatchNormImplBase {
+ public:
+  explicit BatchNorm3dImpl(const BatchNormOptions& options) : BatchNormImplBase("BatchNorm3d", options) {}
+  Tensor forward(const Tensor& input);
+};
+EMBER_MODULE(BatchNorm3d);
 
 struct LayerNormOptions {
   LayerNormOptions(std::vector<int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}

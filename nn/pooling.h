@@ -1,6 +1,7 @@
 #pragma once
 
-// MaxPool2d, AvgPool2d and AdaptiveAvgPool2d on [N, C, H, W] or unbatched [C, H, W] inputs.
+// MaxPool2d, AvgPool2d and AdaptiveAvgPool2d on [N, C, H, W] or unbatched [C, H, W] inputs, and
+// their 3D forms on [N, C, D, H, W] or [C, D, H, W].
 
 #include <optional>
 #include <tuple>
@@ -10,67 +11,117 @@
 
 namespace ember::nn {
 
-struct MaxPool2dOptions {
+template <size_t D>
+struct MaxPoolOptions {
   // stride defaults to kernel_size.
-  MaxPool2dOptions(ExpandingArray<2> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}
-  EMBER_ARG(ExpandingArray<2>, kernel_size);
-  EMBER_ARG(ExpandingArray<2>, stride);
-  EMBER_ARG(ExpandingArray<2>, padding) = 0;
-  EMBER_ARG(ExpandingArray<2>, dilation) = 1;
+  MaxPoolOptions(ExpandingArray<D> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}
+  EMBER_ARG(ExpandingArray<D>, kernel_size);
+  EMBER_ARG(ExpandingArray<D>, stride);
+  EMBER_ARG(ExpandingArray<D>, padding) = 0;
+  EMBER_ARG(ExpandingArray<D>, dilation) = 1;
   EMBER_ARG(bool, ceil_mode) = false;
 };
+using MaxPool2dOptions = MaxPoolOptions<2>;
+using MaxPool3dOptions = MaxPoolOptions<3>;
 
-class MaxPool2dImpl : public Module {
+template <size_t D>
+class MaxPoolImpl : public Module {
  public:
-  explicit MaxPool2dImpl(const MaxPool2dOptions& options) : Module("MaxPool2d"), options(options) {}
-  explicit MaxPool2dImpl(ExpandingArray<2> kernel_size) : MaxPool2dImpl(MaxPool2dOptions(kernel_size)) {}
+  explicit MaxPoolImpl(const MaxPoolOptions<D>& options);
+  explicit MaxPoolImpl(ExpandingArray<D> kernel_size) : MaxPoolImpl(MaxPoolOptions<D>(kernel_size)) {}
   Tensor forward(const Tensor& input);
-  // (values, int64 indices of each maximum within its input plane).
-  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
   std::string extra_repr() const override;
 
-  MaxPool2dOptions options;
+  MaxPoolOptions<D> options;
+};
+extern template class MaxPoolImpl<2>;
+extern template class MaxPoolImpl<3>;
+
+class MaxPool2dImpl : public MaxPoolImpl<2> {
+ public:
+  using MaxPoolImpl<2>::MaxPoolImpl;
+  // (values, int64 indices of each maximum within its input plane).
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
 };
 EMBER_MODULE(MaxPool2d);
 
-struct AvgPool2dOptions {
+class MaxPool3dImpl : public MaxPoolImpl<3> {
+ public:
+  using MaxPoolImpl<3>::MaxPoolImpl;
+};
+EMBER_MODULE(MaxPool3d);
+
+template <size_t D>
+struct AvgPoolOptions {
   // stride defaults to kernel_size.
-  AvgPool2dOptions(ExpandingArray<2> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}
-  EMBER_ARG(ExpandingArray<2>, kernel_size);
-  EMBER_ARG(ExpandingArray<2>, stride);
-  EMBER_ARG(ExpandingArray<2>, padding) = 0;
+  AvgPoolOptions(ExpandingArray<D> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}
+  EMBER_ARG(ExpandingArray<D>, kernel_size);
+  EMBER_ARG(ExpandingArray<D>, stride);
+  EMBER_ARG(ExpandingArray<D>, padding) = 0;
   EMBER_ARG(bool, ceil_mode) = false;
   EMBER_ARG(bool, count_include_pad) = true;
   EMBER_ARG(std::optional<int64_t>, divisor_override) = std::nullopt;
 };
+using AvgPool2dOptions = AvgPoolOptions<2>;
+using AvgPool3dOptions = AvgPoolOptions<3>;
 
-class AvgPool2dImpl : public Module {
+template <size_t D>
+class AvgPoolImpl : public Module {
  public:
-  explicit AvgPool2dImpl(const AvgPool2dOptions& options) : Module("AvgPool2d"), options(options) {}
-  explicit AvgPool2dImpl(ExpandingArray<2> kernel_size) : AvgPool2dImpl(AvgPool2dOptions(kernel_size)) {}
+  explicit AvgPoolImpl(const AvgPoolOptions<D>& options);
+  explicit AvgPoolImpl(ExpandingArray<D> kernel_size) : AvgPoolImpl(AvgPoolOptions<D>(kernel_size)) {}
   Tensor forward(const Tensor& input);
   std::string extra_repr() const override;
 
-  AvgPool2dOptions options;
+  AvgPoolOptions<D> options;
+};
+extern template class AvgPoolImpl<2>;
+extern template class AvgPoolImpl<3>;
+
+class AvgPool2dImpl : public AvgPoolImpl<2> {
+ public:
+  using AvgPoolImpl<2>::AvgPoolImpl;
 };
 EMBER_MODULE(AvgPool2d);
 
-struct AdaptiveAvgPool2dOptions {
-  AdaptiveAvgPool2dOptions(ExpandingArray<2> output_size) : output_size_(output_size) {}
-  EMBER_ARG(ExpandingArray<2>, output_size);
-};
-
-class AdaptiveAvgPool2dImpl : public Module {
+class AvgPool3dImpl : public AvgPoolImpl<3> {
  public:
-  explicit AdaptiveAvgPool2dImpl(const AdaptiveAvgPool2dOptions& options)
-      : Module("AdaptiveAvgPool2d"), options(options) {}
-  explicit AdaptiveAvgPool2dImpl(ExpandingArray<2> output_size)
-      : AdaptiveAvgPool2dImpl(AdaptiveAvgPool2dOptions(output_size)) {}
+  using AvgPoolImpl<3>::AvgPoolImpl;
+};
+EMBER_MODULE(AvgPool3d);
+
+template <size_t D>
+struct AdaptiveAvgPoolOptions {
+  AdaptiveAvgPoolOptions(ExpandingArray<D> output_size) : output_size_(output_size) {}
+  EMBER_ARG(ExpandingArray<D>, output_size);
+};
+using AdaptiveAvgPool2dOptions = AdaptiveAvgPoolOptions<2>;
+using AdaptiveAvgPool3dOptions = AdaptiveAvgPoolOptions<3>;
+
+template <size_t D>
+class AdaptiveAvgPoolImpl : public Module {
+ public:
+  explicit AdaptiveAvgPoolImpl(const AdaptiveAvgPoolOptions<D>& options);
+  explicit AdaptiveAvgPoolImpl(ExpandingArray<D> output_size)
+      : AdaptiveAvgPoolImpl(AdaptiveAvgPoolOptions<D>(output_size)) {}
   Tensor forward(const Tensor& input);
   std::string extra_repr() const override;
 
-  AdaptiveAvgPool2dOptions options;
+  AdaptiveAvgPoolOptions<D> options;
+};
+extern template class AdaptiveAvgPoolImpl<2>;
+extern template class AdaptiveAvgPoolImpl<3>;
+
+class AdaptiveAvgPool2dImpl : public AdaptiveAvgPoolImpl<2> {
+ public:
+  using AdaptiveAvgPoolImpl<2>::AdaptiveAvgPoolImpl;
 };
 EMBER_MODULE(AdaptiveAvgPool2d);
+
+class AdaptiveAvgPool3dImpl : public AdaptiveAvgPoolImpl<3> {
+ public:
+  using AdaptiveAvgPoolImpl<3>::AdaptiveAvgPoolImpl;
+};
+EMBER_MODULE(AdaptiveAvgPool3d);
 
 }  // namespace ember::nn

@@ -26,6 +26,14 @@ constinit DispatchStub<MaxPool2dBackwardFn> max_pool2d_backward_stub("max_pool2d
 constinit DispatchStub<AvgPool2dFn> avg_pool2d_stub("avg_pool2d");
 constinit DispatchStub<AdaptiveAvgPool2dFn> adaptive_avg_pool2d_stub("adaptive_avg_pool2d");
 
+int64_t detail::pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation,
+                            bool ceil_mode) {
+  int64_t num = in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
 namespace {
 
 constexpr auto NONE = AutocastPolicy::None;
@@ -60,13 +68,7 @@ Tensor batched(const char* op, const Tensor& input) {
   return (input.dim() == 3 ? input.unsqueeze(0) : input).contiguous(pool_format(input));
 }
 
-// PyTorch's pooling_output_shape.
-int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
-  int64_t num = in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
-  int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
-  return out;
-}
+using detail::pooled_size;
 
 // Checks the window arguments and allocates the output (and its shape for an unbatched input).
 struct Pooled {

@@ -1,8 +1,8 @@
 #pragma once
 
 // 2D pooling with PyTorch's names, argument order and defaults, on [N, C, H, W] or unbatched
-// [C, H, W] inputs. Size arguments take one value for both dims or one per dim; an empty stride
-// means stride = kernel_size. As in PyTorch, a 4D input that suggests channels-last
+// [C, H, W] inputs, and 3D pooling built on it. Size arguments take one value for every dim or
+// one per dim; an empty stride means stride = kernel_size. As in PyTorch, a 4D input that suggests channels-last
 // (suggest_memory_format) is pooled as NHWC without a copy, and its results (output, indices,
 // gradient) are channels-last; other inputs are pooled as contiguous NCHW.
 
@@ -31,6 +31,21 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
                   std::optional<int64_t> divisor_override = std::nullopt);
 // Output cell i of n over an input of size s averages [floor(i*s/n), ceil((i+1)*s/n)).
 Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size);
+
+// 3D pooling on [N, C, D, H, W] or unbatched [C, D, H, W] inputs, with the 2D ops' arguments (one
+// value for all three dims or one per dim), as two 2D passes: each depth plane's H x W, then the
+// depth. Exact: a window is a product of one range per dim.
+Tensor max_pool3d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
+                  IntArrayRef padding = 0, IntArrayRef dilation = 1, bool ceil_mode = false);
+Tensor avg_pool3d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
+                  IntArrayRef padding = 0, bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
+Tensor adaptive_avg_pool3d(const Tensor& input, IntArrayRef output_size);
+
+namespace detail {
+// PyTorch's pooling_output_shape: the output size along one dim.
+int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode);
+}  // namespace detail
 
 // The windows [begin, end) of `out` along one dim whose span, from o * stride - padding over
 // (kernel - 1) * dilation + 1 inputs, holds input i: where a max pool's backward looks.

@@ -1,4 +1,4 @@
-// Op-table entries for 2D pooling (core/ops/pooling.h). A sample's second input is an int64
+// Op-table entries for 2D and 3D pooling (core/ops/pooling.h). A sample's second input is an int64
 // tensor holding the call's arguments (the harness passes integer inputs through unchanged).
 #include <sstream>
 
@@ -77,6 +77,55 @@ std::vector<Sample> adaptive_samples(ScalarType dt) {
                            {{0, 2, 5, 5}, {2, 2}}});
 }
 
+// 3D cases: 5D and unbatched 4D inputs, and a non-contiguous copy of the first.
+std::vector<Sample> pool3d_samples(ScalarType dt,
+                                   std::vector<std::pair<DimVector, std::vector<int64_t>>> cases) {
+  std::vector<Sample> out;
+  for (const auto& [shape, args] : cases) {
+    std::ostringstream desc;
+    desc << IntArrayRef(shape) << " args " << IntArrayRef(args);
+    out.push_back({{random_tensor(shape, dt), tensor(NestedList(args))}, desc.str()});
+  }
+  out.push_back({{non_contiguous(out[0].inputs[0]), out[0].inputs[1]}, out[0].desc + " (non-contiguous)"});
+  return out;
+}
+
+// max_pool3d arguments: {kernel d, h, w, stride d, h, w (0: default), padding d, h, w, dilation
+// d, h, w, ceil_mode}.
+std::vector<Sample> max3d_samples(ScalarType dt) {
+  return pool3d_samples(dt, {{{2, 3, 5, 7, 7}, {3, 3, 3, 2, 2, 2, 1, 1, 1, 1, 1, 1, 0}},
+                             {{1, 2, 6, 8, 8}, {2, 3, 2, 2, 2, 2, 1, 1, 1, 2, 1, 1, 1}},
+                             {{3, 4, 5, 6}, {2, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0}}});
+}
+
+Tensor run_max3d(const std::vector<Tensor>& in) {
+  std::vector<int64_t> a = args_of(in[1]);
+  std::vector<int64_t> stride;
+  if (a[3]) stride = {a[3], a[4], a[5]};
+  return max_pool3d(in[0], {a[0], a[1], a[2]}, stride, {a[6], a[7], a[8]}, {a[9], a[10], a[11]}, a[12]);
+}
+
+// avg_pool3d arguments: {kernel d, h, w, stride d, h, w (0: default), padding d, h, w,
+// ceil_mode, count_include_pad, divisor_override (0: none)}.
+std::vector<Sample> avg3d_samples(ScalarType dt) {
+  return pool3d_samples(dt, {{{2, 3, 5, 7, 7}, {3, 3, 3, 2, 2, 2, 1, 1, 1, 0, 1, 0}},
+                             {{1, 2, 6, 8, 7}, {3, 2, 3, 2, 2, 2, 1, 1, 1, 1, 0, 0}},
+                             {{3, 4, 5, 6}, {2, 2, 2, 1, 1, 1, 0, 0, 0, 0, 1, 5}}});
+}
+
+Tensor run_avg3d(const std::vector<Tensor>& in) {
+  std::vector<int64_t> a = args_of(in[1]);
+  std::vector<int64_t> stride;
+  if (a[3]) stride = {a[3], a[4], a[5]};
+  std::optional<int64_t> divisor;
+  if (a[11]) divisor = a[11];
+  return avg_pool3d(in[0], {a[0], a[1], a[2]}, stride, {a[6], a[7], a[8]}, a[9], a[10], divisor);
+}
+
+std::vector<Sample> adaptive3d_samples(ScalarType dt) {
+  return pool3d_samples(dt, {{{2, 3, 5, 7, 9}, {2, 3, 4}}, {{1, 2, 4, 5, 6}, {1, 1, 1}}, {{3, 3, 4, 5}, {5, 2, 7}}});
+}
+
 // Window sums of up to 9 values accumulate in float32.
 const OpTableRegistrar registrar({
     {"max_pool2d", max_samples, [](const std::vector<Tensor>& in) { return std::get<0>(run_max(in)); }},
@@ -91,6 +140,17 @@ const OpTableRegistrar registrar({
      },
      {kFloat32, kFloat64, kFloat16, kBFloat16},
      2},
+    {"max_pool3d", max3d_samples, run_max3d},
+    // The two passes round f16 and bf16 twice.
+    {"avg_pool3d", avg3d_samples, run_avg3d, {kFloat32, kFloat64, kFloat16, kBFloat16}, 4},
+    {"adaptive_avg_pool3d",
+     adaptive3d_samples,
+     [](const std::vector<Tensor>& in) {
+       std::vector<int64_t> a = args_of(in[1]);
+       return adaptive_avg_pool3d(in[0], {a[0], a[1], a[2]});
+     },
+     {kFloat32, kFloat64, kFloat16, kBFloat16},
+     4},
 });
 
 }  // namespace

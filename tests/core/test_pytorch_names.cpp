@@ -48,7 +48,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 264;
+constexpr int64_t kPresentRows = 266;
 
 using Sizes = std::vector<int64_t>;
 
@@ -307,6 +307,10 @@ TEST(PytorchNames, NnFunctional) {
   EXPECT_EQ(shape(F::conv2d(img, randn({5, 3, 3, 3}), zeros({5}), 1, 1)), (Sizes{2, 5, 4, 4}));
   EXPECT_EQ(shape(F::conv_transpose2d(img, randn({3, 2, 2, 2}))), (Sizes{2, 2, 5, 5}));
   EXPECT_EQ(shape(F::max_pool2d(img, {2, 2})), (Sizes{2, 3, 2, 2}));
+  const Tensor clip = randn({2, 3, 4, 4, 4});
+  EXPECT_EQ(shape(F::max_pool3d(clip, 2)), (Sizes{2, 3, 2, 2, 2}));
+  EXPECT_EQ(shape(F::avg_pool3d(clip, 2)), (Sizes{2, 3, 2, 2, 2}));
+  EXPECT_EQ(shape(F::adaptive_avg_pool3d(clip, {1, 1, 1})), (Sizes{2, 3, 1, 1, 1}));
   EXPECT_EQ(shape(F::avg_pool2d(img, {2, 2})), (Sizes{2, 3, 2, 2}));
   EXPECT_EQ(shape(F::adaptive_avg_pool2d(img, {1, 1})), (Sizes{2, 3, 1, 1}));
   EXPECT_EQ(shape(F::interpolate(img, nn::InterpolateOptions().scale_factor({2}).mode("bilinear"))),
@@ -394,6 +398,7 @@ TEST(PytorchNames, NnModules) {
   EXPECT_EQ(shape(conv(img)), (Sizes{2, 8, 4, 4}));
   EXPECT_EQ(shape(nn::ConvTranspose2d(3, 2, 2)(img)), (Sizes{2, 2, 5, 5}));
   EXPECT_EQ(shape(nn::BatchNorm1d(4)(randn({3, 4}))), (Sizes{3, 4}));
+  EXPECT_EQ(shape(nn::BatchNorm3d(2)(randn({3, 2, 2, 2, 2}))), (Sizes{3, 2, 2, 2, 2}));
   EXPECT_EQ(shape(nn::BatchNorm2d(3)(img)), shape(img));
   Tensor seq_x = randn({2, 5, 4});
   EXPECT_EQ(shape(nn::LayerNorm(nn::LayerNormOptions({4}))(seq_x)), shape(seq_x));
@@ -410,6 +415,10 @@ TEST(PytorchNames, NnModules) {
   EXPECT_EQ(shape(nn::Sigmoid()(x)), shape(x));
   EXPECT_EQ(shape(nn::Softmax(1)(x)), shape(x));
   EXPECT_EQ(shape(nn::MaxPool2d(2)(img)), (Sizes{2, 3, 2, 2}));
+  const Tensor volume = randn({1, 2, 4, 4, 4});
+  EXPECT_EQ(shape(nn::MaxPool3d(2)(volume)), (Sizes{1, 2, 2, 2, 2}));
+  EXPECT_EQ(shape(nn::AvgPool3d(2)(volume)), (Sizes{1, 2, 2, 2, 2}));
+  EXPECT_EQ(shape(nn::AdaptiveAvgPool3d(nn::AdaptiveAvgPool3dOptions({1, 1, 1}))(volume)), (Sizes{1, 2, 1, 1, 1}));
   EXPECT_EQ(shape(nn::AvgPool2d(2)(img)), (Sizes{2, 3, 2, 2}));
   EXPECT_EQ(shape(nn::AdaptiveAvgPool2d(1)(img)), (Sizes{2, 3, 1, 1}));
   Tensor tokens = randn({5, 2, 8});  // [L, N, E]
