@@ -14,6 +14,8 @@ std::vector<int64_t> args_of(const Tensor& t) {
   return std::vector<int64_t>(p, p + c.numel());
 }
 
+// The cases, a non-contiguous copy of the first, and for 2D pooling (a 4D first case) the first
+// laid out channels-last.
 std::vector<Sample> pool_samples(ScalarType dt,
                                  std::vector<std::pair<DimVector, std::vector<int64_t>>> cases) {
   std::vector<Sample> out;
@@ -23,9 +25,9 @@ std::vector<Sample> pool_samples(ScalarType dt,
     out.push_back({{random_tensor(shape, dt), tensor(NestedList(args))}, desc.str()});
   }
   out.push_back({{non_contiguous(out[0].inputs[0]), out[0].inputs[1]}, out[0].desc + " (non-contiguous)"});
-  // Pooled as NHWC (the first case is 4D).
-  out.push_back({{out[0].inputs[0].contiguous(MemoryFormat::ChannelsLast), out[0].inputs[1]},
-                 out[0].desc + " (channels-last)"});
+  if (out[0].inputs[0].dim() == 4)  // pooled as NHWC
+    out.push_back({{out[0].inputs[0].contiguous(MemoryFormat::ChannelsLast), out[0].inputs[1]},
+                   out[0].desc + " (channels-last)"});
   return out;
 }
 
@@ -77,23 +79,10 @@ std::vector<Sample> adaptive_samples(ScalarType dt) {
                            {{0, 2, 5, 5}, {2, 2}}});
 }
 
-// 3D cases: 5D and unbatched 4D inputs, and a non-contiguous copy of the first.
-std::vector<Sample> pool3d_samples(ScalarType dt,
-                                   std::vector<std::pair<DimVector, std::vector<int64_t>>> cases) {
-  std::vector<Sample> out;
-  for (const auto& [shape, args] : cases) {
-    std::ostringstream desc;
-    desc << IntArrayRef(shape) << " args " << IntArrayRef(args);
-    out.push_back({{random_tensor(shape, dt), tensor(NestedList(args))}, desc.str()});
-  }
-  out.push_back({{non_contiguous(out[0].inputs[0]), out[0].inputs[1]}, out[0].desc + " (non-contiguous)"});
-  return out;
-}
-
 // max_pool3d arguments: {kernel d, h, w, stride d, h, w (0: default), padding d, h, w, dilation
 // d, h, w, ceil_mode}.
 std::vector<Sample> max3d_samples(ScalarType dt) {
-  return pool3d_samples(dt, {{{2, 3, 5, 7, 7}, {3, 3, 3, 2, 2, 2, 1, 1, 1, 1, 1, 1, 0}},
+  return pool_samples(dt, {{{2, 3, 5, 7, 7}, {3, 3, 3, 2, 2, 2, 1, 1, 1, 1, 1, 1, 0}},
                              {{1, 2, 6, 8, 8}, {2, 3, 2, 2, 2, 2, 1, 1, 1, 2, 1, 1, 1}},
                              {{3, 4, 5, 6}, {2, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0}}});
 }
@@ -108,7 +97,7 @@ Tensor run_max3d(const std::vector<Tensor>& in) {
 // avg_pool3d arguments: {kernel d, h, w, stride d, h, w (0: default), padding d, h, w,
 // ceil_mode, count_include_pad, divisor_override (0: none)}.
 std::vector<Sample> avg3d_samples(ScalarType dt) {
-  return pool3d_samples(dt, {{{2, 3, 5, 7, 7}, {3, 3, 3, 2, 2, 2, 1, 1, 1, 0, 1, 0}},
+  return pool_samples(dt, {{{2, 3, 5, 7, 7}, {3, 3, 3, 2, 2, 2, 1, 1, 1, 0, 1, 0}},
                              {{1, 2, 6, 8, 7}, {3, 2, 3, 2, 2, 2, 1, 1, 1, 1, 0, 0}},
                              {{3, 4, 5, 6}, {2, 2, 2, 1, 1, 1, 0, 0, 0, 0, 1, 5}}});
 }
@@ -123,7 +112,7 @@ Tensor run_avg3d(const std::vector<Tensor>& in) {
 }
 
 std::vector<Sample> adaptive3d_samples(ScalarType dt) {
-  return pool3d_samples(dt, {{{2, 3, 5, 7, 9}, {2, 3, 4}}, {{1, 2, 4, 5, 6}, {1, 1, 1}}, {{3, 3, 4, 5}, {5, 2, 7}}});
+  return pool_samples(dt, {{{2, 3, 5, 7, 9}, {2, 3, 4}}, {{1, 2, 4, 5, 6}, {1, 1, 1}}, {{3, 3, 4, 5}, {5, 2, 7}}});
 }
 
 // Window sums of up to 9 values accumulate in float32.
