@@ -177,8 +177,9 @@ Built build_backward(const Layouts& t, bool causal, double scale, double dropout
   built.graph = std::make_shared<Graph>();
   Graph& g = *built.graph;
   set_io_types(g, t.q.dtype());
-  auto attrs =
-      fe::graph::SDPA_backward_attributes().set_name("sdpa_backward").set_deterministic_algorithm(deterministic);
+  auto attrs = fe::graph::SDPA_backward_attributes()
+                   .set_name("sdpa_backward")
+                   .set_deterministic_algorithm(deterministic);
   set_options(g, attrs, t, causal, scale, dropout_p);
   auto stats = g.tensor(fe::graph::Tensor_attributes()
                             .set_uid(kStats)

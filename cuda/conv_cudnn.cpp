@@ -551,9 +551,8 @@ bool run_backend(cudnnHandle_t h, const Call& c) {
   }
   const bool tensor_cores = dt != kFloat32 || cudnn::allow_tf32();
   const bool measure = cudnn::benchmark();
-  const BackendPlans::Key key =
-      plan_key<7>(c, {tensor_cores, measure, c.accumulate, c.deterministic, alignment(c.x), alignment(c.w),
-                      alignment(c.y)});
+  const BackendPlans::Key key = plan_key<7>(c, {tensor_cores, measure, c.accumulate, c.deterministic,
+                                                alignment(c.x), alignment(c.w), alignment(c.y)});
   const cudnn_backend::VariantPack data{{kUidX, kUidW, kUidY},
                                         {c.x.data_ptr(), c.w.data_ptr(), c.y.data_ptr()}};
   // The cached plan, unless it fails now (its workspace no longer fits): then choose again.

@@ -158,19 +158,19 @@ __global__ void scatter_lines_kernel(U* self, const int64_t* index, const U* src
 
 // Launches scatter_lines_kernel over the lines of index along dim, elements as U.
 template <class U, class Write>
-void scatter_lines(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, cudaStream_t stream,
-                   IndexCheck check, Write write) {
+void scatter_lines(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                   cudaStream_t stream, IndexCheck check, Write write) {
   const int64_t len = index.size(dim), n = index.numel();
   if (n == 0) return;
   DimVector line_sizes(index.sizes());
   line_sizes[dim] = 1;
-  const OffsetCalc<3> oc =
-      make_offset_calc<3>("scatter", line_sizes, {strides_without(self, dim), index.strides(), src.strides()});
+  const OffsetCalc<3> oc = make_offset_calc<3>("scatter", line_sizes,
+                                               {strides_without(self, dim), index.strides(), src.strides()});
   const int64_t lines = n / len;
   scatter_lines_kernel<U><<<grid_for(lines, kThreads), kThreads, 0, stream>>>(
       static_cast<U*>(self.data_ptr()), static_cast<const int64_t*>(index.data_ptr()),
-      static_cast<const U*>(src.data_ptr()), oc, len, self.stride(dim), index.stride(dim), src.stride(dim), lines,
-      check, write);
+      static_cast<const U*>(src.data_ptr()), oc, len, self.stride(dim), index.stride(dim), src.stride(dim),
+      lines, check, write);
   EMBER_CUDA_LAUNCH_CHECK();
 }
 

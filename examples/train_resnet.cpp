@@ -355,15 +355,16 @@ int main(int argc, char** argv) try {
   models::ResNet ema_net{nullptr};
   std::optional<optim::swa_utils::AveragedModel> ema;
   if (a.model_ema) {
-    EMBER_CHECK(a.model_ema_steps > 0, "train_resnet: --model-ema-steps must be positive, got ", a.model_ema_steps);
+    EMBER_CHECK(a.model_ema_steps > 0, "train_resnet: --model-ema-steps must be positive, got ",
+                a.model_ema_steps);
     const Tensor rng = get_rng_state();
     ema_net = make_model(a, d);
     set_rng_state(rng);
     ema_net->to(l.device);
     if (a.channels_last) ema_net->to(MemoryFormat::ChannelsLast);
     // torchvision's adjustment: the decay per update, for this batch, update interval and length.
-    const double adjust = static_cast<double>(l.world_size * a.batch_size * a.model_ema_steps) /
-                          static_cast<double>(a.epochs);
+    const double adjust =
+        static_cast<double>(l.world_size * a.batch_size * a.model_ema_steps) / static_cast<double>(a.epochs);
     const double alpha = std::min(1.0, (1.0 - a.model_ema_decay) * adjust);
     ema.emplace(ema_net, optim::swa_utils::get_ema_multi_avg_fn(1.0 - alpha), /*use_buffers=*/true);
   }
@@ -496,7 +497,8 @@ int main(int argc, char** argv) try {
     const double n = static_cast<double>(std::max<int64_t>(last_eval.count, 1));
     std::optional<double> ema_top1;
     if (ema) {
-      const Totals t = evaluate(*ema_net, [&](const Tensor& x) { return ema_net(x); }, d, l, a, precision);
+      const Totals t = evaluate(
+          *ema_net, [&](const Tensor& x) { return ema_net(x); }, d, l, a, precision);
       ema_top1 = t.top1 / static_cast<double>(std::max<int64_t>(t.count, 1));
     }
     if (main_rank) {
@@ -506,20 +508,19 @@ int main(int argc, char** argv) try {
           "epoch %lld/%lld: train loss %.4f | test loss %.4f top-1 %.4f top-5 %.4f%s | %.1f s, %.0f img/s, "
           "lr %.4g%s\n",
           (long long)epoch + 1, (long long)a.epochs, train_loss, last_eval.loss / n, last_eval.top1 / n,
-          last_eval.top5 / n, ema_text, epoch_s,
-          done * a.batch_size * l.world_size / epoch_s,
+          last_eval.top5 / n, ema_text, epoch_s, done * a.batch_size * l.world_size / epoch_s,
           opt.param_groups().back().options().get_lr(),
           l.device.is_cuda() ? detail::str_cat(", peak ", peak_gib, " GiB").c_str() : "");
       examples::MetricRecord record{{"epoch", epoch + 1},
-                     {"step", step},
-                     {"train_loss", train_loss},
-                     {"test_loss", last_eval.loss / n},
-                     {"test_top1", last_eval.top1 / n},
-                     {"test_top5", last_eval.top5 / n},
-                     {"epoch_s", epoch_s},
-                     {"img_per_s", done * a.batch_size * l.world_size / epoch_s},
-                     {"lr", opt.param_groups().back().options().get_lr()},
-                     {"peak_gib", peak_gib}};
+                                    {"step", step},
+                                    {"train_loss", train_loss},
+                                    {"test_loss", last_eval.loss / n},
+                                    {"test_top1", last_eval.top1 / n},
+                                    {"test_top5", last_eval.top5 / n},
+                                    {"epoch_s", epoch_s},
+                                    {"img_per_s", done * a.batch_size * l.world_size / epoch_s},
+                                    {"lr", opt.param_groups().back().options().get_lr()},
+                                    {"peak_gib", peak_gib}};
       if (ema_top1) record.emplace_back("ema_top1", *ema_top1);
       metrics.write(record);
       if (!a.checkpoint.empty())

@@ -26,7 +26,8 @@ void check_pool_input(const std::string& layer, const Tensor& input) {
 }  // namespace
 
 template <size_t D>
-MaxPoolImpl<D>::MaxPoolImpl(const MaxPoolOptions<D>& options_) : Module(layer_name<D>("MaxPool")), options(options_) {}
+MaxPoolImpl<D>::MaxPoolImpl(const MaxPoolOptions<D>& options_)
+    : Module(layer_name<D>("MaxPool")), options(options_) {}
 
 template <size_t D>
 Tensor MaxPoolImpl<D>::forward(const Tensor& input) {
@@ -52,7 +53,8 @@ std::tuple<Tensor, Tensor> MaxPool2dImpl::forward_with_indices(const Tensor& inp
 }
 
 template <size_t D>
-AvgPoolImpl<D>::AvgPoolImpl(const AvgPoolOptions<D>& options_) : Module(layer_name<D>("AvgPool")), options(options_) {}
+AvgPoolImpl<D>::AvgPoolImpl(const AvgPoolOptions<D>& options_)
+    : Module(layer_name<D>("AvgPool")), options(options_) {}
 
 template <size_t D>
 Tensor AvgPoolImpl<D>::forward(const Tensor& input) {

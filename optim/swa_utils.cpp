@@ -126,12 +126,14 @@ void AveragedModel::update_parameters(const nn::Module& model) {
     std::map<std::tuple<int, int, int>, std::pair<std::vector<Tensor>, std::vector<Tensor>>> groups;
     for (size_t i = 0; i < averaged.size(); ++i) {
       const Tensor& a = averaged[i];
-      auto& [as, cs] = groups[{static_cast<int>(a.device().type), a.device().index, static_cast<int>(a.dtype())}];
+      auto& [as, cs] =
+          groups[{static_cast<int>(a.device().type), a.device().index, static_cast<int>(a.dtype())}];
       as.push_back(a);
       cs.push_back(current[i]);
     }
     const MultiAvgFn& fn = multi_avg_fn_ ? multi_avg_fn_ : get_swa_multi_avg_fn();
-    for (const auto& [key, lists] : groups) fn(lists.first, lists.second, n_averaged_.to(lists.first[0].device()));
+    for (const auto& [key, lists] : groups)
+      fn(lists.first, lists.second, n_averaged_.to(lists.first[0].device()));
   }
   for (size_t i = 0; i < copied.size(); ++i) copied[i].copy_(copied_from[i]);
   n_averaged_.add_(1);
@@ -169,7 +171,8 @@ SWALR::SWALR(Optimizer& optimizer, std::vector<double> swa_lrs, int64_t anneal_e
       linear_(anneal_strategy == "linear") {
   EMBER_CHECK(anneal_strategy == "cos" || anneal_strategy == "linear",
               "SWALR: anneal_strategy must by one of 'cos' or 'linear', instead got ", anneal_strategy);
-  EMBER_CHECK(anneal_epochs >= 0, "SWALR: anneal_epochs must be equal or greater than 0, got ", anneal_epochs);
+  EMBER_CHECK(anneal_epochs >= 0, "SWALR: anneal_epochs must be equal or greater than 0, got ",
+              anneal_epochs);
   initial_step();
 }
 
@@ -186,7 +189,8 @@ std::vector<double> SWALR::get_lr() {
   std::vector<double> lrs = current_lrs();
   for (size_t i = 0; i < lrs.size(); ++i) {
     // The lr before the annealing began, from where the last step left it.
-    const double initial = prev_alpha == 1 ? swa_lrs_[i] : (lrs[i] - prev_alpha * swa_lrs_[i]) / (1 - prev_alpha);
+    const double initial =
+        prev_alpha == 1 ? swa_lrs_[i] : (lrs[i] - prev_alpha * swa_lrs_[i]) / (1 - prev_alpha);
     lrs[i] = swa_lrs_[i] * alpha + initial * (1 - alpha);
   }
   return lrs;

@@ -34,7 +34,8 @@ namespace ember::optim::swa_utils {
 using MultiAvgFn = std::function<void(const std::vector<Tensor>& averaged, const std::vector<Tensor>& current,
                                       const Tensor& num_averaged)>;
 // Returns the new average of one tensor.
-using AvgFn = std::function<Tensor(const Tensor& averaged, const Tensor& current, const Tensor& num_averaged)>;
+using AvgFn =
+    std::function<Tensor(const Tensor& averaged, const Tensor& current, const Tensor& num_averaged)>;
 
 // averaged = decay * averaged + (1 - decay) * current, decay in [0, 1].
 MultiAvgFn get_ema_multi_avg_fn(double decay = 0.999);

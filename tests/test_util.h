@@ -150,7 +150,8 @@ class TempDir {
 class DeterministicMode {
  public:
   explicit DeterministicMode(bool mode, bool warn_only = false)
-      : mode_(are_deterministic_algorithms_enabled()), warn_only_(is_deterministic_algorithms_warn_only_enabled()) {
+      : mode_(are_deterministic_algorithms_enabled()),
+        warn_only_(is_deterministic_algorithms_warn_only_enabled()) {
     use_deterministic_algorithms(mode, warn_only);
   }
   ~DeterministicMode() { use_deterministic_algorithms(mode_, warn_only_); }

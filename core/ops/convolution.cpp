@@ -232,8 +232,8 @@ Tensor run_conv(bool transposed, const Tensor& x, const Tensor& w, const Tensor&
 Tensor conv3d_by_depth_taps(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvArgs& a,
                             int64_t cout, IntArrayRef spatial_out) {
   const int64_t n = x.size(0), c = x.size(1), d_out = spatial_out[0], kd = weight.size(2), g = a.groups;
-  const Conv2dParams p{{a.stride[1], a.stride[2]}, {a.pad_begin[1], a.pad_begin[2]}, {a.dilation[1], a.dilation[2]},
-                       g};
+  const Conv2dParams p{
+      {a.stride[1], a.stride[2]}, {a.pad_begin[1], a.pad_begin[2]}, {a.dilation[1], a.dilation[2]}, g};
   const Tensor padded =
       a.pad_begin[0] + a.pad_end[0] > 0 ? pad(x, {0, 0, 0, 0, a.pad_begin[0], a.pad_end[0]}) : x;
   std::vector<Tensor> taps;  // [N, C, D_out, H, W] each
@@ -246,7 +246,8 @@ Tensor conv3d_by_depth_taps(const Tensor& x, const Tensor& weight, const Tensor&
                             .view({n, kd, g, c / g, d_out, h, w})
                             .permute({0, 4, 2, 1, 3, 5, 6})
                             .reshape({n * d_out, c * kd, h, w});
-  const Tensor w2 = weight.permute({0, 2, 1, 3, 4}).reshape({cout, kd * (c / g), weight.size(3), weight.size(4)});
+  const Tensor w2 =
+      weight.permute({0, 2, 1, 3, 4}).reshape({cout, kd * (c / g), weight.size(3), weight.size(4)});
   const Tensor y = run_conv(false, images, w2, bias, p, spatial_out[1], spatial_out[2]);
   return y.view({n, d_out, cout, spatial_out[1], spatial_out[2]}).transpose(1, 2).contiguous();
 }

@@ -2,9 +2,10 @@
 
 // 2D pooling with PyTorch's names, argument order and defaults, on [N, C, H, W] or unbatched
 // [C, H, W] inputs, and 3D pooling built on it. Size arguments take one value for every dim or
-// one per dim; an empty stride means stride = kernel_size. As in PyTorch, a 4D input that suggests channels-last
-// (suggest_memory_format) is pooled as NHWC without a copy, and its results (output, indices,
-// gradient) are channels-last; other inputs are pooled as contiguous NCHW.
+// one per dim; an empty stride means stride = kernel_size. As in PyTorch, a 4D input that
+// suggests channels-last (suggest_memory_format) is pooled as NHWC without a copy, and its
+// results (output, indices, gradient) are channels-last; other inputs are pooled as contiguous
+// NCHW.
 
 #include <optional>
 #include <tuple>

@@ -33,9 +33,10 @@ Tensor batched_5d(const char* op, const Tensor& input) {
               ": expected a 4D (unbatched) or 5D (batched) input, but got input of size ",
               input.defined() ? input.sizes() : IntArrayRef());
   for (int64_t d = -4; d < 0; ++d)
-    EMBER_CHECK(input.size(d) > 0, op, ": expected non-zero channel and spatial sizes, but got input of size ",
-                input.sizes());
-  EMBER_CHECK(is_floating_point(input.dtype()), op, ": expected a floating point input, but got ", input.dtype());
+    EMBER_CHECK(input.size(d) > 0, op,
+                ": expected non-zero channel and spatial sizes, but got input of size ", input.sizes());
+  EMBER_CHECK(is_floating_point(input.dtype()), op, ": expected a floating point input, but got ",
+              input.dtype());
   return input.dim() == 4 ? input.unsqueeze(0) : input;
 }
 
@@ -46,8 +47,9 @@ struct Windows {
 
 Windows windows(const char* op, const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride,
                 IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
-  Windows w{triple(op, "kernel_size", kernel_size), triple(op, "stride", stride.empty() ? kernel_size : stride),
-            triple(op, "padding", padding), triple(op, "dilation", dilation)};
+  Windows w{triple(op, "kernel_size", kernel_size),
+            triple(op, "stride", stride.empty() ? kernel_size : stride), triple(op, "padding", padding),
+            triple(op, "dilation", dilation)};
   int64_t out[3];
   for (int d = 0; d < 3; ++d) {
     EMBER_CHECK(w.kernel.v[d] > 0, op, ": kernel_size must be greater than zero, but got ", kernel_size);
@@ -60,8 +62,8 @@ Windows windows(const char* op, const Tensor& x, IntArrayRef kernel_size, IntArr
                                  ceil_mode);
   }
   EMBER_CHECK(out[0] > 0 && out[1] > 0 && out[2] > 0, op, ": given input size (", x.size(1), " x ", x.size(2),
-              " x ", x.size(3), " x ", x.size(4), "), the calculated output size (", x.size(1), " x ", out[0], " x ",
-              out[1], " x ", out[2], ") is too small");
+              " x ", x.size(3), " x ", x.size(4), "), the calculated output size (", x.size(1), " x ", out[0],
+              " x ", out[1], " x ", out[2], ") is too small");
   return w;
 }
 
@@ -74,7 +76,8 @@ Tensor two_passes(const Tensor& input, Tensor x, bool averages, Planes planes, D
   if (averages && is_reduced_float(dtype)) x = x.to(kFloat32);
   const int64_t n = x.size(0), c = x.size(1), d = x.size(2);
   const Tensor p = planes(x.reshape({n, c * d, x.size(3), x.size(4)}));
-  const Tensor out = depth(p.reshape({n, c, d, p.size(2) * p.size(3)})).reshape({n, c, -1, p.size(2), p.size(3)});
+  const Tensor out =
+      depth(p.reshape({n, c, d, p.size(2) * p.size(3)})).reshape({n, c, -1, p.size(2), p.size(3)});
   return (input.dim() == 4 ? out.squeeze(0) : out).to(dtype);
 }
 
@@ -89,9 +92,12 @@ Tensor max_pool3d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
   return two_passes(
       input, x, /*averages=*/false,
       [&](const Tensor& t) {
-        return max_pool2d(t, {k.v[1], k.v[2]}, {s.v[1], s.v[2]}, {p.v[1], p.v[2]}, {dl.v[1], dl.v[2]}, ceil_mode);
+        return max_pool2d(t, {k.v[1], k.v[2]}, {s.v[1], s.v[2]}, {p.v[1], p.v[2]}, {dl.v[1], dl.v[2]},
+                          ceil_mode);
       },
-      [&](const Tensor& t) { return max_pool2d(t, {k.v[0], 1}, {s.v[0], 1}, {p.v[0], 0}, {dl.v[0], 1}, ceil_mode); });
+      [&](const Tensor& t) {
+        return max_pool2d(t, {k.v[0], 1}, {s.v[0], 1}, {p.v[0], 0}, {dl.v[0], 1}, ceil_mode);
+      });
 }
 
 Tensor avg_pool3d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
@@ -106,8 +112,8 @@ Tensor avg_pool3d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
   return two_passes(
       input, x, /*averages=*/true,
       [&](const Tensor& t) {
-        return avg_pool2d(t, {k.v[1], k.v[2]}, {s.v[1], s.v[2]}, {p.v[1], p.v[2]}, ceil_mode, count_include_pad,
-                          pass_divisor);
+        return avg_pool2d(t, {k.v[1], k.v[2]}, {s.v[1], s.v[2]}, {p.v[1], p.v[2]}, ceil_mode,
+                          count_include_pad, pass_divisor);
       },
       [&](const Tensor& t) {
         const Tensor out =
@@ -125,8 +131,12 @@ Tensor adaptive_avg_pool3d(const Tensor& input, IntArrayRef output_size) {
     EMBER_CHECK(o > 0, op, ": output_size must be positive, but got ", output_size);
   return two_passes(
       input, x, /*averages=*/true,
-      [&](const Tensor& t) { return adaptive_avg_pool2d(t, {output_size[1], output_size[2]}); },
-      [&](const Tensor& t) { return adaptive_avg_pool2d(t, {output_size[0], t.size(3)}); });
+      [&](const Tensor& t) {
+        return adaptive_avg_pool2d(t, {output_size[1], output_size[2]});
+      },
+      [&](const Tensor& t) {
+        return adaptive_avg_pool2d(t, {output_size[0], t.size(3)});
+      });
 }
 
 }  // namespace ember

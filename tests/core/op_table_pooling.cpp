@@ -83,8 +83,8 @@ std::vector<Sample> adaptive_samples(ScalarType dt) {
 // d, h, w, ceil_mode}.
 std::vector<Sample> max3d_samples(ScalarType dt) {
   return pool_samples(dt, {{{2, 3, 5, 7, 7}, {3, 3, 3, 2, 2, 2, 1, 1, 1, 1, 1, 1, 0}},
-                             {{1, 2, 6, 8, 8}, {2, 3, 2, 2, 2, 2, 1, 1, 1, 2, 1, 1, 1}},
-                             {{3, 4, 5, 6}, {2, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0}}});
+                           {{1, 2, 6, 8, 8}, {2, 3, 2, 2, 2, 2, 1, 1, 1, 2, 1, 1, 1}},
+                           {{3, 4, 5, 6}, {2, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0}}});
 }
 
 Tensor run_max3d(const std::vector<Tensor>& in) {
@@ -98,8 +98,8 @@ Tensor run_max3d(const std::vector<Tensor>& in) {
 // ceil_mode, count_include_pad, divisor_override (0: none)}.
 std::vector<Sample> avg3d_samples(ScalarType dt) {
   return pool_samples(dt, {{{2, 3, 5, 7, 7}, {3, 3, 3, 2, 2, 2, 1, 1, 1, 0, 1, 0}},
-                             {{1, 2, 6, 8, 7}, {3, 2, 3, 2, 2, 2, 1, 1, 1, 1, 0, 0}},
-                             {{3, 4, 5, 6}, {2, 2, 2, 1, 1, 1, 0, 0, 0, 0, 1, 5}}});
+                           {{1, 2, 6, 8, 7}, {3, 2, 3, 2, 2, 2, 1, 1, 1, 1, 0, 0}},
+                           {{3, 4, 5, 6}, {2, 2, 2, 1, 1, 1, 0, 0, 0, 0, 1, 5}}});
 }
 
 Tensor run_avg3d(const std::vector<Tensor>& in) {
@@ -112,7 +112,8 @@ Tensor run_avg3d(const std::vector<Tensor>& in) {
 }
 
 std::vector<Sample> adaptive3d_samples(ScalarType dt) {
-  return pool_samples(dt, {{{2, 3, 5, 7, 9}, {2, 3, 4}}, {{1, 2, 4, 5, 6}, {1, 1, 1}}, {{3, 3, 4, 5}, {5, 2, 7}}});
+  return pool_samples(
+      dt, {{{2, 3, 5, 7, 9}, {2, 3, 4}}, {{1, 2, 4, 5, 6}, {1, 1, 1}}, {{3, 3, 4, 5}, {5, 2, 7}}});
 }
 
 // Window sums of up to 9 values accumulate in float32.

@@ -49,7 +49,8 @@ Tensor pool3d_by_definition(const Tensor& x, const Window3& w, int kind) {
           for (int64_t i = 0; i < w.k[0]; ++i)
             for (int64_t j = 0; j < w.k[1]; ++j)
               for (int64_t l = 0; l < w.k[2]; ++l) {
-                const int64_t z = first[0] + i * w.dl[0], r = first[1] + j * w.dl[1], q = first[2] + l * w.dl[2];
+                const int64_t z = first[0] + i * w.dl[0], r = first[1] + j * w.dl[1],
+                              q = first[2] + l * w.dl[2];
                 if (z < 0 || z >= in[0] || r < 0 || r >= in[1] || q < 0 || q >= in[2]) continue;
                 const double v = px[((b * in[0] + z) * in[1] + r) * in[2] + q];
                 best = std::max(best, v);
@@ -71,16 +72,19 @@ TEST(Pooling3d, MatchesTheDefinitions) {
   };
   for (const Window3& w : windows) {
     const std::vector<int64_t> k(w.k, w.k + 3), s(w.s, w.s + 3), p(w.p, w.p + 3);
-    SCOPED_TRACE(::testing::Message() << "kernel " << IntArrayRef(k) << " stride " << IntArrayRef(s) << " padding "
-                                      << IntArrayRef(p) << " ceil_mode " << w.ceil_mode);
+    SCOPED_TRACE(::testing::Message() << "kernel " << IntArrayRef(k) << " stride " << IntArrayRef(s)
+                                      << " padding " << IntArrayRef(p) << " ceil_mode " << w.ceil_mode);
     EXPECT_CLOSE(max_pool3d(x, k, s, p, 1, w.ceil_mode), pool3d_by_definition(x, w, 0));
     EXPECT_CLOSE(avg_pool3d(x, k, s, p, w.ceil_mode, true), pool3d_by_definition(x, w, 1));
     EXPECT_CLOSE(avg_pool3d(x, k, s, p, w.ceil_mode, false), pool3d_by_definition(x, w, 2));
     EXPECT_CLOSE(avg_pool3d(x, k, s, p, w.ceil_mode, true, 5), pool3d_by_definition(x, w, 3));
   }
   const Window3 dilated{{2, 2, 3}, {1, 2, 1}, {1, 0, 1}, {2, 1, 2}, false};
-  EXPECT_CLOSE(max_pool3d(x, {2, 2, 3}, {1, 2, 1}, {1, 0, 1}, {2, 1, 2}), pool3d_by_definition(x, dilated, 0));
-  EXPECT_CLOSE(max_pool3d(x[1], 2), pool3d_by_definition(x[1].unsqueeze(0), {{2, 2, 2}, {2, 2, 2}, {0, 0, 0}, {1, 1, 1}, false}, 0)[0]);  // unbatched
+  EXPECT_CLOSE(max_pool3d(x, {2, 2, 3}, {1, 2, 1}, {1, 0, 1}, {2, 1, 2}),
+               pool3d_by_definition(x, dilated, 0));
+  EXPECT_CLOSE(max_pool3d(x[1], 2),
+               pool3d_by_definition(x[1].unsqueeze(0), {{2, 2, 2}, {2, 2, 2}, {0, 0, 0}, {1, 1, 1}, false},
+                                    0)[0]);  // unbatched
 }
 
 TEST(Pooling3d, AdaptiveAverageMatchesItsWindows) {

@@ -275,7 +275,8 @@ TEST(PytorchNames, TorchFunctions) {
   EXPECT_EQ(result_type(x, ones({1}, kFloat64)), kFloat64);
   EXPECT_EQ(finfo(kFloat32).eps, std::numeric_limits<float>::epsilon());
   EXPECT_EQ(iinfo(kInt32).max, std::numeric_limits<int32_t>::max());
-  use_deterministic_algorithms(are_deterministic_algorithms_enabled(), is_deterministic_algorithms_warn_only_enabled());
+  use_deterministic_algorithms(are_deterministic_algorithms_enabled(),
+                               is_deterministic_algorithms_warn_only_enabled());
 }
 
 TEST(PytorchNames, NnFunctional) {
@@ -418,7 +419,8 @@ TEST(PytorchNames, NnModules) {
   const Tensor volume = randn({1, 2, 4, 4, 4});
   EXPECT_EQ(shape(nn::MaxPool3d(2)(volume)), (Sizes{1, 2, 2, 2, 2}));
   EXPECT_EQ(shape(nn::AvgPool3d(2)(volume)), (Sizes{1, 2, 2, 2, 2}));
-  EXPECT_EQ(shape(nn::AdaptiveAvgPool3d(nn::AdaptiveAvgPool3dOptions({1, 1, 1}))(volume)), (Sizes{1, 2, 1, 1, 1}));
+  EXPECT_EQ(shape(nn::AdaptiveAvgPool3d(nn::AdaptiveAvgPool3dOptions({1, 1, 1}))(volume)),
+            (Sizes{1, 2, 1, 1, 1}));
   EXPECT_EQ(shape(nn::AvgPool2d(2)(img)), (Sizes{2, 3, 2, 2}));
   EXPECT_EQ(shape(nn::AdaptiveAvgPool2d(1)(img)), (Sizes{2, 3, 1, 1}));
   Tensor tokens = randn({5, 2, 8});  // [L, N, E]

@@ -33,7 +33,9 @@ TEST_F(DeterministicCuda, AddsByIndexMatchTheCpuBitForBit) {
       EXPECT_TRUE(got.equal(want)) << "largest difference "
                                    << (got.to(kFloat64) - want.to(kFloat64)).abs().max().item<double>();
     };
-    both("index_add", [&](Device d) { return index_add(zeros({10, 33}, dt).to(d), 0, rows.to(d), src.to(d)); });
+    both("index_add", [&](Device d) {
+      return index_add(zeros({10, 33}, dt).to(d), 0, rows.to(d), src.to(d));
+    });
     both("scatter_add", [&](Device d) {
       return scatter_add(zeros({6, 7}, dt).to(d), 1, cols.to(d), line_src.to(d));
     });

@@ -213,7 +213,8 @@ Tensor conv3d_by_definition(const Tensor& in, const Tensor& w, const Tensor& b, 
                   for (int64_t k = 0; k < kernel[2]; ++k) {
                     const int64_t zi = z * s[0] - p[0] + i * d[0], yi = y * s[1] - p[1] + j * d[1],
                                   xi = xo * s[2] - p[2] + k * d[2];
-                    if (zi < 0 || zi >= size_in[0] || yi < 0 || yi >= size_in[1] || xi < 0 || xi >= size_in[2])
+                    if (zi < 0 || zi >= size_in[0] || yi < 0 || yi >= size_in[1] || xi < 0 ||
+                        xi >= size_in[2])
                       continue;
                     const int64_t ci = o / (cout / groups) * per_group + c;
                     acc += pw[(((o * per_group + c) * kernel[0] + i) * kernel[1] + j) * kernel[2] + k] *
@@ -241,7 +242,8 @@ TEST(NnConv3d, ForwardMatchesTheDefinitionAndGradcheck) {
   const Tensor xs = wave({1, 2, 4, 3, 3}, 0.4, 0.2);
   // "same" pads (0, 1) along depth (the odd one at the end), (1, 1) along the height.
   const Tensor padded = pad(xs, {0, 0, 1, 1, 0, 1});
-  EXPECT_CLOSE(same(xs), conv3d_by_definition(padded, same->weight, Tensor(), {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, 1));
+  EXPECT_CLOSE(same(xs),
+               conv3d_by_definition(padded, same->weight, Tensor(), {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, 1));
   std::ostringstream repr;
   repr << *conv;
   EXPECT_EQ(repr.str(),

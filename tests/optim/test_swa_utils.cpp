@@ -83,7 +83,8 @@ TEST(SwaUtils, StateDictCarriesTheCount) {
     swa.update_parameters(*model);
   }
   const OrderedDict<Tensor> sd = swa.state_dict();
-  EXPECT_EQ(sd.keys(), (std::vector<std::string>{"n_averaged", "module.weight", "module.bias"}));  // own first
+  EXPECT_EQ(sd.keys(),
+            (std::vector<std::string>{"n_averaged", "module.weight", "module.bias"}));  // own first
   AveragedModel resumed(second_copy);
   resumed.load_state_dict(sd);
   set_weights(*model, 12.0);
