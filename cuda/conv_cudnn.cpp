@@ -656,7 +656,7 @@ void convolution(Kind kind, const Tensor& x, const Tensor& w, const Tensor& y, c
       p.stride[0], ", ", p.stride[1], "), padding (", p.padding[0], ", ", p.padding[1], "), dilation (",
       p.dilation[0], ", ", p.dilation[1], "), groups ", p.groups);
   // With warn_only the nondeterministic algorithms may run, after a warning.
-  if (deterministic && are_deterministic_algorithms_enabled()) {
+  if (are_deterministic_algorithms_enabled()) {
     ember::detail::alert_not_deterministic(op, "cuDNN's convolution of " + problem);
     if (run(false)) return;
   }

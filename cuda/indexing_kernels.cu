@@ -1,13 +1,12 @@
 // CUDA kernels of the indexing ops and embedding. gather reads through any strides. scatter_add
 // adds with atomics (a CAS loop on the enclosing word for 1-byte types), or in deterministic mode
 // a thread per line along dim in index order (floats only: integer sums do not depend on the
-// order). scatter keeps the CPU's
-// rule that the last write in index order wins: short lines go a thread per line; long ones take a
-// first pass that records, per destination, the largest position along dim that writes it
-// (atomicMax), and a second that lets only that one write. Every index is checked as it is read
-// (IndexCheck): a bad one reads 0 or writes nothing, and its error is raised at the next
-// synchronization. index_range is a min/max reduction whose result comes back to the host, for the
-// few ops that need index values there.
+// order). scatter keeps the CPU's rule that the last write in index order wins: short lines go a
+// thread per line; long ones take a first pass that records, per destination, the largest
+// position along dim that writes it (atomicMax), and a second that lets only that one write. Every index is
+// checked as it is read (IndexCheck): a bad one reads 0 or writes nothing, and its error is raised at the
+// next synchronization. index_range is a min/max reduction whose result comes back to the host, for the few
+// ops that need index values there.
 #include <climits>
 
 #include "ember/core/deterministic.h"

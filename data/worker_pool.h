@@ -33,8 +33,6 @@ class WorkerPool {
   void run(WorkerJob job);
   // Returns when every worker has finished the current job.
   void wait();
-  // The thread of worker w, for tests.
-  std::thread::id thread_id(int64_t w) const { return threads_[static_cast<size_t>(w)].get_id(); }
 
  private:
   void loop(int64_t w, const WorkerInitFn& init);

@@ -467,8 +467,12 @@ int main(int argc, char** argv) try {
       sched->step();  // outside the graph: it writes the rate the fused step reads on the device
       ++step;
       if (ema && step % a.model_ema_steps == 0) {
-        ema->update_parameters(*model);
-        if (epoch < a.warmup_epochs) ema->n_averaged().fill_(0);  // copies the weights until warm
+        // Until warm a copy of the weights, as torchvision's reset to n_averaged 0 gives, but
+        // without writing the count, which the next update would read back from the GPU.
+        if (epoch < a.warmup_epochs)
+          ema_net->load_state_dict(model->state_dict());
+        else
+          ema->update_parameters(*model);
       }
       return !(stop && stop->should_stop(step, l));
     };

@@ -62,7 +62,9 @@ AvgFn get_ema_avg_fn(double decay) {
 MultiAvgFn get_swa_multi_avg_fn() {
   return [](const std::vector<Tensor>& averaged, const std::vector<Tensor>& current, const Tensor& n) {
     NoGradGuard no_grad;
-    for (size_t i = 0; i < averaged.size(); ++i) averaged[i].lerp_(current[i], swa_weight(n, averaged[i]));
+    if (averaged.empty()) return;
+    const Tensor weight = swa_weight(n, averaged[0]);  // the lists share a device and a dtype
+    for (size_t i = 0; i < averaged.size(); ++i) averaged[i].lerp_(current[i], weight);
   };
 }
 

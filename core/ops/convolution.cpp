@@ -236,16 +236,16 @@ Tensor conv3d_by_depth_taps(const Tensor& x, const Tensor& weight, const Tensor&
       {a.stride[1], a.stride[2]}, {a.pad_begin[1], a.pad_begin[2]}, {a.dilation[1], a.dilation[2]}, g};
   const Tensor padded =
       a.pad_begin[0] + a.pad_end[0] > 0 ? pad(x, {0, 0, 0, 0, a.pad_begin[0], a.pad_end[0]}) : x;
-  std::vector<Tensor> taps;  // [N, C, D_out, H, W] each
+  const int64_t h = x.size(3), w = x.size(4);
+  std::vector<Tensor> taps;  // views [N, D_out, groups, C / groups, H, W]
   for (int64_t t = 0; t < kd; ++t) {
     const int64_t first = t * a.dilation[0];
-    taps.push_back(padded.slice(2, first, first + (d_out - 1) * a.stride[0] + 1, a.stride[0]));
+    taps.push_back(padded.slice(2, first, first + (d_out - 1) * a.stride[0] + 1, a.stride[0])
+                       .transpose(1, 2)
+                       .view({n, d_out, g, c / g, h, w}));
   }
-  const int64_t h = x.size(3), w = x.size(4);
-  const Tensor images = stack(taps, 1)
-                            .view({n, kd, g, c / g, d_out, h, w})
-                            .permute({0, 4, 2, 1, 3, 5, 6})
-                            .reshape({n * d_out, c * kd, h, w});
+  // The one copy: stacked as [N, D_out, groups, kD, C / groups, H, W], each group's taps together.
+  const Tensor images = stack(taps, 3).view({n * d_out, c * kd, h, w});
   const Tensor w2 =
       weight.permute({0, 2, 1, 3, 4}).reshape({cout, kd * (c / g), weight.size(3), weight.size(4)});
   const Tensor y = run_conv(false, images, w2, bias, p, spatial_out[1], spatial_out[2]);

@@ -39,13 +39,20 @@ TEST(Deterministic, AlertRaisesOrWarnsOncePerOp) {
   EXPECT_EQ(err.find("warned_op"), err.rfind("warned_op")) << "warned twice: " << err;
 }
 
-// The CPU's adds already run in index order: the mode changes nothing there.
-TEST(Deterministic, CpuIndexAddIsTheSameEitherWay) {
+// The CPU's adds run in index order, one float add at a time, whatever the mode: the order the
+// GPU's deterministic path copies, so that the two agree bit for bit.
+TEST(Deterministic, CpuIndexAddSumsInIndexOrder) {
   manual_seed(4);
   const Tensor index = randint(0, 5, {200}), src = randn({200, 7});
-  const Tensor free_order = index_add(zeros({5, 7}), 0, index, src);
+  Tensor want = zeros({5, 7});
+  float* w = want.data_ptr<float>();
+  const int64_t* k = index.data_ptr<int64_t>();
+  const float* v = src.data_ptr<float>();
+  for (int64_t i = 0; i < 200; ++i)
+    for (int64_t j = 0; j < 7; ++j) w[k[i] * 7 + j] += v[i * 7 + j];
+  EXPECT_TRUE(index_add(zeros({5, 7}), 0, index, src).equal(want));
   DeterministicMode mode(true);
-  EXPECT_TRUE(index_add(zeros({5, 7}), 0, index, src).equal(free_order));
+  EXPECT_TRUE(index_add(zeros({5, 7}), 0, index, src).equal(want));
 }
 
 }  // namespace
