@@ -3,8 +3,9 @@
 // the rows allow, the keep mask from the Philox blocks of those elements (native_dropout's draw),
 // the sum in registers, its mean and variance reduced over the team, the normalized row stored
 // from there. A block holds several teams when rows are short (about 384 threads), so that enough
-// rows are in flight. The backward draws the mask again, and each thread adds its columns' terms
-// of dw and db over its rows in registers; the block's teams add theirs in shared memory, in a
+// rows are in flight. The forward also writes the mask as bits, a byte per chunk; the backward
+// reads them (drawing Philox numbers costs more than the row's loads), and each thread adds its
+// columns' terms of dw and db over its rows in registers; the block's teams add theirs in shared memory, in a
 // fixed order, and layer_norm's column-sum kernel adds up the blocks.
 #include "ember/core/factories.h"
 #include "ember/core/ops/dropout_add_layer_norm.h"
@@ -29,6 +30,7 @@ struct Rows {
   bool dropout;
   double p;
   PhiloxState rng;
+  uint8_t* bits;  // [rows, chunks] keep bits: written by the forward when set, read by the backward
 
   // The team's thread t and the row this iteration gives it.
   __device__ int team() const { return static_cast<int>(threadIdx.x) / team_threads; }
@@ -72,11 +74,13 @@ __device__ __forceinline__ void store_chunk(T* p, int64_t i, int64_t n, bool vec
   }
 }
 
-// Columns [col, col + kChunk) of a row: the keep flags and s = residual + keep * x * scale (0 past
-// the row's end).
-template <class A, class T, class R>
+// Chunk c of a row, columns [8 c, 8 c + 8): the keep flags (drawn, and stored as bits when the
+// forward keeps them; read from the bits by the backward) and s = residual + keep * x * scale (0
+// past the row's end).
+template <bool kReadBits, class A, class T, class R>
 __device__ __forceinline__ void chunk_sum(const Rows<A>& r, const T* x, const R* res, int64_t row,
-                                          int64_t col, A scale, A (&s)[kChunk], bool (&keep)[kChunk]) {
+                                          int64_t c, A scale, A (&s)[kChunk], bool (&keep)[kChunk]) {
+  const int64_t col = c * kChunk;
   A xv[kChunk];
   load_chunk(xv, x + row * r.N, col, r.N, r.vec);
   load_chunk(s, res + row * r.N, col, r.N, r.vec);
@@ -84,7 +88,11 @@ __device__ __forceinline__ void chunk_sum(const Rows<A>& r, const T* x, const R*
   constexpr int kBlock = ops::kDropoutMaskBlock;
 #pragma unroll
   for (int j = 0; j < kChunk; ++j) keep[j] = true;
-  if (r.dropout) {
+  if (r.dropout && kReadBits) {
+    const uint8_t byte = r.bits[row * r.chunks() + c];
+#pragma unroll
+    for (int j = 0; j < kChunk; ++j) keep[j] = (byte >> j) & 1;
+  } else if (r.dropout) {
     if (e % kBlock == 0) {
 #pragma unroll
       for (int q = 0; q < kChunk / kBlock; ++q)
@@ -96,6 +104,12 @@ __device__ __forceinline__ void chunk_sum(const Rows<A>& r, const T* x, const R*
         const int k = static_cast<int>((e + j) % kBlock);
         ops::dropout_mask_block(r.rng, r.p, static_cast<uint64_t>((e + j) / kBlock), k, k + 1, keep + j);
       }
+    }
+    if (r.bits) {
+      uint8_t byte = 0;
+#pragma unroll
+      for (int j = 0; j < kChunk; ++j) byte |= static_cast<uint8_t>(keep[j] && col + j < r.N) << j;
+      r.bits[row * r.chunks() + c] = byte;
     }
   }
 #pragma unroll
@@ -132,8 +146,10 @@ struct ScalarSum {
   }
 };
 
-template <class T, class R, class P, int kSlots>
-__global__ void __launch_bounds__(kMaxTeam)
+// kMinBlocks 2 for blocks of at most kBlockThreads: registers for two blocks per SM, which keep
+// twice the loads in flight.
+template <class T, class R, class P, int kSlots, int kMinBlocks>
+__global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kMinBlocks)
     forward_kernel(T* out, Acc<T>* mean, Acc<T>* rstd, const T* x, const R* res, const P* w, const P* b,
                    Rows<Acc<T>> r, double eps) {
   using A = Acc<T>;
@@ -154,7 +170,7 @@ __global__ void __launch_bounds__(kMaxTeam)
     for (int k = 0; k < kSlots; ++k) {
       const int64_t c = t + static_cast<int64_t>(k) * r.team_threads;
       if (live && c < chunks) {
-        chunk_sum(r, x, res, row, c * kChunk, scale, s[k], keep);
+        chunk_sum<false>(r, x, res, row, c, scale, s[k], keep);
 #pragma unroll
         for (int j = 0; j < kChunk; ++j) sum += s[k][j];
       }
@@ -192,14 +208,13 @@ __global__ void __launch_bounds__(kMaxTeam)
   }
 }
 
-template <class T, class R, class P, int kSlots>
-__global__ void __launch_bounds__(kMaxTeam)
+template <class T, class R, class P, int kSlots, int kMinBlocks>  // as forward_kernel's
+__global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kMinBlocks)
     backward_kernel(T* dx, R* dres, Acc<T>* partial, const T* gy, const T* x, const R* res,
                     const Acc<T>* mean, const Acc<T>* rstd, const P* w, Rows<Acc<T>> r) {
   using A = Acc<T>;
   __shared__ RowSums<A> shared[2][kWarpSize];
   __shared__ A team_sums[2][kMaxTeamColumns];
-  r.rng = r.rng.resolved();
   const A scale = static_cast<A>(r.dropout ? ops::dropout_scale(r.p) : 1.0);
   const A inv_n = A(1) / static_cast<A>(r.N);
   const int t = r.t(), teams = r.teams();
@@ -224,7 +239,7 @@ __global__ void __launch_bounds__(kMaxTeam)
       const int64_t c = t + static_cast<int64_t>(k) * r.team_threads;
       if (!live || c >= chunks) continue;
       A g[kChunk], wv[kChunk];
-      chunk_sum(r, x, res, row, c * kChunk, scale, xhat[k], keep[k]);
+      chunk_sum<true>(r, x, res, row, c, scale, xhat[k], keep[k]);
       load_chunk(g, gy + row * r.N, c * kChunk, r.N, r.vec);
       if (w) load_chunk(wv, w, c * kChunk, r.N, r.vec);
 #pragma unroll
@@ -298,10 +313,11 @@ Shape shape_for(int64_t N) {
 
 template <class A>
 Rows<A> rows_of(const Tensor& x, const Shape& sh, std::initializer_list<const void*> ptrs, bool dropout,
-                double p, PhiloxState rng) {
+                double p, PhiloxState rng, const Tensor& bits) {
   bool vec = x.size(1) % kChunk == 0;
   for (const void* q : ptrs) vec = vec && reinterpret_cast<uintptr_t>(q) % 16 == 0;
-  return {x.size(0), x.size(1), sh.team_threads, vec, dropout, p, rng};
+  return {x.size(0), x.size(1), sh.team_threads, vec, dropout, p, rng,
+          bits.defined() ? static_cast<uint8_t*>(bits.data_ptr()) : nullptr};
 }
 
 // f(T{}, R{}, P{}) for x's dtype T, residual's R and the parameters' P.
@@ -335,9 +351,9 @@ const P* param_ptr(const Tensor& t) {
   return t.defined() ? static_cast<const P*>(t.data_ptr()) : nullptr;
 }
 
-void forward_cuda(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
-                  const Tensor& residual, const Tensor& weight, const Tensor& bias, bool dropout, double p,
-                  PhiloxState rng, double eps) {
+void forward_cuda(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& bits,
+                  const Tensor& x, const Tensor& residual, const Tensor& weight, const Tensor& bias,
+                  bool dropout, double p, PhiloxState rng, double eps) {
   const Tensor& param = weight.defined() ? weight : bias;
   const Shape sh = shape_for(x.size(1));
   visit_types("dropout_add_layer_norm", x, residual, param.defined() ? param.dtype() : x.dtype(),
@@ -348,10 +364,12 @@ void forward_cuda(const Tensor& out, const Tensor& mean, const Tensor& rstd, con
                 using A = Acc<T>;
                 const P *pw = param_ptr<P>(weight), *pb = param_ptr<P>(bias);
                 const Rows<A> r = rows_of<A>(
-                    x, sh, {out.data_ptr(), x.data_ptr(), residual.data_ptr(), pw, pb}, dropout, p, rng);
+                    x, sh, {out.data_ptr(), x.data_ptr(), residual.data_ptr(), pw, pb}, dropout, p, rng, bits);
+                const int threads = sh.teams * sh.team_threads;
                 with_slots(sh.slots, [&](auto slots) {
-                  forward_kernel<T, R, P, decltype(slots)::value>
-                      <<<grid_for(r.rows, sh.teams), sh.teams * sh.team_threads, 0, current_stream()>>>(
+                  const auto kernel = threads <= kBlockThreads ? forward_kernel<T, R, P, decltype(slots)::value, 2>
+                                                               : forward_kernel<T, R, P, decltype(slots)::value, 1>;
+                  kernel<<<grid_for(r.rows, sh.teams), threads, 0, current_stream()>>>(
                           static_cast<T*>(out.data_ptr()), static_cast<A*>(mean.data_ptr()),
                           static_cast<A*>(rstd.data_ptr()), static_cast<const T*>(x.data_ptr()),
                           static_cast<const R*>(residual.data_ptr()), pw, pb, r, eps);
@@ -362,7 +380,7 @@ void forward_cuda(const Tensor& out, const Tensor& mean, const Tensor& rstd, con
 
 void backward_cuda(const Tensor& dx, const Tensor& dres, const Tensor& dw, const Tensor& db, const Tensor& gy,
                    const Tensor& x, const Tensor& residual, const Tensor& mean, const Tensor& rstd,
-                   const Tensor& weight, bool dropout, double p, PhiloxState rng) {
+                   const Tensor& weight, const Tensor& bits, double p) {
   const Tensor& param = weight.defined() ? weight : dw.defined() ? dw : db;
   const Shape sh = shape_for(x.size(1));
   visit_types("dropout_add_layer_norm_backward", x, residual, param.defined() ? param.dtype() : x.dtype(),
@@ -376,12 +394,14 @@ void backward_cuda(const Tensor& dx, const Tensor& dres, const Tensor& dw, const
                 R* pdres = dres.defined() ? static_cast<R*>(dres.data_ptr()) : nullptr;
                 const Rows<A> r =
                     rows_of<A>(x, sh, {pdx, pdres, gy.data_ptr(), x.data_ptr(), residual.data_ptr(), pw},
-                               dropout, p, rng);
+                               bits.defined(), p, PhiloxState{}, bits);
                 const bool params = dw.defined() || db.defined();
                 cudaStream_t stream = current_stream();
+                const int threads = sh.teams * sh.team_threads;
                 with_slots(sh.slots, [&](auto slots) {
-                  constexpr auto kernel = backward_kernel<T, R, P, decltype(slots)::value>;
-                  const int threads = sh.teams * sh.team_threads;
+                  const auto kernel = threads <= kBlockThreads
+                                          ? backward_kernel<T, R, P, decltype(slots)::value, 2>
+                                          : backward_kernel<T, R, P, decltype(slots)::value, 1>;
                   const int64_t splits = std::max<int64_t>(
                       1, std::min<int64_t>(ceil_div<int64_t>(r.rows, sh.teams),
                                            resident_blocks(reinterpret_cast<const void*>(kernel), threads)));

@@ -1,5 +1,6 @@
-// CPU kernels of dropout_add_layer_norm: per row, the keep mask, the sum and its statistics in the
-// compute type, then the normalized row; the backward draws the mask again and adds the weight's
+// CPU kernels of dropout_add_layer_norm: per row, the keep mask (stored as bits for the backward),
+// the sum and its statistics in the compute type, then the normalized row; the backward reads the
+// mask's bits and adds the weight's
 // and bias's column sums per fixed chunk of rows (the result does not depend on the thread count).
 #include <cmath>
 #include <vector>
@@ -15,13 +16,15 @@ constexpr int64_t kGrainElems = 32768;
 
 int64_t rows_per_task(int64_t n) { return std::max<int64_t>(1, kGrainElems / std::max<int64_t>(n, 1)); }
 
-// One row's s = residual + keep * x * scale, in C.
-template <class C>
+// One row's s = residual + keep * x * scale, in C. The forward (kReadBits false) draws keep and
+// writes it to `bits` when defined; the backward reads it from there.
+template <class C, bool kReadBits>
 struct RowSum {
   const Tensor &x, &residual;
   bool dropout;
   double p;
   PhiloxState rng;
+  const Tensor& bits;
   int64_t N;
   std::vector<C> xbuf = std::vector<C>(N), rbuf = std::vector<C>(N);
   std::vector<char> keep = std::vector<char>(N, 1);
@@ -33,7 +36,17 @@ struct RowSum {
       s = res + xr;
       return;
     }
-    ops::dropout_keep_range(rng, p, r * N, N, reinterpret_cast<bool*>(keep.data()));
+    const int64_t bytes = (N + 7) / 8;
+    uint8_t* row_bits = bits.defined() ? static_cast<uint8_t*>(bits.data_ptr()) + r * bytes : nullptr;
+    if (kReadBits) {
+      for (int64_t j = 0; j < N; ++j) keep[j] = (row_bits[j / 8] >> (j % 8)) & 1;
+    } else {
+      ops::dropout_keep_range(rng, p, r * N, N, reinterpret_cast<bool*>(keep.data()));
+      if (row_bits) {
+        std::fill(row_bits, row_bits + bytes, uint8_t{0});
+        for (int64_t j = 0; j < N; ++j) row_bits[j / 8] |= static_cast<uint8_t>(keep[j] != 0) << (j % 8);
+      }
+    }
     const auto scale = static_cast<C>(ops::dropout_scale(p));
     for (int64_t j = 0; j < N; ++j)
       s[j] = res[j] + ops::MaskedScale<C>{scale}(static_cast<C>(keep[j]), xr[j]);
@@ -45,9 +58,9 @@ const C* param_or(const Tensor& t, int64_t N, std::vector<C>& buf) {
   return t.defined() ? load_compute<C>(t.data_ptr(), t.dtype(), N, buf.data()) : nullptr;
 }
 
-void forward_kernel(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
-                    const Tensor& residual, const Tensor& weight, const Tensor& bias, bool dropout, double p,
-                    PhiloxState rng, double eps) {
+void forward_kernel(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& bits,
+                    const Tensor& x, const Tensor& residual, const Tensor& weight, const Tensor& bias,
+                    bool dropout, double p, PhiloxState rng, double eps) {
   const int64_t M = x.size(0), N = x.size(1);
   visit_float_compute(x.dtype(), [&](auto tag) {
     using C = decltype(tag);
@@ -55,7 +68,7 @@ void forward_kernel(const Tensor& out, const Tensor& mean, const Tensor& rstd, c
     const C* w = param_or(weight, N, wbuf);
     const C* b = param_or(bias, N, bbuf);
     parallel_for(0, M, rows_per_task(N), [&](int64_t rb, int64_t re) {
-      RowSum<C> row{x, residual, dropout, p, rng, N};
+      RowSum<C, false> row{x, residual, dropout, p, rng, bits, N};
       ArrayX<C> s(N);
       std::vector<C> obuf(N);
       for (int64_t r = rb; r < re; ++r) {
@@ -77,7 +90,7 @@ void forward_kernel(const Tensor& out, const Tensor& mean, const Tensor& rstd, c
 
 void backward_kernel(const Tensor& dx, const Tensor& dres, const Tensor& dw, const Tensor& db,
                      const Tensor& gy, const Tensor& x, const Tensor& residual, const Tensor& mean,
-                     const Tensor& rstd, const Tensor& weight, bool dropout, double p, PhiloxState rng) {
+                     const Tensor& rstd, const Tensor& weight, const Tensor& bits, double p) {
   constexpr int64_t kMaxChunks = 64;
   const int64_t M = x.size(0), N = x.size(1);
   const int64_t chunk = std::max(rows_per_task(N), (M + kMaxChunks - 1) / kMaxChunks);
@@ -87,13 +100,14 @@ void backward_kernel(const Tensor& dx, const Tensor& dres, const Tensor& dw, con
     using C = decltype(tag);
     const C* mp = mean.data_ptr<C>();
     const C* rp = rstd.data_ptr<C>();
+    const bool dropout = bits.defined();
     const auto scale = static_cast<C>(dropout ? ops::dropout_scale(p) : 1.0);
     std::vector<C> wbuf(N);
     const C* w = param_or(weight, N, wbuf);
     Eigen::Array<C, Eigen::Dynamic, Eigen::Dynamic> pw, pb;  // [N, chunks]
     if (params) pw.setZero(N, chunks), pb.setZero(N, chunks);
     parallel_for(0, chunks, 1, [&](int64_t kb, int64_t ke) {
-      RowSum<C> row{x, residual, dropout, p, rng, N};
+      RowSum<C, true> row{x, residual, dropout, p, PhiloxState{}, bits, N};
       ArrayX<C> s(N), xhat(N), gxhat(N), ds(N);
       std::vector<C> gbuf(N), obuf(N);
       for (int64_t k = kb; k < ke; ++k) {

@@ -59,18 +59,21 @@ Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& residual_in, const 
   Tensor out = empty(x.sizes(), x.options());
   Tensor mean = empty({M}, TensorOptions(cd).device(x.device()));
   Tensor rstd = empty({M}, TensorOptions(cd).device(x.device()));
+  const bool grad = needs_grad({x, residual, weight, bias});
+  Tensor bits = dropout && grad ? empty({M, (N + 7) / 8}, TensorOptions(kUInt8).device(x.device())) : Tensor();
   {
     NoGradGuard no_grad;  // recorded below as one op
     Tensor w = nn_detail::param_as(op, weight, "weight", {N}, x, pd);
     Tensor b = nn_detail::param_as(op, bias, "bias", {N}, x, pd);
     if (M > 0)
-      dropout_add_layer_norm_stub(x.device())(out.view({M, N}), mean, rstd, x.contiguous().view({M, N}),
+      dropout_add_layer_norm_stub(x.device())(out.view({M, N}), mean, rstd, bits, x.contiguous().view({M, N}),
                                               residual.contiguous().view({M, N}), w, b, dropout, p, rng, eps);
   }
-  if (!needs_grad({x, residual, weight, bias})) return out;
-  SavedTensor sx(x, false), sres(residual, false), sw(weight, false), smean(mean, false), srstd(rstd, false);
+  if (!grad) return out;
+  SavedTensor sx(x, false), sres(residual, false), sw(weight, false), smean(mean, false), srstd(rstd, false),
+      sbits(bits, false);
   record(op, {x, residual, weight, bias}, {out},
-         [sx, sres, sw, smean, srstd, M, N, cd, pd, eps, dropout, p,
+         [sx, sres, sw, smean, srstd, sbits, M, N, cd, pd, eps, dropout, p,
           rng](const GradContext& g) -> std::vector<Tensor> {
            const Tensor x = g(sx), residual = g(sres), w = g(sw), gy = g.grad();
            const double scale = dropout ? ops::dropout_scale(p) : 1.0;
@@ -104,7 +107,7 @@ Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& residual_in, const 
              dropout_add_layer_norm_backward_stub(x.device())(
                  rows(dx), rows(dres), dw, db, gy.to(x.dtype()).contiguous().view({M, N}),
                  x.contiguous().view({M, N}), residual.contiguous().view({M, N}), g(smean), g(srstd),
-                 w.defined() ? w.to(pd).contiguous() : w, dropout, p, rng);
+                 w.defined() ? w.to(pd).contiguous() : w, g(sbits), p);
            }
            return {dx, dres, dw, db};
          });

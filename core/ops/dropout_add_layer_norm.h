@@ -3,8 +3,9 @@
 // The post-LN transformer's residual join, layer_norm(residual + dropout(x)) over the last dim, as
 // one op each way (flash-attn's dropout_add_layer_norm). The sum never reaches memory and the
 // output comes in x's dtype, the sublayer's compute dtype: under autocast the next matmul reads
-// it as it is, with no cast kernel, where layer_norm would give float32. Nothing holds the mask:
-// the backward draws it again from the forward's Philox state.
+// it as it is, with no cast kernel, where layer_norm would give float32. The backward reads the
+// mask from bits the forward writes (an eighth of a byte per element): drawing it again would cost
+// more than the row's loads.
 
 #include "ember/core/dispatch.h"
 #include "ember/core/generator.h"
@@ -25,19 +26,21 @@ Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& residual, const Ten
 // Kernels over rows of N: x and out [M, N] contiguous in x's dtype T; residual [M, N] contiguous in
 // T or float32; weight and bias [N] (or undefined) in T or the compute dtype; mean and rstd [M]
 // in the compute dtype. The keep mask is native_dropout's draw from `rng` at flat index
-// row * N + col when `dropout` is set (every element kept, scale 1, otherwise).
+// row * N + col when `dropout` is set (every element kept, scale 1, otherwise); bits, when defined,
+// gets it as uint8 [M, ceil(N / 8)], bit j of byte (row, c) for column 8 c + j (0 past the row).
 using DropoutAddLayerNormFn = void (*)(const Tensor& out, const Tensor& mean, const Tensor& rstd,
-                                       const Tensor& x, const Tensor& residual, const Tensor& weight,
-                                       const Tensor& bias, bool dropout, double p, PhiloxState rng,
-                                       double eps);
+                                       const Tensor& bits, const Tensor& x, const Tensor& residual,
+                                       const Tensor& weight, const Tensor& bias, bool dropout, double p,
+                                       PhiloxState rng, double eps);
 // The backward: with s = residual + keep * x * scale, xhat = (s - mean) * rstd and
 // ds = layer_norm's dx of gy, writes dresidual = ds (residual's dtype), dx = keep * ds * scale
 // (x's dtype), dw = sum of gy * xhat and db = sum of gy over rows (weight's dtype), each
-// unless undefined. gy is [M, N] contiguous in T.
+// unless undefined. gy is [M, N] contiguous in T; keep is read from the forward's bits (all kept
+// when undefined).
 using DropoutAddLayerNormBackwardFn = void (*)(const Tensor& dx, const Tensor& dresidual, const Tensor& dw,
                                                const Tensor& db, const Tensor& gy, const Tensor& x,
                                                const Tensor& residual, const Tensor& mean, const Tensor& rstd,
-                                               const Tensor& weight, bool dropout, double p, PhiloxState rng);
+                                               const Tensor& weight, const Tensor& bits, double p);
 extern DispatchStub<DropoutAddLayerNormFn> dropout_add_layer_norm_stub;
 extern DispatchStub<DropoutAddLayerNormBackwardFn> dropout_add_layer_norm_backward_stub;
 
