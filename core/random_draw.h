@@ -107,6 +107,13 @@ EMBER_HOST_DEVICE constexpr int block_size(RandomKind kind) {
   return kind != RandomKind::Integer && !std::is_same_v<C, double> ? 4 : 2;
 }
 
+// uniform_float(x) < p exactly when x >> 8 < bernoulli_threshold(p) = ceil(p * 2^24): a float
+// Bernoulli draw as an integer compare, not a float-to-double conversion (a quarter-rate
+// instruction on the GPU) per element.
+EMBER_HOST_DEVICE inline uint32_t bernoulli_threshold(double p) {
+  return p > 0 ? (p < 1 ? static_cast<uint32_t>(std::ceil(p * 0x1p24)) : 1u << 24) : 0u;
+}
+
 // Writes elements b * k + j, j in [first, last), of a draw into out[0, last - first): T is the
 // output's type, C (double for float64 outputs, else float) the precision of the draw, (a, b) the
 // kind's parameters (from, to; mean, std; p; low, high).
@@ -139,9 +146,7 @@ EMBER_HOST_DEVICE inline void fill_block(RandomKind kind, PhiloxState s, double 
       if constexpr (kDouble) {
         for (int j = first; j < last; ++j) out[j - first] = static_cast<T>(uniform64(j) < a);
       } else {
-        // uniform_float(x) < a exactly when x >> 8 < ceil(a * 2^24): an integer compare, not a
-        // float-to-double conversion (a quarter-rate instruction on the GPU) per element.
-        const uint32_t t = a > 0 ? (a < 1 ? static_cast<uint32_t>(std::ceil(a * 0x1p24)) : 1u << 24) : 0u;
+        const uint32_t t = bernoulli_threshold(a);
         for (int j = first; j < last; ++j) out[j - first] = static_cast<T>((r.v[j] >> 8) < t);
       }
       break;

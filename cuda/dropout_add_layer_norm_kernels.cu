@@ -29,7 +29,7 @@ struct Rows {
   bool vec;  // 16-byte accesses: N % kChunk == 0 and every pointer 16-byte aligned
   bool dropout;
   double p;
-  PhiloxState rng;
+  ops::DropoutMaskDraw draw;
   uint8_t* bits;  // [rows, chunks] keep bits: written by the forward when set, read by the backward
 
   // The team's thread t and the row this iteration gives it.
@@ -96,13 +96,12 @@ __device__ __forceinline__ void chunk_sum(const Rows<A>& r, const T* x, const R*
     if (e % kBlock == 0) {
 #pragma unroll
       for (int q = 0; q < kChunk / kBlock; ++q)
-        ops::dropout_mask_block(r.rng, r.p, static_cast<uint64_t>(e / kBlock + q), 0, kBlock,
-                                keep + q * kBlock);
+        r.draw.block(static_cast<uint64_t>(e / kBlock + q), 0, kBlock, keep + q * kBlock);
     } else {  // rows of a length not a multiple of the block: each element from its own block
 #pragma unroll
       for (int j = 0; j < kChunk; ++j) {
         const int k = static_cast<int>((e + j) % kBlock);
-        ops::dropout_mask_block(r.rng, r.p, static_cast<uint64_t>((e + j) / kBlock), k, k + 1, keep + j);
+        r.draw.block(static_cast<uint64_t>((e + j) / kBlock), k, k + 1, keep + j);
       }
     }
     if (r.bits) {
@@ -154,7 +153,7 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
                    Rows<Acc<T>> r, double eps) {
   using A = Acc<T>;
   __shared__ Scalar<A> shared[2][kWarpSize];
-  r.rng = r.rng.resolved();
+  r.draw.rng = r.draw.rng.resolved();
   const A scale = static_cast<A>(r.dropout ? ops::dropout_scale(r.p) : 1.0);
   const int t = r.t(), teams = r.teams();
   const int64_t chunks = r.chunks();
@@ -316,7 +315,7 @@ Rows<A> rows_of(const Tensor& x, const Shape& sh, std::initializer_list<const vo
                 double p, PhiloxState rng, const Tensor& bits) {
   bool vec = x.size(1) % kChunk == 0;
   for (const void* q : ptrs) vec = vec && reinterpret_cast<uintptr_t>(q) % 16 == 0;
-  return {x.size(0), x.size(1), sh.team_threads, vec, dropout, p, rng,
+  return {x.size(0), x.size(1), sh.team_threads, vec, dropout, p, ops::DropoutMaskDraw(rng, p),
           bits.defined() ? static_cast<uint8_t*>(bits.data_ptr()) : nullptr};
 }
 

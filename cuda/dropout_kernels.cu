@@ -26,7 +26,7 @@ template <bool kReadBits, class T, class F, class... In>
 __global__ void __launch_bounds__(kDropoutBlock)
     masked_map_kernel(T* out, bool* mask, uint8_t* bits, int64_t n, ops::DropoutKeepSource src, F f,
                       bool vectorized, const In*... in) {
-  const PhiloxState rng = src.rng.resolved();
+  const ops::DropoutMaskDraw draw(src.rng.resolved(), src.p);
   constexpr int kVec = 16 / sizeof(T);  // 8 (f16, bf16), 4 (f32), 2 (f64)
   constexpr int kLoads = kStep / kVec;
   constexpr int kBlock = ops::kDropoutMaskBlock;
@@ -41,8 +41,7 @@ __global__ void __launch_bounds__(kDropoutBlock)
     } else {
 #pragma unroll
       for (int b = 0; b < kStep / kBlock; ++b)
-        ops::dropout_mask_block(rng, src.p, static_cast<uint64_t>(first / kBlock + b), 0, kBlock,
-                                keep.v + kBlock * b);
+        draw.block(static_cast<uint64_t>(first / kBlock + b), 0, kBlock, keep.v + kBlock * b);
     }
     if (vectorized && first + kStep <= n) {
 #pragma unroll

@@ -41,7 +41,7 @@ struct RowSum {
     if (kReadBits) {
       for (int64_t j = 0; j < N; ++j) keep[j] = (row_bits[j / 8] >> (j % 8)) & 1;
     } else {
-      ops::dropout_keep_range(rng, p, r * N, N, reinterpret_cast<bool*>(keep.data()));
+      ops::DropoutMaskDraw(rng, p).range(r * N, N, reinterpret_cast<bool*>(keep.data()));
       if (row_bits) {
         std::fill(row_bits, row_bits + bytes, uint8_t{0});
         for (int64_t j = 0; j < N; ++j) row_bits[j / 8] |= static_cast<uint8_t>(keep[j] != 0) << (j % 8);

@@ -19,6 +19,7 @@ static_assert(kChunk % ops::kDropoutMaskBlock == 0 && kChunk % 8 == 0);
 template <class C, class F, class... In>
 void masked_map(const Tensor& out, bool* keep, uint8_t* bits, ops::DropoutKeepSource src, F f, const In&... in) {
   const int64_t n = out.numel();
+  const ops::DropoutMaskDraw draw(src.rng, src.p);
   parallel_for(0, (n + kChunk - 1) / kChunk, 16, [&](int64_t cb, int64_t ce) {
     C in_buf[sizeof...(In)][kChunk], out_buf[kChunk];
     bool keep_buf[kChunk];
@@ -30,8 +31,8 @@ void masked_map(const Tensor& out, bool* keep, uint8_t* bits, ops::DropoutKeepSo
         for (int64_t i = 0; i < len; ++i) k[i] = (src.bits[(begin + i) / 8] >> ((begin + i) % 8)) & 1;
       } else {
         for (int64_t i = 0; i < len; i += kBlock)
-          ops::dropout_mask_block(src.rng, src.p, static_cast<uint64_t>((begin + i) / kBlock), 0,
-                                  static_cast<int>(std::min(kBlock, len - i)), k + i);
+          draw.block(static_cast<uint64_t>((begin + i) / kBlock), 0, static_cast<int>(std::min(kBlock, len - i)),
+                     k + i);
       }
       if (bits) {
         for (int64_t i = 0; i < len; i += 8) {

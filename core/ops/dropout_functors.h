@@ -14,27 +14,34 @@ EMBER_HOST_DEVICE inline double dropout_scale(double p) { return p == 1 ? 0.0 : 
 // Elements per Philox block of dropout's keep mask.
 inline constexpr int kDropoutMaskBlock = random_draw::block_size<float>(RandomKind::Bernoulli);
 
-// Elements kDropoutMaskBlock * block + j, j in [first, last) of [0, kDropoutMaskBlock), of
-// dropout's keep mask: bernoulli_'s draw for a bool mask with probability 1 - p
+// Dropout's keep mask: bernoulli_'s draw for a bool mask with probability 1 - p
 // (core/random_draw.h, in float precision), so native_dropout keeps exactly what
-// bernoulli_(mask, 1 - p) sets.
-EMBER_HOST_DEVICE inline void dropout_mask_block(PhiloxState rng, double p, uint64_t block, int first,
-                                                 int last, bool* keep) {
-  random_draw::fill_block<bool, float>(RandomKind::Bernoulli, rng, 1.0 - p, 0.0, block, first, last, keep);
-}
+// bernoulli_(mask, 1 - p) sets. Made once per kernel: the threshold is double arithmetic.
+struct DropoutMaskDraw {
+  PhiloxState rng;
+  uint32_t keep_below;  // element j is kept when Philox word j >> 8 is below this
 
-// Elements [first, first + n) of the flattened keep mask, whatever their Philox blocks: a row of a
-// fused op (dropout_add_layer_norm) that need not start on a block.
-EMBER_HOST_DEVICE inline void dropout_keep_range(PhiloxState rng, double p, int64_t first, int64_t n,
-                                                 bool* keep) {
-  for (int64_t e = first; e < first + n;) {
-    const int j = static_cast<int>(e % kDropoutMaskBlock);
-    const int last =
-        static_cast<int>(j + (first + n - e) < kDropoutMaskBlock ? j + (first + n - e) : kDropoutMaskBlock);
-    dropout_mask_block(rng, p, static_cast<uint64_t>(e / kDropoutMaskBlock), j, last, keep + (e - first));
-    e += last - j;
+  EMBER_HOST_DEVICE DropoutMaskDraw(PhiloxState rng_, double p)
+      : rng(rng_), keep_below(random_draw::bernoulli_threshold(1.0 - p)) {}
+
+  // Elements kDropoutMaskBlock * b + j, j in [first, last) of [0, kDropoutMaskBlock), into keep.
+  EMBER_HOST_DEVICE void block(uint64_t b, int first, int last, bool* keep) const {
+    const Philox4x32 r = philox_block(rng.seed, rng.offset, b);
+    for (int j = first; j < last; ++j) keep[j - first] = (r.v[j] >> 8) < keep_below;
   }
-}
+
+  // Elements [first, first + n) of the flattened mask, whatever their Philox blocks: a row of a
+  // fused op (dropout_add_layer_norm) that need not start on a block.
+  EMBER_HOST_DEVICE void range(int64_t first, int64_t n, bool* keep) const {
+    for (int64_t e = first; e < first + n;) {
+      const int j = static_cast<int>(e % kDropoutMaskBlock);
+      const int last = static_cast<int>(
+          j + (first + n - e) < kDropoutMaskBlock ? j + (first + n - e) : kDropoutMaskBlock);
+      block(static_cast<uint64_t>(e / kDropoutMaskBlock), j, last, keep + (e - first));
+      e += last - j;
+    }
+  }
+};
 
 // Where a dropout kernel takes its keep mask from: drawn from `rng` with probability 1 - p, or read
 // from packed bits (bit j of byte i is element 8 i + j) when `bits` is set.
