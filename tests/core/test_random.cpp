@@ -61,6 +61,24 @@ TEST(Random, NormalsAreBoxMullerOfThePhiloxWords) {
   EXPECT_NEAR(f[1].item<float>(), fr * std::sin(2 * M_PI * uniform_float(r.v[1])), 2e-6);
 }
 
+// A float Bernoulli draw compares integers: x >> 8 < bernoulli_threshold(p) exactly where
+// uniform_float(x) < p, at the ends of [0, 1], on the 2^-24 grid and between its points.
+TEST(Random, BernoulliThresholdIsTheFloatCompare) {
+  const double grid = 0x1p-24;
+  for (double p : {-0.5, 0.0, grid / 2, grid, 1.5 * grid, 0.1, 0.5, 0.9, 1 - grid, 1 - grid / 2, 1.0, 2.0}) {
+    const uint32_t t = random_draw::bernoulli_threshold(p);
+    for (uint32_t k : {0u, 1u, 2u, 1677721u, 1677722u, 8388607u, 8388608u, 15099494u, 15099495u, 16777214u,
+                       16777215u}) {
+      const uint32_t x = k << 8 | 0xabu;  // the low 8 bits never count
+      EXPECT_EQ((x >> 8) < t, static_cast<double>(uniform_float(x)) < p) << "p " << p << " k " << k;
+    }
+  }
+  EXPECT_EQ(random_draw::bernoulli_threshold(0.0), 0u);
+  EXPECT_EQ(random_draw::bernoulli_threshold(1.0), 1u << 24);
+  EXPECT_EQ(random_draw::bernoulli_threshold(0.5), 1u << 23);
+  EXPECT_EQ(random_draw::bernoulli_threshold(0.5 + grid / 2), (1u << 23) + 1);  // k = 2^23 is below it
+}
+
 TEST(Random, SeedGivesTheSameNumbers) {
   manual_seed(42);
   Tensor a = randn({100});
