@@ -78,8 +78,8 @@ __device__ __forceinline__ void store_chunk(T* p, int64_t i, int64_t n, bool vec
 // forward keeps them; read from the bits by the backward) and s = residual + keep * x * scale (0
 // past the row's end).
 template <bool kReadBits, class A, class T, class R>
-__device__ __forceinline__ void chunk_sum(const Rows<A>& r, const T* x, const R* res, int64_t row,
-                                          int64_t c, A scale, A (&s)[kChunk], bool (&keep)[kChunk]) {
+__device__ __forceinline__ void chunk_sum(const Rows<A>& r, const T* x, const R* res, int64_t row, int64_t c,
+                                          A scale, A (&s)[kChunk], bool (&keep)[kChunk]) {
   const int64_t col = c * kChunk;
   A xv[kChunk];
   load_chunk(xv, x + row * r.N, col, r.N, r.vec);
@@ -315,8 +315,8 @@ Rows<A> rows_of(const Tensor& x, const Shape& sh, std::initializer_list<const vo
                 double p, PhiloxState rng, const Tensor& bits) {
   bool vec = x.size(1) % kChunk == 0;
   for (const void* q : ptrs) vec = vec && reinterpret_cast<uintptr_t>(q) % 16 == 0;
-  return {x.size(0), x.size(1), sh.team_threads, vec, dropout, p, ops::DropoutMaskDraw(rng, p),
-          bits.defined() ? static_cast<uint8_t*>(bits.data_ptr()) : nullptr};
+  uint8_t* bit_ptr = bits.defined() ? static_cast<uint8_t*>(bits.data_ptr()) : nullptr;
+  return {x.size(0), x.size(1), sh.team_threads, vec, dropout, p, ops::DropoutMaskDraw(rng, p), bit_ptr};
 }
 
 // f(T{}, R{}, P{}) for x's dtype T, residual's R and the parameters' P.
@@ -363,15 +363,17 @@ void forward_cuda(const Tensor& out, const Tensor& mean, const Tensor& rstd, con
                 using A = Acc<T>;
                 const P *pw = param_ptr<P>(weight), *pb = param_ptr<P>(bias);
                 const Rows<A> r = rows_of<A>(
-                    x, sh, {out.data_ptr(), x.data_ptr(), residual.data_ptr(), pw, pb}, dropout, p, rng, bits);
+                    x, sh, {out.data_ptr(), x.data_ptr(), residual.data_ptr(), pw, pb}, dropout, p, rng,
+                    bits);
                 const int threads = sh.teams * sh.team_threads;
                 with_slots(sh.slots, [&](auto slots) {
-                  const auto kernel = threads <= kBlockThreads ? forward_kernel<T, R, P, decltype(slots)::value, 2>
-                                                               : forward_kernel<T, R, P, decltype(slots)::value, 1>;
+                  constexpr int kSlots = decltype(slots)::value;
+                  const auto kernel = threads <= kBlockThreads ? forward_kernel<T, R, P, kSlots, 2>
+                                                               : forward_kernel<T, R, P, kSlots, 1>;
                   kernel<<<grid_for(r.rows, sh.teams), threads, 0, current_stream()>>>(
-                          static_cast<T*>(out.data_ptr()), static_cast<A*>(mean.data_ptr()),
-                          static_cast<A*>(rstd.data_ptr()), static_cast<const T*>(x.data_ptr()),
-                          static_cast<const R*>(residual.data_ptr()), pw, pb, r, eps);
+                      static_cast<T*>(out.data_ptr()), static_cast<A*>(mean.data_ptr()),
+                      static_cast<A*>(rstd.data_ptr()), static_cast<const T*>(x.data_ptr()),
+                      static_cast<const R*>(residual.data_ptr()), pw, pb, r, eps);
                   EMBER_CUDA_LAUNCH_CHECK();
                 });
               });
@@ -398,9 +400,9 @@ void backward_cuda(const Tensor& dx, const Tensor& dres, const Tensor& dw, const
                 cudaStream_t stream = current_stream();
                 const int threads = sh.teams * sh.team_threads;
                 with_slots(sh.slots, [&](auto slots) {
-                  const auto kernel = threads <= kBlockThreads
-                                          ? backward_kernel<T, R, P, decltype(slots)::value, 2>
-                                          : backward_kernel<T, R, P, decltype(slots)::value, 1>;
+                  constexpr int kSlots = decltype(slots)::value;
+                  const auto kernel = threads <= kBlockThreads ? backward_kernel<T, R, P, kSlots, 2>
+                                                               : backward_kernel<T, R, P, kSlots, 1>;
                   const int64_t splits = std::max<int64_t>(
                       1, std::min<int64_t>(ceil_div<int64_t>(r.rows, sh.teams),
                                            resident_blocks(reinterpret_cast<const void*>(kernel), threads)));

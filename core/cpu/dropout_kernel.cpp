@@ -31,8 +31,8 @@ void masked_map(const Tensor& out, bool* keep, uint8_t* bits, ops::DropoutKeepSo
         for (int64_t i = 0; i < len; ++i) k[i] = (src.bits[(begin + i) / 8] >> ((begin + i) % 8)) & 1;
       } else {
         for (int64_t i = 0; i < len; i += kBlock)
-          draw.block(static_cast<uint64_t>((begin + i) / kBlock), 0, static_cast<int>(std::min(kBlock, len - i)),
-                     k + i);
+          draw.block(static_cast<uint64_t>((begin + i) / kBlock), 0,
+                     static_cast<int>(std::min(kBlock, len - i)), k + i);
       }
       if (bits) {
         for (int64_t i = 0; i < len; i += 8) {

@@ -60,7 +60,8 @@ Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& residual_in, const 
   Tensor mean = empty({M}, TensorOptions(cd).device(x.device()));
   Tensor rstd = empty({M}, TensorOptions(cd).device(x.device()));
   const bool grad = needs_grad({x, residual, weight, bias});
-  Tensor bits = dropout && grad ? empty({M, (N + 7) / 8}, TensorOptions(kUInt8).device(x.device())) : Tensor();
+  Tensor bits =
+      dropout && grad ? empty({M, (N + 7) / 8}, TensorOptions(kUInt8).device(x.device())) : Tensor();
   {
     NoGradGuard no_grad;  // recorded below as one op
     Tensor w = nn_detail::param_as(op, weight, "weight", {N}, x, pd);

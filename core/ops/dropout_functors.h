@@ -35,8 +35,8 @@ struct DropoutMaskDraw {
   EMBER_HOST_DEVICE void range(int64_t first, int64_t n, bool* keep) const {
     for (int64_t e = first; e < first + n;) {
       const int j = static_cast<int>(e % kDropoutMaskBlock);
-      const int last = static_cast<int>(
-          j + (first + n - e) < kDropoutMaskBlock ? j + (first + n - e) : kDropoutMaskBlock);
+      const int last =
+          static_cast<int>(j + (first + n - e) < kDropoutMaskBlock ? j + (first + n - e) : kDropoutMaskBlock);
       block(static_cast<uint64_t>(e / kDropoutMaskBlock), j, last, keep + (e - first));
       e += last - j;
     }

@@ -67,8 +67,8 @@ TEST(Random, BernoulliThresholdIsTheFloatCompare) {
   const double grid = 0x1p-24;
   for (double p : {-0.5, 0.0, grid / 2, grid, 1.5 * grid, 0.1, 0.5, 0.9, 1 - grid, 1 - grid / 2, 1.0, 2.0}) {
     const uint32_t t = random_draw::bernoulli_threshold(p);
-    for (uint32_t k : {0u, 1u, 2u, 1677721u, 1677722u, 8388607u, 8388608u, 15099494u, 15099495u, 16777214u,
-                       16777215u}) {
+    for (uint32_t k :
+         {0u, 1u, 2u, 1677721u, 1677722u, 8388607u, 8388608u, 15099494u, 15099495u, 16777214u, 16777215u}) {
       const uint32_t x = k << 8 | 0xabu;  // the low 8 bits never count
       EXPECT_EQ((x >> 8) < t, static_cast<double>(uniform_float(x)) < p) << "p " << p << " k " << k;
     }
