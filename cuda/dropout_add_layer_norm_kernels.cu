@@ -5,8 +5,8 @@
 // from there. A block holds several teams when rows are short (about 384 threads), so that enough
 // rows are in flight. The forward also writes the mask as bits, a byte per chunk; the backward
 // reads them (drawing Philox numbers costs more than the row's loads), and each thread adds its
-// columns' terms of dw and db over its rows in registers; the block's teams add theirs in shared memory, in a
-// fixed order, and layer_norm's column-sum kernel adds up the blocks.
+// columns' terms of dw and db over its rows in registers; the block's teams add theirs in shared
+// memory, in a fixed order, and layer_norm's column-sum kernel adds up the blocks.
 #include "ember/core/factories.h"
 #include "ember/core/ops/dropout_add_layer_norm.h"
 #include "ember/core/ops/dropout_functors.h"

@@ -1,7 +1,7 @@
 // CPU kernels of dropout_add_layer_norm: per row, the keep mask (stored as bits for the backward),
 // the sum and its statistics in the compute type, then the normalized row; the backward reads the
-// mask's bits and adds the weight's
-// and bias's column sums per fixed chunk of rows (the result does not depend on the thread count).
+// mask's bits and adds the weight's and bias's column sums per fixed chunk of rows (the result
+// does not depend on the thread count).
 #include <cmath>
 #include <vector>
 
