@@ -208,8 +208,7 @@ __global__ void cross_entropy_rows_kernel(Acc<T>* loss, Acc<T>* total, Acc<T>* s
   for (int64_t row = blockIdx.x * per_block + (kWarpPerRow ? threadIdx.x / kWarpSize : 0); row < rows;
        row += gridDim.x * per_block) {
     const T* x = in + row * ldx;
-    MaxSum<A> st = MaxSum<A>::identity();
-    for_each_in_row<T, VEC>(x, nc, t, g, [&](int64_t, A v) { st.add(v); });
+    MaxSum<A> st = row_max_sum<T, VEC>(x, nc, t, g);
     st = kWarpPerRow ? warp_allreduce(st, MaxSumCombine{}) : block_allreduce(st, MaxSumCombine{}, shared);
     const A l = st.m + log_(st.s);
     const int64_t tg = target[row];

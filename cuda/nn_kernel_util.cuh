@@ -196,25 +196,37 @@ __device__ __forceinline__ int64_t unaligned_head(const T* row, int64_t len) {
 }
 
 // f(i, x) for the elements x (as Acc<T>) of row[0, len) that thread t of a group of g threads
-// owns. With VEC > 1 the row is read in 16-byte vectors from its first 16-byte boundary on, the
-// elements before it and after the last whole vector one by one: rows of any length and start
+// owns, except whole 16-byte vectors, which go to fv(i, v) with v their VEC elements as Acc<T>
+// from i on. With VEC > 1 the row is read in 16-byte vectors from its first 16-byte boundary on,
+// the elements before it and after the last whole vector one by one: rows of any length and start
 // (a 30522-word vocabulary's logits) read at full width.
-template <class T, int VEC, class F>
-__device__ __forceinline__ void for_each_in_row(const T* row, int64_t len, int t, int g, F&& f) {
+template <class T, int VEC, class F, class FV>
+__device__ __forceinline__ void for_each_vec_in_row(const T* row, int64_t len, int t, int g, F&& f, FV&& fv) {
   if constexpr (VEC > 1) {
     const int64_t head = unaligned_head(row, len);
     for (int64_t i = t; i < head; i += g) f(i, to_acc(row[i]));
     const int64_t nvec = (len - head) / VEC;
     const auto* vrow = reinterpret_cast<const Vec<T, VEC>*>(row + head);
     for (int64_t v = t; v < nvec; v += g) {
-      Vec<T, VEC> x = vrow[v];
+      const Vec<T, VEC> x = vrow[v];
+      Acc<T> a[VEC];
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) f(head + v * VEC + j, to_acc(x.v[j]));
+      for (int j = 0; j < VEC; ++j) a[j] = to_acc(x.v[j]);
+      fv(head + v * VEC, a);
     }
     for (int64_t i = head + nvec * VEC + t; i < len; i += g) f(i, to_acc(row[i]));
   } else {
     for (int64_t i = t; i < len; i += g) f(i, to_acc(row[i]));
   }
+}
+
+// for_each_vec_in_row with f for every element.
+template <class T, int VEC, class F>
+__device__ __forceinline__ void for_each_in_row(const T* row, int64_t len, int t, int g, F&& f) {
+  for_each_vec_in_row<T, VEC>(row, len, t, g, f, [&](int64_t i, const Acc<T>(&a)[VEC]) {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) f(i + j, a[j]);
+  });
 }
 
 // The VEC elements that start S elements into the aligned vector a and go on into the next one, b.
@@ -381,10 +393,35 @@ struct MaxSum {
       s += exp_minus(x, m);  // NaN inputs land here and make the row NaN
     }
   }
+  // add() for N elements at once: one rescale to their max, then one exp each (add() pays for
+  // both branches' exps per element where the compiler predicates them).
+  template <int N>
+  __device__ void add_all(const A (&x)[N]) {
+    A vm = x[0];
+#pragma unroll
+    for (int j = 1; j < N; ++j) vm = x[j] > vm ? x[j] : vm;
+    if (vm > m) {
+      s = s * exp_minus(m, vm);
+      m = vm;
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j) s += exp_minus(x[j], m);  // exp_minus(inf, inf) is NaN, as add()'s
+  }
   __device__ MaxSum shfl_xor(int offset) const {
     return {cuda::shfl_xor(m, offset), cuda::shfl_xor(s, offset)};
   }
 };
+
+// The max and sum of exp of the elements of row[0, len) that thread t of a group of g owns
+// (for_each_vec_in_row's), before the group's reduction.
+template <class T, int VEC>
+__device__ __forceinline__ MaxSum<Acc<T>> row_max_sum(const T* row, int64_t len, int t, int g) {
+  MaxSum<Acc<T>> st = MaxSum<Acc<T>>::identity();
+  for_each_vec_in_row<T, VEC>(
+      row, len, t, g, [&](int64_t, Acc<T> v) { st.add(v); },
+      [&](int64_t, const Acc<T>(&a)[VEC]) { st.add_all(a); });
+  return st;
+}
 
 struct MaxSumCombine {
   template <class A>

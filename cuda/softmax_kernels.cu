@@ -49,8 +49,7 @@ __global__ void softmax_rows_kernel(T* out, const T* in, int64_t rows, int64_t K
   for (int64_t row = grp.first; row < rows; row += grp.step) {
     const T* x = in + row * K;
     if constexpr (S == RowSplit::kBlockTwoPass) {
-      MaxSum<A> st = MaxSum<A>::identity();
-      for_each_in_row<T, VEC>(x, K, grp.t, grp.g, [&](int64_t, A v) { st.add(v); });
+      MaxSum<A> st = row_max_sum<T, VEC>(x, K, grp.t, grp.g);
       st = block_allreduce(st, MaxSumCombine{}, shared);
       map_row<T, VEC>(x, out + row * K, K, grp.t, grp.g, SoftmaxOut<A>(st, log));
     } else {

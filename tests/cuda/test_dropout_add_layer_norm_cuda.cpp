@@ -65,8 +65,9 @@ TEST_F(DropoutAddLayerNormCuda, MatchesTheCpu) {
     for (ScalarType rdt : {dt, kFloat32}) {
       if (rdt != dt && !reduced) continue;
       // 768: rows in 16-byte vectors, four teams a block; 13: odd, rows starting inside Philox
-      // blocks; 1000: a team with idle threads, one per block; 6000: two register slots.
-      for (int64_t n : {768, 13, 1000, 6000}) expect_same_as_cpu({dt, rdt, 37, n, true, false, true});
+      // blocks; 1000: a team with idle threads, one per block; 4000: a team of more than 384 threads
+      // (one block per SM); 6000: two register slots.
+      for (int64_t n : {768, 13, 1000, 4000, 6000}) expect_same_as_cpu({dt, rdt, 37, n, true, false, true});
     }
     expect_same_as_cpu({dt, dt, 37, 768, false, false, true});
     expect_same_as_cpu({dt, dt, 37, 768, true, true, true});
