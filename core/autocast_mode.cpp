@@ -4,7 +4,9 @@
 
 #include "ember/core/autograd_meta.h"
 #include "ember/core/error.h"
+#include "ember/core/generator.h"
 #include "ember/core/grad_mode.h"
+#include "ember/core/memory_format.h"
 #include "ember/core/tensor.h"
 #include "ember/core/type_promotion.h"
 
@@ -152,9 +154,15 @@ std::optional<ScalarType> target_dtype(AutocastPolicy policy, DeviceType device_
 
 namespace {
 
+// `data` (made under no_grad from a cast of t) recorded as t's cast: the gradient goes back to t as
+// from t.to(dtype).
+Tensor recorded_as_cast(const Tensor& t, const Tensor& data) {
+  record("clone", {t}, {data}, [](const GradContext& g) -> std::vector<Tensor> { return {g.grad()}; });
+  return data;
+}
+
 // A leaf that is a slice of a larger buffer (nn::utils::flatten_parameters_): the first one cast
-// casts the whole buffer (one kernel), and each is then its slice of that, recorded as its own
-// cast (the gradient goes back to the leaf as from t.to(dtype)).
+// casts the whole buffer (one kernel), and each is then its slice of that.
 Tensor slice_of_cast_buffer(std::unordered_map<BufferKey, CacheEntry, BufferKeyHash>& buffers,
                             const Tensor& t, ScalarType dtype) {
   const StorageImpl* storage = t.unsafe_impl()->storage().get();
@@ -169,8 +177,30 @@ Tensor slice_of_cast_buffer(std::unordered_map<BufferKey, CacheEntry, BufferKeyH
     }
     out = it->second.cast.as_strided(t.sizes(), t.strides(), t.storage_offset());
   }
-  record("clone", {t}, {out}, [](const GradContext& g) -> std::vector<Tensor> { return {g.grad()}; });
-  return out;
+  return recorded_as_cast(t, out);
+}
+
+// While a CUDA graph captures, kept casts are neither used nor made: the graph would go on reading
+// a copy that changes made to the parameter outside it never reach.
+bool keeping_casts() { return !default_generator(kCUDA).capturing(); }
+
+// The kept cast of t to dtype, if it was made from t's present value.
+const Tensor* current_kept_cast(const Tensor& t, ScalarType dtype) {
+  const AutogradMeta* meta = t.unsafe_impl()->autograd_meta();
+  if (!meta || !meta->kept_cast.copy.defined() || !keeping_casts()) return nullptr;
+  const AutogradMeta::KeptCast& k = meta->kept_cast;
+  const bool current = k.copy.dtype() == dtype && k.storage == t.unsafe_impl()->storage().get() &&
+                       k.storage_offset == t.storage_offset() && k.version == t._version() &&
+                       k.copy.device() == t.device() && k.copy.sizes().equals(t.sizes());
+  return current ? &k.copy : nullptr;
+}
+
+void set_kept_cast(const Tensor& t, const Tensor& copy) {
+  AutogradMeta::KeptCast& k = t.unsafe_impl()->autograd_meta()->kept_cast;
+  k.copy = copy;
+  k.storage = t.unsafe_impl()->storage().get();
+  k.storage_offset = t.storage_offset();
+  k.version = t._version();
 }
 
 }  // namespace
@@ -184,11 +214,36 @@ Tensor cast(const Tensor& t, DeviceType device_type, ScalarType dtype) {
   if (!cacheable) return t.to(dtype);
   CacheKey key{t.unsafe_impl(), dtype};
   if (auto it = s.cache.find(key); it != s.cache.end()) return it->second.cast;
-  const StorageImpl* storage = t.unsafe_impl()->storage().get();
-  const bool in_buffer = storage->nbytes() > static_cast<size_t>(t.numel()) * element_size(t.dtype());
-  Tensor out = in_buffer ? slice_of_cast_buffer(s.buffers, t, dtype) : t.to(dtype);
+  Tensor out;
+  if (const Tensor* kept = current_kept_cast(t, dtype)) {
+    {
+      NoGradGuard no_grad;
+      out = kept->as_strided(kept->sizes(), kept->strides(), kept->storage_offset());
+    }
+    out = recorded_as_cast(t, out);
+  } else {
+    const StorageImpl* storage = t.unsafe_impl()->storage().get();
+    const bool in_buffer = storage->nbytes() > static_cast<size_t>(t.numel()) * element_size(t.dtype());
+    out = in_buffer ? slice_of_cast_buffer(s.buffers, t, dtype) : t.to(dtype);
+    if (t.unsafe_impl()->autograd_meta()->kept_cast.wanted && keeping_casts()) set_kept_cast(t, out.detach());
+  }
   s.cache.emplace(key, CacheEntry{t, out});
   return out;
+}
+
+Tensor kept_cast(const Tensor& param) {
+  AutogradMeta* meta = param.unsafe_impl()->autograd_meta();
+  if (!meta || !param.is_leaf() || param.dtype() != kFloat32) return {};
+  meta->kept_cast.wanted = true;
+  const Tensor& copy = meta->kept_cast.copy;
+  if (!copy.defined()) return {};
+  const Tensor* current = current_kept_cast(param, copy.dtype());
+  return current && same_dense_layout(*current, param) ? *current : Tensor();
+}
+
+void kept_cast_written(const Tensor& param) {
+  AutogradMeta::KeptCast& k = param.unsafe_impl()->autograd_meta()->kept_cast;
+  k.version = param._version();
 }
 
 }  // namespace detail

@@ -12,6 +12,14 @@
 // Casts are ordinary differentiable copies, so gradients reach float32 parameters in float32.
 // Inside the outermost region, the lower-precision cast of a float32 leaf that requires grad (a
 // parameter) is cached and reused; the cache is cleared when that region exits.
+//
+// Kept casts: once a fused optimizer step (optim::Adam, AdamW, SGD with fused) has updated a
+// parameter, autocast's cast of it is kept with the parameter beyond the region, and the fused
+// steps write it in the same pass as the parameter. A region then uses it as the cast while the
+// parameter's version says nothing else changed it since: in a steady training loop no parameter
+// is cast at all. It costs the copy's memory (2 bytes an element) for as long as the parameter
+// lives or keeps its data (set_data drops it); any other change to the parameter (an unfused step,
+// load_state_dict, an in-place op) makes the next region cast it again.
 
 #include <cstdint>
 #include <optional>
@@ -83,6 +91,12 @@ std::optional<ScalarType> target_dtype(AutocastPolicy policy, DeviceType device_
                                        const std::vector<ScalarType>& dtypes);
 // `t` cast to `dtype` if it is an eligible input (floating, not float64, on `device_type`).
 Tensor cast(const Tensor& t, DeviceType device_type, ScalarType dtype);
+
+// For the fused optimizer steps (kept casts, above). kept_cast: `param`'s kept cast if it was made
+// from param's present value (else undefined), and from now on param's casts are kept.
+// kept_cast_written: the step has written param and its kept cast alike; the cast is current again.
+Tensor kept_cast(const Tensor& param);
+void kept_cast_written(const Tensor& param);
 
 // The tensors among an op's arguments: a Tensor, a list of them, or anything else (passed through).
 template <class F>

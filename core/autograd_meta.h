@@ -81,6 +81,15 @@ struct AutogradMeta {
   bool is_view = false;                   // made by a view op from a tensor with history
   std::vector<Node::GradHook> hooks;      // leaves: run before accumulation
   std::vector<std::function<void(const Tensor&)>> post_accumulate_hooks;
+  // Leaves: autocast's lower-precision cast kept beyond its region for a fused optimizer that
+  // updates it with the leaf (core/autocast_mode.h), and the value it was made from.
+  struct KeptCast {
+    bool wanted = false;  // a fused optimizer asked for it
+    Tensor copy;          // without autograd state
+    const StorageImpl* storage = nullptr;
+    int64_t storage_offset = 0;
+    uint32_t version = 0;
+  } kept_cast;
 };
 
 // Saved-tensor hooks, as torch.autograd.graph.saved_tensors_hooks in C++ form: while a guard is

@@ -36,6 +36,7 @@ void TensorImpl::set_geometry(IntArrayRef sizes, IntArrayRef strides, int64_t of
 }
 
 void TensorImpl::set_data(const TensorImpl& src) {
+  if (autograd_meta_) autograd_meta_->kept_cast = {};  // a cast of the old data
   storage_ = src.storage_;
   dtype_ = src.dtype_;
   set_geometry(src.sizes(), src.strides(), src.offset_);

@@ -1,6 +1,8 @@
 // CUDA kernels of the fused optimizer steps, through multi_tensor_apply (cuda/multi_tensor_apply.cuh).
 // The math is fused_optim_functors.h's.
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "ember/core/ops/fused_optim.h"
@@ -95,30 +97,55 @@ void increment_steps(ArrayRef<Tensor> steps, const float* found_inf, cudaStream_
   }
 }
 
+// f(C{}) for the dtype of the param copies (float16 or bfloat16), f(void_tag) without any: the
+// frontend allows copies only of float32 params.
+struct NoCopies {};
+template <class F>
+void visit_copy_dtype(ArrayRef<Tensor> copies, F&& f) {
+  auto first = std::find_if(copies.begin(), copies.end(), [](const Tensor& t) { return t.defined(); });
+  if (first == copies.end()) return f(NoCopies{});
+  if (first->dtype() == kBFloat16) return f(BFloat16{});
+  f(Half{});
+}
+
+// multi_tensor_apply for Op over lists of S, writing the param copies when there are any.
+template <class S, class Op>
+void apply_with_copies(const std::vector<ArrayRef<Tensor>>& lists, ArrayRef<Tensor> steps, const Op& op,
+                       ArrayRef<Tensor> copies, cudaStream_t stream) {
+  visit_copy_dtype(copies, [&](auto ctag) {
+    using C = decltype(ctag);
+    if constexpr (std::is_same_v<C, NoCopies>)
+      multi_tensor_apply<S>(lists, steps, op, stream);
+    else if constexpr (std::is_same_v<S, float>)
+      multi_tensor_apply<S, Op, C>(lists, steps, op, stream, copies);
+  });
+}
+
 const float* optional_ptr(const Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
 const double* optional_lr(const Tensor& t) { return t.defined() ? t.data_ptr<double>() : nullptr; }
 
 void fused_adam_cuda(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> exp_avgs,
                      ArrayRef<Tensor> exp_avg_sqs, ArrayRef<Tensor> max_exp_avg_sqs,
                      ArrayRef<Tensor> state_steps, const FusedAdamArgs& args, const Tensor& grad_scale,
-                     const Tensor& found_inf, const Tensor& lr) {
+                     const Tensor& found_inf, const Tensor& lr, ArrayRef<Tensor> param_copies) {
   cudaStream_t stream = current_stream(params[0].device().index);
   increment_steps(state_steps, optional_ptr(found_inf), stream);
   ops::visit_optim_dtype(params[0].dtype(), [&](auto tag) {
     using S = decltype(tag);
     AdamOp<S> op{{optional_ptr(grad_scale), optional_ptr(found_inf), optional_lr(lr)}, args};
-    multi_tensor_apply<S>({params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs}, state_steps, op, stream);
+    apply_with_copies<S>({params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs}, state_steps, op, param_copies,
+                         stream);
   });
 }
 
 void fused_sgd_cuda(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> momentum_buffers,
                     const FusedSgdArgs& args, const Tensor& grad_scale, const Tensor& found_inf,
-                    const Tensor& lr) {
+                    const Tensor& lr, ArrayRef<Tensor> param_copies) {
   cudaStream_t stream = current_stream(params[0].device().index);
   ops::visit_optim_dtype(params[0].dtype(), [&](auto tag) {
     using S = decltype(tag);
     SgdOp<S> op{{optional_ptr(grad_scale), optional_ptr(found_inf), optional_lr(lr)}, args};
-    multi_tensor_apply<S>({params, grads, momentum_buffers}, {}, op, stream);
+    apply_with_copies<S>({params, grads, momentum_buffers}, {}, op, param_copies, stream);
   });
 }
 

@@ -13,8 +13,10 @@
 // updating one element of every list, skip() (the whole launch does nothing when true),
 // stores(d) (whether list d is written back) and, optionally, loads(d) (whether list d is read;
 // every list is when absent). The fused optimizer steps, the GradScaler's unscale and
-// _foreach_copy_ run through it.
+// _foreach_copy_ run through it. With a copy type C (not void), list 0's updated values are also
+// stored, converted to C, into the tensors of `copies` (autocast's kept casts of the params).
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "ember/core/array_ref.h"
@@ -33,6 +35,7 @@ struct TensorListMeta {
   void* addresses[D][kMaxTensors];  // null for an absent list (max_exp_avg_sqs without amsgrad)
   int64_t numel[kMaxTensors];
   const float* steps[kMaxTensors];  // Adam's step counts
+  void* copies[kMaxTensors];        // null where a tensor has no copy
   uint16_t block_to_tensor[kMaxBlocks];
   int block_to_chunk[kMaxBlocks];
 };
@@ -52,9 +55,10 @@ __device__ __forceinline__ bool loads(const Op& op, int d) {
     return true;
 }
 
-// Updates elements [i, i + N) of one chunk: N per thread, loaded and stored as one Pack per list.
-template <int N, class S, int D, class Op>
-__device__ __forceinline__ void update_pack(S* const (&ptr)[D], int64_t i, const Op& op,
+// Updates elements [i, i + N) of one chunk: N per thread, loaded and stored as one Pack per list
+// (and list 0's copy, when C is not void and copy is not null).
+template <int N, class S, class C, int D, class Op>
+__device__ __forceinline__ void update_pack(S* const (&ptr)[D], C* copy, int64_t i, const Op& op,
                                             const typename Op::PerTensor& c) {
   Pack<S, N> r[D] = {};
 #pragma unroll
@@ -72,9 +76,16 @@ __device__ __forceinline__ void update_pack(S* const (&ptr)[D], int64_t i, const
 #pragma unroll
   for (int d = 0; d < D; ++d)
     if (ptr[d] && op.stores(d)) *reinterpret_cast<Pack<S, N>*>(ptr[d] + i) = r[d];
+  if constexpr (!std::is_void_v<C>) {
+    if (!copy) return;
+    Pack<C, N> out;
+#pragma unroll
+    for (int j = 0; j < N; ++j) out.v[j] = static_cast<C>(r[0].v[j]);
+    *reinterpret_cast<Pack<C, N>*>(copy + i) = out;
+  }
 }
 
-template <class S, class Op>
+template <class S, class C, class Op>
 __global__ void __launch_bounds__(kBlockSize) multi_tensor_kernel(TensorListMeta<Op::kDepth> meta, Op op) {
   constexpr int D = Op::kDepth;
   if (op.skip()) return;
@@ -88,19 +99,25 @@ __global__ void __launch_bounds__(kBlockSize) multi_tensor_kernel(TensorListMeta
     ptr[d] = meta.addresses[d][t] ? static_cast<S*>(meta.addresses[d][t]) + start : nullptr;
     aligned = aligned && reinterpret_cast<uintptr_t>(ptr[d]) % 16 == 0;
   }
-  const typename Op::PerTensor c = op.per_tensor(meta.steps[t]);
   constexpr int kVec = 16 / sizeof(S);
+  C* copy = nullptr;
+  if constexpr (!std::is_void_v<C>) {
+    copy = meta.copies[t] ? static_cast<C*>(meta.copies[t]) + start : nullptr;
+    aligned = aligned && reinterpret_cast<uintptr_t>(copy) % (sizeof(C) * kVec) == 0;
+  }
+  const typename Op::PerTensor c = op.per_tensor(meta.steps[t]);
   if (aligned && n % kVec == 0) {
-    for (int64_t i = threadIdx.x * kVec; i < n; i += blockDim.x * kVec) update_pack<kVec>(ptr, i, op, c);
+    for (int64_t i = threadIdx.x * kVec; i < n; i += blockDim.x * kVec) update_pack<kVec>(ptr, copy, i, op, c);
   } else {
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) update_pack<1>(ptr, i, op, c);
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) update_pack<1>(ptr, copy, i, op, c);
   }
 }
 
-// Launches Op over the lists (lists[0]: the params; an empty list passes null addresses).
-template <class S, class Op>
+// Launches Op over the lists (lists[0]: the params; an empty list passes null addresses). copies:
+// empty, or one per param (undefined where none) of dtype C.
+template <class S, class Op, class C = void>
 void multi_tensor_apply(const std::vector<ArrayRef<Tensor>>& lists, ArrayRef<Tensor> steps, const Op& op,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, ArrayRef<Tensor> copies = {}) {
   constexpr int D = Op::kDepth;
   using Meta = TensorListMeta<D>;
   Meta meta{};
@@ -109,9 +126,10 @@ void multi_tensor_apply(const std::vector<ArrayRef<Tensor>>& lists, ArrayRef<Ten
     for (int d = 0; d < D; ++d) meta.addresses[d][slot] = lists[d].empty() ? nullptr : lists[d][t].data_ptr();
     meta.numel[slot] = params[t].numel();
     meta.steps[slot] = steps.empty() ? nullptr : steps[t].data_ptr<float>();
+    meta.copies[slot] = copies.empty() || !copies[t].defined() ? nullptr : copies[t].data_ptr();
   };
   auto launch = [&](int blocks) {
-    multi_tensor_kernel<S, Op><<<blocks, kBlockSize, 0, stream>>>(meta, op);
+    multi_tensor_kernel<S, C, Op><<<blocks, kBlockSize, 0, stream>>>(meta, op);
     EMBER_CUDA_LAUNCH_CHECK();
   };
   int slot = 0, blocks = 0;

@@ -123,8 +123,10 @@ void Adam::step_group(OptimizerParamGroup& group) {
       steps.push_back(s.step);
     }
     auto [grad_scale, found_inf] = grad_scaling_on(p[0].device());
+    const std::vector<Tensor> casts = kept_casts(p);
     fused_adam_(p, g, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, args, grad_scale, found_inf,
-                lr_tensor(group, p[0].device()));
+                lr_tensor(group, p[0].device()), casts);
+    kept_casts_written(p, casts);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "ember/core/autocast_mode.h"
 #include "ember/core/factories.h"
 #include "ember/core/grad_mode.h"
 #include "ember/cuda/graph.h"
@@ -350,6 +351,23 @@ void Optimizer::load_state_dict(const StateDict& sd) {
   for (size_t gi = 0; gi < ngroups; ++gi) groups_[gi].set_options(std::move(options[gi]));
   state_.clear();
   for (auto& [i, s] : loaded) state_[params[i].unsafe_impl()] = std::move(s);
+}
+
+std::vector<Tensor> Optimizer::kept_casts(const std::vector<Tensor>& params) {
+  std::vector<Tensor> casts;
+  casts.reserve(params.size());
+  bool any = false;
+  for (const Tensor& p : params) {
+    casts.push_back(amp::detail::kept_cast(p));
+    any = any || casts.back().defined();
+  }
+  if (!any) casts.clear();
+  return casts;
+}
+
+void Optimizer::kept_casts_written(const std::vector<Tensor>& params, const std::vector<Tensor>& casts) {
+  for (size_t i = 0; i < casts.size(); ++i)
+    if (casts[i].defined()) amp::detail::kept_cast_written(params[i]);
 }
 
 }  // namespace ember::optim

@@ -190,6 +190,11 @@ class Optimizer {
   // For a fused step: the group's lr tensor on `device`, made or written when options().lr() changed.
   // Neither can happen while the step is captured into a CUDA graph (it would replay the write).
   const Tensor& lr_tensor(OptimizerParamGroup& group, Device device) const;
+  // For a fused step: autocast's kept casts of `params` for it to write (core/autocast_mode.h), one
+  // per param, undefined where none is current; empty when none is. After the step wrote them,
+  // kept_casts_written(params, casts).
+  static std::vector<Tensor> kept_casts(const std::vector<Tensor>& params);
+  static void kept_casts_written(const std::vector<Tensor>& params, const std::vector<Tensor>& casts);
 
  private:
   std::unique_ptr<OptimizerOptions> defaults_;

@@ -93,7 +93,9 @@ void SGD::step_group(OptimizerParamGroup& group) {
       FusedSgdArgs a = args;
       a.is_first_step = is_first;
       auto [grad_scale, found_inf] = grad_scaling_on(p[0].device());
-      fused_sgd_(p, g, bufs, a, grad_scale, found_inf, lr_tensor(group, p[0].device()));
+      const std::vector<Tensor> casts = kept_casts(p);
+      fused_sgd_(p, g, bufs, a, grad_scale, found_inf, lr_tensor(group, p[0].device()), casts);
+      kept_casts_written(p, casts);
     }
   }
 }

@@ -1,6 +1,7 @@
 // CPU kernels of the fused optimizer steps: the elements of all tensors form one index range,
 // split over the threads in one parallel pass, with the math of fused_optim_functors.h.
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "ember/core/ops/fused_optim.h"
@@ -54,10 +55,23 @@ S* data_or_null(ArrayRef<Tensor> list, size_t t) {
   return list.empty() ? nullptr : list[t].data_ptr<S>();
 }
 
+// f(copy) with params[t]'s copy as a float16 or bfloat16 pointer (copies are only of float32
+// params), or as a null S* when it has none.
+template <class S, class F>
+void with_copy(ArrayRef<Tensor> copies, size_t t, const F& f) {
+  if constexpr (std::is_same_v<S, float>) {
+    if (!copies.empty() && copies[t].defined()) {
+      if (copies[t].dtype() == kBFloat16) return f(copies[t].data_ptr<BFloat16>());
+      return f(copies[t].data_ptr<Half>());
+    }
+  }
+  f(static_cast<S*>(nullptr));
+}
+
 void fused_adam_kernel(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> exp_avgs,
                        ArrayRef<Tensor> exp_avg_sqs, ArrayRef<Tensor> max_exp_avg_sqs,
                        ArrayRef<Tensor> state_steps, const FusedAdamArgs& adam, const Tensor& grad_scale,
-                       const Tensor& found_inf, const Tensor& lr) {
+                       const Tensor& found_inf, const Tensor& lr, ArrayRef<Tensor> param_copies) {
   if (skip_step(found_inf)) return;
   const FusedAdamArgs args = with_lr(adam, lr);
   const float* scale = grad_scale.defined() ? grad_scale.data_ptr<float>() : nullptr;
@@ -70,21 +84,24 @@ void fused_adam_kernel(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef
       S *p = params[t].data_ptr<S>(), *g = grads[t].data_ptr<S>(), *m = exp_avgs[t].data_ptr<S>();
       S *v = exp_avg_sqs[t].data_ptr<S>(), *vmax = data_or_null<S>(max_exp_avg_sqs, t);
       const ops::AdamUpdate<T>& update = updates[t];
-      for (int64_t i = b; i < e; ++i) {
-        T pi = p[i], mi = m[i], vi = v[i], vmaxi = vmax ? static_cast<T>(vmax[i]) : T(0);
-        update(pi, load_grad<S, T>(g + i, scale), mi, vi, vmaxi);
-        p[i] = static_cast<S>(pi);
-        m[i] = static_cast<S>(mi);
-        v[i] = static_cast<S>(vi);
-        if (vmax) vmax[i] = static_cast<S>(vmaxi);
-      }
+      with_copy<S>(param_copies, t, [&](auto* copy) {
+        for (int64_t i = b; i < e; ++i) {
+          T pi = p[i], mi = m[i], vi = v[i], vmaxi = vmax ? static_cast<T>(vmax[i]) : T(0);
+          update(pi, load_grad<S, T>(g + i, scale), mi, vi, vmaxi);
+          p[i] = static_cast<S>(pi);
+          m[i] = static_cast<S>(mi);
+          v[i] = static_cast<S>(vi);
+          if (vmax) vmax[i] = static_cast<S>(vmaxi);
+          if (copy) copy[i] = static_cast<std::remove_pointer_t<decltype(copy)>>(p[i]);
+        }
+      });
     });
   });
 }
 
 void fused_sgd_kernel(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> momentum_buffers,
                       const FusedSgdArgs& sgd, const Tensor& grad_scale, const Tensor& found_inf,
-                      const Tensor& lr) {
+                      const Tensor& lr, ArrayRef<Tensor> param_copies) {
   if (skip_step(found_inf)) return;
   const FusedSgdArgs args = with_lr(sgd, lr);
   const float* scale = grad_scale.defined() ? grad_scale.data_ptr<float>() : nullptr;
@@ -95,12 +112,15 @@ void fused_sgd_kernel(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<
     for_each_range(params, [&](size_t t, int64_t b, int64_t e) {
       S *p = params[t].data_ptr<S>(), *g = grads[t].data_ptr<S>(),
         *buf = data_or_null<S>(momentum_buffers, t);
-      for (int64_t i = b; i < e; ++i) {
-        T pi = p[i], bufi = buf ? static_cast<T>(buf[i]) : T(0);
-        update(pi, load_grad<S, T>(g + i, scale), bufi);
-        p[i] = static_cast<S>(pi);
-        if (buf) buf[i] = static_cast<S>(bufi);
-      }
+      with_copy<S>(param_copies, t, [&](auto* copy) {
+        for (int64_t i = b; i < e; ++i) {
+          T pi = p[i], bufi = buf ? static_cast<T>(buf[i]) : T(0);
+          update(pi, load_grad<S, T>(g + i, scale), bufi);
+          p[i] = static_cast<S>(pi);
+          if (buf) buf[i] = static_cast<S>(bufi);
+          if (copy) copy[i] = static_cast<std::remove_pointer_t<decltype(copy)>>(p[i]);
+        }
+      });
     });
   });
 }

@@ -3,6 +3,7 @@
 #include "ember/core/ops/fused_optim.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "ember/core/autograd_meta.h"
 #include "ember/core/op_range.h"
@@ -31,23 +32,46 @@ void check_scalar(const char* op, const char* what, const Tensor& t, Device devi
   EMBER_CHECK(t.device() == device, op, ": ", what, " is on ", t.device(), ", the params on ", device);
 }
 
-// `list` (named `what`) holds one tensor per param, of its param's shape and dtype, on its
-// device, dense with its param's strides (contiguous, or channels-last params and all their state).
+// list[i] (of the list named `what`) has params[i]'s shape, device and dense layout (contiguous, or
+// channels-last params and all their state), and its dtype unless a copy's.
+void check_like(const char* op, const char* what, size_t i, const Tensor& t, const Tensor& p, bool same_dtype) {
+  EMBER_CHECK(t.sizes().equals(p.sizes()), op, ": ", what, "[", i, "] has shape ", t.sizes(), ", params[", i,
+              "] has shape ", p.sizes());
+  EMBER_CHECK(!same_dtype || t.dtype() == p.dtype(), op, ": ", what, "[", i, "] has dtype ", t.dtype(),
+              ", params[", i, "] has dtype ", p.dtype());
+  EMBER_CHECK(t.device() == p.device(), op, ": ", what, "[", i, "] is on ", t.device(), ", params[", i, "] on ",
+              p.device());
+  EMBER_CHECK(same_dense_layout(t, p), op, ": ", what, "[", i, "] (shape ", t.sizes(), ", strides ", t.strides(),
+              ") must be contiguous, or dense with the strides of params[", i, "] ", p.strides());
+}
+
+// `list` (named `what`) holds one tensor per param, like it (check_like).
 void check_list(const char* op, const char* what, ArrayRef<Tensor> list, ArrayRef<Tensor> params) {
   EMBER_CHECK(list.size() == params.size(), op, ": ", what, " has ", list.size(), " tensors, params has ",
               params.size());
   for (size_t i = 0; i < list.size(); ++i) {
-    const Tensor &t = list[i], &p = params[i];
-    EMBER_CHECK(t.defined(), op, ": ", what, "[", i, "] is undefined");
-    EMBER_CHECK(t.sizes().equals(p.sizes()), op, ": ", what, "[", i, "] has shape ", t.sizes(), ", params[",
-                i, "] has shape ", p.sizes());
-    EMBER_CHECK(t.dtype() == p.dtype(), op, ": ", what, "[", i, "] has dtype ", t.dtype(), ", params[", i,
-                "] has dtype ", p.dtype());
-    EMBER_CHECK(t.device() == p.device(), op, ": ", what, "[", i, "] is on ", t.device(), ", params[", i,
-                "] on ", p.device());
-    EMBER_CHECK(same_dense_layout(t, p), op, ": ", what, "[", i, "] (shape ", t.sizes(), ", strides ",
-                t.strides(), ") must be contiguous, or dense with the strides of params[", i, "] ",
-                p.strides());
+    EMBER_CHECK(list[i].defined(), op, ": ", what, "[", i, "] is undefined");
+    check_like(op, what, i, list[i], params[i], true);
+  }
+}
+
+// param_copies: empty, or one per param, each undefined or a float16 or bfloat16 copy (one dtype
+// for all) of a float32 param, like it but for the dtype.
+void check_copies(const char* op, ArrayRef<Tensor> copies, ArrayRef<Tensor> params) {
+  if (copies.empty()) return;
+  EMBER_CHECK(copies.size() == params.size(), op, ": param_copies has ", copies.size(), " tensors, params has ",
+              params.size());
+  std::optional<ScalarType> dtype;
+  for (size_t i = 0; i < copies.size(); ++i) {
+    const Tensor& c = copies[i];
+    if (!c.defined()) continue;
+    EMBER_CHECK(params[i].dtype() == kFloat32, op, ": param_copies are of float32 params, params[", i, "] is ",
+                params[i].dtype());
+    EMBER_CHECK(is_reduced_float(c.dtype()) && (!dtype || c.dtype() == *dtype), op,
+                ": param_copies must be all float16 or all bfloat16, param_copies[", i, "] is ", c.dtype());
+    dtype = c.dtype();
+    check_like(op, "param_copies", i, c, params[i], false);
+    check_inplace(op, {c});
   }
 }
 
@@ -65,7 +89,8 @@ void check_params(const char* op, ArrayRef<Tensor> params) {
 }
 
 void bump_versions(ArrayRef<Tensor> list) {
-  for (const Tensor& t : list) t.bump_version();
+  for (const Tensor& t : list)
+    if (t.defined()) t.bump_version();
 }
 
 }  // namespace
@@ -73,7 +98,7 @@ void bump_versions(ArrayRef<Tensor> list) {
 void fused_adam_(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> exp_avgs,
                  ArrayRef<Tensor> exp_avg_sqs, ArrayRef<Tensor> max_exp_avg_sqs, ArrayRef<Tensor> state_steps,
                  const FusedAdamArgs& args, const Tensor& grad_scale, const Tensor& found_inf,
-                 const Tensor& lr) {
+                 const Tensor& lr, ArrayRef<Tensor> param_copies) {
   detail::OpRange op_range("fused_adam_", params, grads);
   const char* op = "fused_adam_";
   if (params.empty()) return;
@@ -93,16 +118,17 @@ void fused_adam_(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tenso
   check_scalar(op, "grad_scale", grad_scale, device, true);
   check_scalar(op, "found_inf", found_inf, device, true);
   check_scalar(op, "lr", lr, device, true, kFloat64);
+  check_copies(op, param_copies, params);
   fused_adam_stub(device)(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, args,
-                          grad_scale, found_inf, lr);
-  for (ArrayRef<Tensor> list : {params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps})
+                          grad_scale, found_inf, lr, param_copies);
+  for (ArrayRef<Tensor> list : {params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, param_copies})
     bump_versions(list);
   if (grad_scale.defined()) bump_versions(grads);
 }
 
 void fused_sgd_(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> momentum_buffers,
                 const FusedSgdArgs& args, const Tensor& grad_scale, const Tensor& found_inf,
-                const Tensor& lr) {
+                const Tensor& lr, ArrayRef<Tensor> param_copies) {
   detail::OpRange op_range("fused_sgd_", params, grads);
   const char* op = "fused_sgd_";
   if (params.empty()) return;
@@ -117,9 +143,9 @@ void fused_sgd_(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor
   check_scalar(op, "grad_scale", grad_scale, device, true);
   check_scalar(op, "found_inf", found_inf, device, true);
   check_scalar(op, "lr", lr, device, true, kFloat64);
-  fused_sgd_stub(device)(params, grads, momentum_buffers, args, grad_scale, found_inf, lr);
-  bump_versions(params);
-  bump_versions(momentum_buffers);
+  check_copies(op, param_copies, params);
+  fused_sgd_stub(device)(params, grads, momentum_buffers, args, grad_scale, found_inf, lr, param_copies);
+  for (ArrayRef<Tensor> list : {params, momentum_buffers, param_copies}) bump_versions(list);
   if (grad_scale.defined()) bump_versions(grads);
 }
 

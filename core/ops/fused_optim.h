@@ -45,30 +45,36 @@ struct FusedSgdArgs {
 // CUDA graph that captured the step replays with the rate last written there). All three are read
 // where the kernel runs, so a CUDA step needs no host sync.
 // float16/bfloat16 tensors are updated with float32 math.
+// param_copies (optional: empty, or one per param, undefined where a param has none): float16 or
+// bfloat16 copies, all of one dtype, of float32 params, laid out as their params; each is set to
+// its param's new value as param.to(dtype) would make it, in the same pass (autocast's kept casts,
+// core/autocast_mode.h). Untouched, as the params, when found_inf is set.
 void fused_adam_(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> exp_avgs,
                  ArrayRef<Tensor> exp_avg_sqs, ArrayRef<Tensor> max_exp_avg_sqs, ArrayRef<Tensor> state_steps,
                  const FusedAdamArgs& args, const Tensor& grad_scale = {}, const Tensor& found_inf = {},
-                 const Tensor& lr = {});
+                 const Tensor& lr = {}, ArrayRef<Tensor> param_copies = {});
 
 // One SGD step, in place; momentum_buffers empty when momentum is 0. Same rules as fused_adam_.
 void fused_sgd_(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> momentum_buffers,
                 const FusedSgdArgs& args, const Tensor& grad_scale = {}, const Tensor& found_inf = {},
-                const Tensor& lr = {});
+                const Tensor& lr = {}, ArrayRef<Tensor> param_copies = {});
 
 // Index lists of the tensors that share a device and dtype, in order of first appearance: how the
 // optimizers (and clip_grad_norm_) split parameter lists into calls of one device and dtype.
 std::vector<std::vector<size_t>> group_by_device_and_dtype(ArrayRef<Tensor> tensors);
 
-// The kernels see checked, non-empty lists: same length (max_exp_avg_sqs / momentum_buffers may
-// be empty), one device, one dtype, dense memory laid out alike (zero-size tensors included: they
-// skip them).
+// The kernels see checked, non-empty lists: same length (max_exp_avg_sqs / momentum_buffers /
+// param_copies may be empty), one device, one dtype (but the copies'), dense memory laid out alike
+// (zero-size tensors included: they skip them).
 using FusedAdamFn = void (*)(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> exp_avgs,
                              ArrayRef<Tensor> exp_avg_sqs, ArrayRef<Tensor> max_exp_avg_sqs,
                              ArrayRef<Tensor> state_steps, const FusedAdamArgs& args,
-                             const Tensor& grad_scale, const Tensor& found_inf, const Tensor& lr);
+                             const Tensor& grad_scale, const Tensor& found_inf, const Tensor& lr,
+                             ArrayRef<Tensor> param_copies);
 using FusedSgdFn = void (*)(ArrayRef<Tensor> params, ArrayRef<Tensor> grads,
                             ArrayRef<Tensor> momentum_buffers, const FusedSgdArgs& args,
-                            const Tensor& grad_scale, const Tensor& found_inf, const Tensor& lr);
+                            const Tensor& grad_scale, const Tensor& found_inf, const Tensor& lr,
+                            ArrayRef<Tensor> param_copies);
 extern DispatchStub<FusedAdamFn> fused_adam_stub;
 extern DispatchStub<FusedSgdFn> fused_sgd_stub;
 

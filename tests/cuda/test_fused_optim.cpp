@@ -99,6 +99,35 @@ TEST_F(FusedOptimCuda, SgdMatchesTheCpu) {
   }
 }
 
+// The param copies (autocast's kept casts) written in the same pass: each is its param's new value
+// as .to(dtype) makes it, aligned or not (the scalar path), on lists of several launches.
+TEST_F(FusedOptimCuda, ParamCopiesAreTheCastsOfTheNewValues) {
+  const std::vector<DimVector> shapes = many_shapes();
+  for (ScalarType dt : {kBFloat16, kFloat16}) {
+    for (bool misalign : {false, true}) {
+      SCOPED_TRACE(std::string(to_string(dt)) + (misalign ? " misaligned" : ""));
+      manual_seed(5);
+      std::vector<Tensor> p = random_list(shapes, kFloat32, -2, 2), g = random_list(shapes, kFloat32, -2, 2),
+                          m = random_list(shapes, kFloat32, -1, 1), v = random_list(shapes, kFloat32, 0.5, 2);
+      std::vector<Tensor> cp = on(p, kCUDA, misalign), cg = on(g, kCUDA), cm = on(m, kCUDA), cv = on(v, kCUDA);
+      std::vector<Tensor> copies;
+      for (const Tensor& t : p) copies.push_back(t.to(dt));
+      copies = on(copies, kCUDA, misalign);
+      copies[3] = Tensor();  // a param without a copy
+      const Tensor none;
+      const FusedAdamArgs a{.lr = 0.01, .weight_decay = 0.1, .decoupled_weight_decay = true};
+      fused_adam_(p, g, m, v, {}, steps_on(shapes.size(), kCPU), a);
+      fused_adam_(cp, cg, cm, cv, {}, steps_on(shapes.size(), kCUDA), a, none, none, none, copies);
+      expect_close_lists(cp, p);
+      fused_sgd_(cp, cg, cm, {.lr = 0.1, .momentum = 0.9}, none, none, none, copies);
+      for (size_t i = 0; i < copies.size(); ++i)
+        if (copies[i].defined()) {
+          EXPECT_TRUE(copies[i].equal(cp[i].to(dt))) << "copy " << i;
+        }
+    }
+  }
+}
+
 // Nothing moves to the host: the scale divides the gradients (stored back unscaled) and a set
 // found_inf skips the whole step, step counts included.
 TEST_F(FusedOptimCuda, GradScaleAndFoundInfOnTheDevice) {

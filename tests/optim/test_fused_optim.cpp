@@ -264,7 +264,21 @@ TEST(FusedOptim, RefusesBadInputs) {
     fused_adam_({leaf, p[1]}, g, m, v, none, steps, adam);
   }
 
+  const Tensor no_scale;
+  auto with_copies = [&](ArrayRef<Tensor> c) { fused_adam_(p, g, m, v, none, steps, adam, no_scale, no_scale, no_scale, c); };
+  EXPECT_EMBER_ERROR(with_copies(list({{2, 3}}, kBFloat16)), "fused_adam_: param_copies has 1 tensors, params has 2");
+  EXPECT_EMBER_ERROR(with_copies(list({{2, 3}, {4}})),
+                     "fused_adam_: param_copies must be all float16 or all bfloat16, param_copies[0] is float32");
+  EXPECT_EMBER_ERROR(with_copies({zeros({2, 3}, kBFloat16), zeros({4}, kFloat16)}), "param_copies[1] is float16");
+  EXPECT_EMBER_ERROR(with_copies({Tensor(), zeros({5}, kBFloat16)}),
+                     "fused_adam_: param_copies[1] has shape [5], params[1] has shape [4]");
+  EXPECT_EMBER_ERROR(with_copies({zeros({3, 2}, kBFloat16).t(), Tensor()}),
+                     "fused_adam_: param_copies[0] (shape [2, 3], strides [1, 2]) must be contiguous");
+
   const FusedSgdArgs sgd, momentum{.momentum = 0.9};
+  EXPECT_EMBER_ERROR(fused_sgd_(list({{2}}, kFloat64), list({{2}}, kFloat64), {}, sgd, no_scale, no_scale, no_scale,
+                                list({{2}}, kBFloat16)),
+                     "fused_sgd_: param_copies are of float32 params, params[0] is float64");
   fused_sgd_(p, g, {}, sgd);
   fused_sgd_(p, g, m, momentum);
   EXPECT_EMBER_ERROR(fused_sgd_(p, g, m, sgd),
@@ -276,6 +290,44 @@ TEST(FusedOptim, RefusesBadInputs) {
   EXPECT_EMBER_ERROR(fused_sgd_(p, g, {}, sgd, zeros({1}, kInt32)),
                      "fused_sgd_: grad_scale must be a float32");
   EXPECT_EMBER_ERROR(fused_sgd_({Tensor()}, {Tensor()}, {}, sgd), "fused_sgd_: params[0] is undefined");
+}
+
+// param_copies: each copy ends as its param's new value cast to its dtype (one param has none);
+// the params and state move as without copies, and a skipped step (found_inf) moves nothing.
+TEST(FusedOptim, ParamCopiesAreTheCastsOfTheNewValues) {
+  const std::vector<DimVector> shapes = {{70000}, {3, 5}, {0}, {}, {33}};
+  for (ScalarType dt : {kBFloat16, kFloat16}) {
+    SCOPED_TRACE(to_string(dt));
+    manual_seed(9);
+    std::vector<Tensor> p = random_list(shapes, kFloat32), g = random_list(shapes, kFloat32),
+                        m = random_list(shapes, kFloat32), v = random_list(shapes, kFloat32, 0.5, 2);
+    std::vector<Tensor> p2 = copies(p), m2 = copies(m), v2 = copies(v), c;
+    for (size_t i = 0; i < shapes.size(); ++i) c.push_back(i == 1 ? Tensor() : full(shapes[i], 3.0, dt));
+    auto expect_casts = [&] {
+      for (size_t i = 0; i < shapes.size(); ++i)
+        if (c[i].defined()) {
+          EXPECT_CLOSE(c[i], p[i].to(dt), Tolerance{0, 0}) << "copy " << i;
+        }
+    };
+    const Tensor none;
+    const FusedAdamArgs adam{.lr = 0.01, .weight_decay = 0.1, .decoupled_weight_decay = true};
+    fused_adam_(p, g, m, v, {}, steps_at(shapes.size(), 2), adam, none, none, none, c);
+    fused_adam_(p2, g, m2, v2, {}, steps_at(shapes.size(), 2), adam);
+    expect_equal(p, p2);
+    expect_equal(m, m2);
+    expect_casts();
+    c[0].fill_(0);
+    fused_adam_(p, g, m, v, {}, steps_at(shapes.size(), 2), adam, none, full({}, 1.0), none, c);
+    expect_equal(p, p2);
+    EXPECT_EQ(c[0].abs().max().item<float>(), 0.0f);  // skipped: not even the copies
+
+    std::vector<Tensor> buf = random_list(shapes, kFloat32), buf2 = copies(buf);
+    const FusedSgdArgs sgd{.lr = 0.1, .momentum = 0.9, .nesterov = true};
+    fused_sgd_(p, g, buf, sgd, none, none, none, c);
+    fused_sgd_(p2, g, buf2, sgd);
+    expect_equal(p, p2);
+    expect_casts();
+  }
 }
 
 }  // namespace

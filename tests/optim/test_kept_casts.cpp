@@ -1,0 +1,118 @@
+// Autocast's kept casts (core/autocast_mode.h): a fused optimizer step writes the lower-precision
+// copies of the parameters it updates, so autocast regions after it cast no parameters; the
+// training is bit for bit the one that casts every step, and any other change to a parameter
+// makes the next region cast it again.
+#include "test_util.h"
+
+namespace ember::testing {
+namespace {
+
+// A two-layer model's step under CPU autocast (bfloat16) with a fused optimizer.
+struct Model {
+  Tensor w1, b1, w2;
+  std::vector<Tensor> params() const { return {w1, b1, w2}; }
+};
+
+Model make_model() {
+  manual_seed(5);
+  return {random_tensor({6, 8}, kFloat32, -0.5, 0.5).requires_grad_(),
+          random_tensor({8}, kFloat32, -0.5, 0.5).requires_grad_(),
+          random_tensor({8, 3}, kFloat32, -0.5, 0.5).requires_grad_()};
+}
+
+Tensor loss_of(const Model& m, const Tensor& x) {
+  amp::AutocastGuard autocast(kCPU, kBFloat16);
+  return sum(square(relu(addmm(m.b1, x, m.w1)).mm(m.w2)));
+}
+
+template <class Opt>
+void train(const Model& m, Opt& opt, int steps, bool recast_every_step) {
+  manual_seed(6);
+  for (int i = 0; i < steps; ++i) {
+    if (recast_every_step)
+      for (const Tensor& p : m.params()) p.bump_version();  // as any in-place change would
+    opt.zero_grad();
+    loss_of(m, random_tensor({4, 6}, kFloat32, -1, 1)).backward();
+    opt.step();
+  }
+}
+
+// The cast a region makes of p, and whether it is the one made the region before.
+Tensor cast_in_region(const Tensor& p) {
+  amp::AutocastGuard autocast(kCPU, kBFloat16);
+  return amp::detail::cast(p, kCPU, kBFloat16);
+}
+
+TEST(KeptCasts, TrainingIsTheOneThatCastsEveryStep) {
+  for (bool adam : {true, false}) {
+    SCOPED_TRACE(adam ? "AdamW" : "SGD");
+    Model kept = make_model(), recast = make_model();
+    auto run = [&](const Model& m, bool recast_every_step) {
+      if (adam) {
+        optim::AdamW opt(m.params(), optim::AdamWOptions(0.05).fused(true));
+        train(m, opt, 5, recast_every_step);
+      } else {
+        optim::SGD opt(m.params(), optim::SGDOptions(0.05).momentum(0.9).fused(true));
+        train(m, opt, 5, recast_every_step);
+      }
+    };
+    run(kept, false);
+    run(recast, true);
+    for (size_t i = 0; i < kept.params().size(); ++i) {
+      EXPECT_CLOSE(kept.params()[i].detach(), recast.params()[i].detach(), Tolerance{0, 0}) << "param " << i;
+      // The kept cast is the current value's cast, reused from region to region.
+      const Tensor c1 = cast_in_region(kept.params()[i]), c2 = cast_in_region(kept.params()[i]);
+      EXPECT_EQ(c1.data_ptr(), c2.data_ptr());
+      EXPECT_CLOSE(c1, kept.params()[i].detach().to(kBFloat16), Tolerance{0, 0});
+    }
+  }
+}
+
+// Gradients reach the parameter through a kept cast as through a fresh one.
+TEST(KeptCasts, GradientsFlowThroughTheKeptCast) {
+  Model m = make_model();
+  optim::AdamW opt(m.params(), optim::AdamWOptions(0.05).fused(true));
+  train(m, opt, 3, false);
+  const Tensor x = random_tensor({4, 6}, kFloat32, -1, 1);
+  opt.zero_grad();
+  loss_of(m, x).backward();
+  const Tensor kept_grad = m.w1.grad().clone();
+  m.w1.bump_version();
+  opt.zero_grad();
+  loss_of(m, x).backward();
+  EXPECT_CLOSE(kept_grad, m.w1.grad(), Tolerance{0, 0});
+}
+
+// Any change other than the fused step's, and the next region casts the new value.
+TEST(KeptCasts, OtherChangesAreCastAgain) {
+  Model m = make_model();
+  optim::SGD opt(m.params(), optim::SGDOptions(0.05).fused(true));
+  train(m, opt, 3, false);
+  const Tensor before = cast_in_region(m.w1);
+  EXPECT_EQ(before.data_ptr(), cast_in_region(m.w1).data_ptr());
+  {
+    NoGradGuard no_grad;
+    m.w1.mul_(2);
+  }
+  const Tensor after = cast_in_region(m.w1);
+  EXPECT_NE(after.data_ptr(), before.data_ptr());
+  EXPECT_CLOSE(after, m.w1.detach().to(kBFloat16), Tolerance{0, 0});
+  // A region after the new cast reuses it (made while a fused optimizer keeps w1's casts).
+  EXPECT_EQ(after.data_ptr(), cast_in_region(m.w1).data_ptr());
+  // New data: the cast of the old one is dropped.
+  m.w1.set_data(random_tensor({6, 8}, kFloat32, -1, 1));
+  const Tensor fresh = cast_in_region(m.w1);
+  EXPECT_NE(fresh.data_ptr(), after.data_ptr());
+  EXPECT_CLOSE(fresh, m.w1.detach().to(kBFloat16), Tolerance{0, 0});
+}
+
+// Parameters no fused optimizer updates keep the plain rule: the cast lives for its region.
+TEST(KeptCasts, OnlyForParametersOfAFusedStep) {
+  Model m = make_model();
+  optim::SGD opt(m.params(), optim::SGDOptions(0.05).fused(false));
+  train(m, opt, 3, false);
+  EXPECT_NE(cast_in_region(m.w1).data_ptr(), cast_in_region(m.w1).data_ptr());
+}
+
+}  // namespace
+}  // namespace ember::testing
