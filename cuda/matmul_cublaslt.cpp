@@ -10,12 +10,18 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstdlib>
+#include <limits>
 #include <optional>
+#include <string_view>
 
+#include "ember/core/deterministic.h"
 #include "ember/core/factories.h"
 #include "ember/core/ops/elementwise.h"
 #include "ember/core/ops/linalg.h"
 #include "ember/cuda/blas_handle.h"
+#include "ember/cuda/event.h"
+#include "ember/cuda/graph.h"
 #include "ember/cuda/handle_pool.h"
 #include "ember/cuda/plan_cache.h"
 
@@ -28,6 +34,19 @@ std::atomic<bool> g_allow_tf32{false};
 void set_allow_tf32(bool allow) { g_allow_tf32.store(allow, std::memory_order_relaxed); }
 bool allow_tf32() { return g_allow_tf32.load(std::memory_order_relaxed); }
 }  // namespace matmul
+
+namespace tunable {
+namespace {
+std::atomic<bool> g_enabled{[] {
+  const char* env = std::getenv("EMBER_TUNABLEOP_ENABLED");
+  return env != nullptr && std::string_view(env) == "1";
+}()};
+std::atomic<int64_t> g_tuned{0};
+}  // namespace
+void enable(bool enabled) { g_enabled.store(enabled, std::memory_order_relaxed); }
+bool is_enabled() { return g_enabled.load(std::memory_order_relaxed); }
+int64_t tuned_problems() { return g_tuned.load(std::memory_order_relaxed); }
+}  // namespace tunable
 
 namespace {
 
@@ -119,6 +138,34 @@ struct Problem {
   const void* bias;
 };
 
+constexpr int kTunableCandidates = 8;
+
+// One cuBLASLt call of the problem with the plan's algorithm.
+cublasStatus_t launch(const cublasLtMatmulHeuristicResult_t& plan, const Problem& p, double alpha, double beta,
+                      cublasLtMatmulDesc_t op_desc, cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
+                      cublasLtMatrixLayout_t ld, const Workspace& ws, const Stream& stream) {
+  const bool f64 = p.in_type == kFloat64;
+  const float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
+  const void* alpha_p = f64 ? static_cast<const void*>(&alpha) : &alpha_f;
+  const void* beta_p = f64 ? static_cast<const void*>(&beta) : &beta_f;
+  return cublasLtMatmul(cublaslt_handle(), op_desc, alpha_p, p.a.ptr, la, p.b.ptr, lb, beta_p, p.d, ld, p.d, ld,
+                        &plan.algo, ws.ptr, plan.workspaceSize, stream.stream());
+}
+
+// Milliseconds per run of `run(plan)` (a warm-up, then the mean of three) on the current stream,
+// waiting for them; none when a run fails.
+template <class Run>
+std::optional<float> time_algo(const cublasLtMatmulHeuristicResult_t& plan, const Run& run) {
+  constexpr int kRuns = 3;
+  if (run(plan) != CUBLAS_STATUS_SUCCESS) return std::nullopt;
+  Event start(true), end(true);
+  start.record();
+  for (int i = 0; i < kRuns; ++i)
+    if (run(plan) != CUBLAS_STATUS_SUCCESS) return std::nullopt;
+  end.record();
+  return start.elapsed_time(end) / kRuns;
+}
+
 // Runs the problem; false when cuBLASLt has no algorithm for it.
 bool run_problem(const Problem& p, double alpha, double beta) {
   const bool f64 = p.in_type == kFloat64;
@@ -199,22 +246,31 @@ bool run_problem(const Problem& p, double alpha, double beta) {
       set_attr(
           &pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
           static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE | CUBLASLT_REDUCTION_SCHEME_NONE));
-    cublasLtMatmulHeuristicResult_t result{};
+    // Tuning runs the candidates into d (and the bias sums), which the chosen one then overwrites.
+    const bool capturing = is_current_stream_capturing();
+    const bool tune = tunable::is_enabled() && beta == 0 && !capturing && !are_deterministic_algorithms_enabled();
+    cublasLtMatmulHeuristicResult_t results[kTunableCandidates] = {};
     int found = 0;
     cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(), &op_desc, &la, &lb, &ld, &ld, &pref,
-                                                       1, &result, &found);
+                                                       tune ? kTunableCandidates : 1, results, &found);
     if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found == 0)) return false;
     EMBER_CUBLAS_CHECK(st);
-    plan_cache().insert(key, result);
-    plan = result;
+    plan = results[0];
+    if (tune) {
+      float best = std::numeric_limits<float>::infinity();
+      for (int i = 0; i < found; ++i)
+        if (std::optional<float> ms = time_algo(results[i], [&](const cublasLtMatmulHeuristicResult_t& r) {
+              return launch(r, p, alpha, beta, &op_desc, &la, &lb, &ld, ws, stream);
+            }); ms && *ms < best) {
+          best = *ms;
+          plan = results[i];
+        }
+      tunable::g_tuned.fetch_add(1, std::memory_order_relaxed);
+    }
+    // A capture's pick is not kept while tuning is on: an eager call times the candidates later.
+    if (!(capturing && tunable::is_enabled())) plan_cache().insert(key, *plan);
   }
-
-  const float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
-  const void* alpha_p = f64 ? static_cast<const void*>(&alpha) : &alpha_f;
-  const void* beta_p = f64 ? static_cast<const void*>(&beta) : &beta_f;
-  EMBER_CUBLAS_CHECK(cublasLtMatmul(cublaslt_handle(), &op_desc, alpha_p, p.a.ptr, &la, p.b.ptr, &lb, beta_p,
-                                    p.d, &ld, p.d, &ld, &plan->algo, ws.ptr, plan->workspaceSize,
-                                    stream.stream()));
+  EMBER_CUBLAS_CHECK(launch(*plan, p, alpha, beta, &op_desc, &la, &lb, &ld, ws, stream));
   return true;
 }
 

@@ -18,6 +18,20 @@ void set_allow_tf32(bool allow);
 bool allow_tf32();
 }  // namespace matmul
 
+// torch.cuda.tunable for matrix products: enabled, the first product of each problem (shapes,
+// strides, dtypes, alignments, epilogue) times cuBLASLt's first few heuristic algorithms on the
+// GPU and keeps the fastest for that problem; off (the default, as in PyTorch), the heuristic's
+// first pick runs. The timing waits for the GPU, once per problem; it is skipped (the first pick
+// runs) while a CUDA graph captures, under deterministic algorithms (the pick could change from
+// run to run), and where beta is not 0. The environment variable EMBER_TUNABLEOP_ENABLED=1
+// enables it at startup, as PYTORCH_TUNABLEOP_ENABLED.
+namespace tunable {
+void enable(bool enabled = true);
+bool is_enabled();
+// How many problems this process has timed so far (torch.cuda.tunable.get_results() lists them).
+int64_t tuned_problems();
+}  // namespace tunable
+
 }  // namespace ember::cuda
 
 namespace ember {

@@ -9,7 +9,7 @@
 
 namespace ember::cuda {
 namespace {
-std::atomic<bool> g_matmul_tf32{false}, g_cudnn_tf32{true}, g_cudnn_benchmark{false},
+std::atomic<bool> g_matmul_tf32{false}, g_tunable{false}, g_cudnn_tf32{true}, g_cudnn_benchmark{false},
     g_cudnn_deterministic{false}, g_flash{true}, g_cudnn_sdp{true};
 }  // namespace
 
@@ -17,6 +17,12 @@ namespace matmul {
 void set_allow_tf32(bool allow) { g_matmul_tf32 = allow; }
 bool allow_tf32() { return g_matmul_tf32; }
 }  // namespace matmul
+
+namespace tunable {
+void enable(bool enabled) { g_tunable = enabled; }
+bool is_enabled() { return g_tunable; }
+int64_t tuned_problems() { return 0; }
+}  // namespace tunable
 
 namespace cudnn {
 void set_allow_tf32(bool allow) { g_cudnn_tf32 = allow; }

@@ -48,7 +48,7 @@ namespace {
 namespace F = nn::functional;
 
 // The rows of docs/pytorch_names.md whose ember column is not "missing".
-constexpr int64_t kPresentRows = 266;
+constexpr int64_t kPresentRows = 267;
 
 using Sizes = std::vector<int64_t>;
 
@@ -772,6 +772,8 @@ TEST(PytorchNames, Cuda) {
   EXPECT_FALSE(cuda::matmul::allow_tf32());
   EXPECT_TRUE(cuda::cudnn::allow_tf32());
   cuda::matmul::set_allow_tf32(cuda::matmul::allow_tf32());
+  EXPECT_FALSE(cuda::tunable::is_enabled());
+  cuda::tunable::enable(false);
   set_float32_matmul_precision("high");
   EXPECT_TRUE(cuda::matmul::allow_tf32());
   EXPECT_EQ(get_float32_matmul_precision(), "high");

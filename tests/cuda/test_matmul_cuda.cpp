@@ -2,6 +2,7 @@
 // transposed, strided and batch-broadcast, odd and zero sizes, the TF32 switch, the epilogues.
 #include <ember/core/ops/linalg.h>
 #include <ember/core/profiler.h>
+#include <ember/cuda/graph.h>
 #include <ember/cuda/matmul_cublaslt.h>
 
 #include <cmath>
@@ -172,6 +173,52 @@ TEST_F(MatmulCuda, LinearWeightAndBiasGradientsFromOneProduct) {
     mm_row_sums_stub(kCUDA)(none, sums, a.cuda().t(), b.cuda().narrow(1, 0, 0).narrow(0, 0, 30));
     EXPECT_TRUE(assert_close(sums.cpu(), a.sum({0}), scaled_tolerance(dt, 4)));
   }
+}
+
+// cuda::tunable: each new problem times the heuristic's candidates once and runs the fastest, which
+// gives the same product (up to rounding) with or without an epilogue; beta != 0 and a capture run
+// the first pick untimed, and an eager call after the capture tunes the problem.
+TEST_F(MatmulCuda, TunableTimesEachProblemOnceAndGivesTheSameProducts) {
+  manual_seed(12);
+  cuda::tunable::enable(true);
+  struct Off {
+    ~Off() { cuda::tunable::enable(false); }
+  } off;
+  const int64_t before = cuda::tunable::tuned_problems();
+  auto tuned = [&] { return cuda::tunable::tuned_problems() - before; };
+  // Shapes no other test uses, so that the plan cache has none of them.
+  Tensor a = random_tensor({1, 200, 72}, kBFloat16, -1, 1), b = random_tensor({1, 72, 56}, kBFloat16, -1, 1),
+         bias = random_tensor({56}, kBFloat16, -1, 1), c = random_tensor({1, 200, 56}, kBFloat16, -1, 1);
+  const Tensor ref = bmm(a.to(kFloat64), b.to(kFloat64));
+  const Tolerance tol = scaled_tolerance(kBFloat16, 4);
+  Tensor ga = a.cuda(), gb = b.cuda(), out = empty({1, 200, 56}, TensorOptions(kBFloat16).device(kCUDA));
+  cuda::gemm(out, ga, gb);
+  EXPECT_TRUE(assert_close(out.cpu().to(kFloat64), ref, tol));
+  cuda::gemm(out, ga, gb, 1, 0, cuda::Epilogue::Bias, bias.cuda());
+  EXPECT_TRUE(assert_close(out.cpu().to(kFloat64), ref + bias.to(kFloat64), tol));
+  Tensor sums = empty({200}, out.options());
+  cuda::gemm(out, ga, gb, 1, 0, cuda::Epilogue::RowSumsOfA, sums);
+  EXPECT_TRUE(assert_close(out.cpu().to(kFloat64), ref, tol));
+  EXPECT_TRUE(assert_close(sums.cpu().to(kFloat64), a.to(kFloat64).sum({2}).squeeze(0), tol));
+  EXPECT_EQ(tuned(), 3);
+  cuda::gemm(out, ga, gb);  // known: not timed again
+  Tensor acc = c.cuda();
+  cuda::gemm(acc, ga, gb, 1, 0.5);  // beta != 0: not timed
+  EXPECT_TRUE(assert_close(acc.cpu().to(kFloat64), ref + c.to(kFloat64) * 0.5, tol));
+  EXPECT_EQ(tuned(), 3);
+
+  Tensor a2 = random_tensor({1, 136, 72}, kBFloat16, -1, 1).cuda();
+  Tensor captured = empty({1, 136, 56}, out.options());
+  cuda::CUDAGraph graph;
+  {
+    cuda::graph capture(graph);
+    cuda::gemm(captured, a2, gb);
+  }
+  graph.replay();
+  EXPECT_TRUE(assert_close(captured.cpu().to(kFloat64), bmm(a2.cpu().to(kFloat64), b.to(kFloat64)), tol));
+  EXPECT_EQ(tuned(), 3);
+  cuda::gemm(captured, a2, gb);
+  EXPECT_EQ(tuned(), 4);
 }
 
 // Zero-size products: nothing to compute, or (K = 0) an empty sum.
