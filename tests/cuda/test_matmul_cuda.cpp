@@ -196,16 +196,20 @@ TEST_F(MatmulCuda, TunableTimesEachProblemOnceAndGivesTheSameProducts) {
   EXPECT_TRUE(assert_close(out.cpu().to(kFloat64), ref, tol));
   cuda::gemm(out, ga, gb, 1, 0, cuda::Epilogue::Bias, bias.cuda());
   EXPECT_TRUE(assert_close(out.cpu().to(kFloat64), ref + bias.to(kFloat64), tol));
+  EXPECT_EQ(tuned(), 2);
+  // The row sums' epilogue is tuned where cuBLASLt has it for the layout (else the plain product
+  // runs, known by now, and a reduction).
   Tensor sums = empty({200}, out.options());
   cuda::gemm(out, ga, gb, 1, 0, cuda::Epilogue::RowSumsOfA, sums);
   EXPECT_TRUE(assert_close(out.cpu().to(kFloat64), ref, tol));
   EXPECT_TRUE(assert_close(sums.cpu().to(kFloat64), a.to(kFloat64).sum({2}).squeeze(0), tol));
-  EXPECT_EQ(tuned(), 3);
+  const int64_t known = tuned();
+  EXPECT_LE(known, 3);
   cuda::gemm(out, ga, gb);  // known: not timed again
   Tensor acc = c.cuda();
   cuda::gemm(acc, ga, gb, 1, 0.5);  // beta != 0: not timed
   EXPECT_TRUE(assert_close(acc.cpu().to(kFloat64), ref + c.to(kFloat64) * 0.5, tol));
-  EXPECT_EQ(tuned(), 3);
+  EXPECT_EQ(tuned(), known);
 
   Tensor a2 = random_tensor({1, 136, 72}, kBFloat16, -1, 1).cuda();
   Tensor captured = empty({1, 136, 56}, out.options());
@@ -216,9 +220,9 @@ TEST_F(MatmulCuda, TunableTimesEachProblemOnceAndGivesTheSameProducts) {
   }
   graph.replay();
   EXPECT_TRUE(assert_close(captured.cpu().to(kFloat64), bmm(a2.cpu().to(kFloat64), b.to(kFloat64)), tol));
-  EXPECT_EQ(tuned(), 3);
+  EXPECT_EQ(tuned(), known);
   cuda::gemm(captured, a2, gb);
-  EXPECT_EQ(tuned(), 4);
+  EXPECT_EQ(tuned(), known + 1);
 }
 
 // Zero-size products: nothing to compute, or (K = 0) an empty sum.
