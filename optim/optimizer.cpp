@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "ember/core/autocast_mode.h"
@@ -356,12 +357,16 @@ void Optimizer::load_state_dict(const StateDict& sd) {
 std::vector<Tensor> Optimizer::kept_casts(const std::vector<Tensor>& params) {
   std::vector<Tensor> casts;
   casts.reserve(params.size());
-  bool any = false;
+  std::optional<ScalarType> dtype;
   for (const Tensor& p : params) {
-    casts.push_back(amp::detail::kept_cast(p));
-    any = any || casts.back().defined();
+    Tensor cast = amp::detail::kept_cast(p);
+    // One step writes casts of one dtype; the others (regions of another autocast dtype) go stale
+    // and are cast again.
+    if (cast.defined() && dtype && cast.dtype() != *dtype) cast = Tensor();
+    if (cast.defined()) dtype = cast.dtype();
+    casts.push_back(std::move(cast));
   }
-  if (!any) casts.clear();
+  if (!dtype) casts.clear();
   return casts;
 }
 

@@ -106,6 +106,26 @@ TEST(KeptCasts, OtherChangesAreCastAgain) {
   EXPECT_CLOSE(fresh, m.w1.detach().to(kBFloat16), Tolerance{0, 0});
 }
 
+// Casts kept in two autocast dtypes (regions of bfloat16 and of float16): a step writes those of one
+// dtype, and the others are cast again.
+TEST(KeptCasts, OneStepWritesCastsOfOneDtype) {
+  Model m = make_model();
+  optim::AdamW opt(m.params(), optim::AdamWOptions(0.05).fused(true));
+  train(m, opt, 2, false);
+  auto cast_as = [](const Tensor& p, ScalarType dt) {
+    amp::AutocastGuard autocast(kCPU, dt);
+    return amp::detail::cast(p, kCPU, dt);
+  };
+  opt.zero_grad();
+  loss_of(m, random_tensor({4, 6}, kFloat32, -1, 1)).backward();
+  cast_as(m.w1, kFloat16);  // w1's kept cast is now float16, the others' bfloat16
+  opt.step();
+  for (const Tensor& p : m.params()) {
+    EXPECT_CLOSE(cast_as(p, kBFloat16), p.detach().to(kBFloat16), Tolerance{0, 0});
+    EXPECT_CLOSE(cast_as(p, kFloat16), p.detach().to(kFloat16), Tolerance{0, 0});
+  }
+}
+
 // Parameters no fused optimizer updates keep the plain rule: the cast lives for its region.
 TEST(KeptCasts, OnlyForParametersOfAFusedStep) {
   Model m = make_model();
