@@ -133,8 +133,8 @@ void fused_adam_cuda(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<T
   ops::visit_optim_dtype(params[0].dtype(), [&](auto tag) {
     using S = decltype(tag);
     AdamOp<S> op{{optional_ptr(grad_scale), optional_ptr(found_inf), optional_lr(lr)}, args};
-    apply_with_copies<S>({params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs}, state_steps, op, param_copies,
-                         stream);
+    apply_with_copies<S>({params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs}, state_steps, op,
+                         param_copies, stream);
   });
 }
 

@@ -141,15 +141,16 @@ struct Problem {
 constexpr int kTunableCandidates = 8;
 
 // One cuBLASLt call of the problem with the plan's algorithm.
-cublasStatus_t launch(const cublasLtMatmulHeuristicResult_t& plan, const Problem& p, double alpha, double beta,
-                      cublasLtMatmulDesc_t op_desc, cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
-                      cublasLtMatrixLayout_t ld, const Workspace& ws, const Stream& stream) {
+cublasStatus_t launch(const cublasLtMatmulHeuristicResult_t& plan, const Problem& p, double alpha,
+                      double beta, cublasLtMatmulDesc_t op_desc, cublasLtMatrixLayout_t la,
+                      cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t ld, const Workspace& ws,
+                      const Stream& stream) {
   const bool f64 = p.in_type == kFloat64;
   const float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
   const void* alpha_p = f64 ? static_cast<const void*>(&alpha) : &alpha_f;
   const void* beta_p = f64 ? static_cast<const void*>(&beta) : &beta_f;
-  return cublasLtMatmul(cublaslt_handle(), op_desc, alpha_p, p.a.ptr, la, p.b.ptr, lb, beta_p, p.d, ld, p.d, ld,
-                        &plan.algo, ws.ptr, plan.workspaceSize, stream.stream());
+  return cublasLtMatmul(cublaslt_handle(), op_desc, alpha_p, p.a.ptr, la, p.b.ptr, lb, beta_p, p.d, ld, p.d,
+                        ld, &plan.algo, ws.ptr, plan.workspaceSize, stream.stream());
 }
 
 // Milliseconds per run of `run(plan)` (a warm-up, then the mean of three) on the current stream,
@@ -248,7 +249,8 @@ bool run_problem(const Problem& p, double alpha, double beta) {
           static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE | CUBLASLT_REDUCTION_SCHEME_NONE));
     // Tuning runs the candidates into d (and the bias sums), which the chosen one then overwrites.
     const bool capturing = is_current_stream_capturing();
-    const bool tune = tunable::is_enabled() && beta == 0 && !capturing && !are_deterministic_algorithms_enabled();
+    const bool tune =
+        tunable::is_enabled() && beta == 0 && !capturing && !are_deterministic_algorithms_enabled();
     cublasLtMatmulHeuristicResult_t results[kTunableCandidates] = {};
     int found = 0;
     cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(), &op_desc, &la, &lb, &ld, &ld, &pref,
@@ -257,14 +259,17 @@ bool run_problem(const Problem& p, double alpha, double beta) {
     EMBER_CUBLAS_CHECK(st);
     plan = results[0];
     if (tune) {
+      auto run = [&](const cublasLtMatmulHeuristicResult_t& r) {
+        return launch(r, p, alpha, beta, &op_desc, &la, &lb, &ld, ws, stream);
+      };
       float best = std::numeric_limits<float>::infinity();
-      for (int i = 0; i < found; ++i)
-        if (std::optional<float> ms = time_algo(results[i], [&](const cublasLtMatmulHeuristicResult_t& r) {
-              return launch(r, p, alpha, beta, &op_desc, &la, &lb, &ld, ws, stream);
-            }); ms && *ms < best) {
+      for (int i = 0; i < found; ++i) {
+        const std::optional<float> ms = time_algo(results[i], run);
+        if (ms && *ms < best) {
           best = *ms;
           plan = results[i];
         }
+      }
       tunable::g_tuned.fetch_add(1, std::memory_order_relaxed);
     }
     // A capture's pick is not kept while tuning is on: an eager call times the candidates later.

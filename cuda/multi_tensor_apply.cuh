@@ -107,7 +107,8 @@ __global__ void __launch_bounds__(kBlockSize) multi_tensor_kernel(TensorListMeta
   }
   const typename Op::PerTensor c = op.per_tensor(meta.steps[t]);
   if (aligned && n % kVec == 0) {
-    for (int64_t i = threadIdx.x * kVec; i < n; i += blockDim.x * kVec) update_pack<kVec>(ptr, copy, i, op, c);
+    for (int64_t i = threadIdx.x * kVec; i < n; i += blockDim.x * kVec)
+      update_pack<kVec>(ptr, copy, i, op, c);
   } else {
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) update_pack<1>(ptr, copy, i, op, c);
   }

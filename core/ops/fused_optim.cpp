@@ -34,15 +34,17 @@ void check_scalar(const char* op, const char* what, const Tensor& t, Device devi
 
 // list[i] (of the list named `what`) has params[i]'s shape, device and dense layout (contiguous, or
 // channels-last params and all their state), and its dtype unless a copy's.
-void check_like(const char* op, const char* what, size_t i, const Tensor& t, const Tensor& p, bool same_dtype) {
+void check_like(const char* op, const char* what, size_t i, const Tensor& t, const Tensor& p,
+                bool same_dtype) {
   EMBER_CHECK(t.sizes().equals(p.sizes()), op, ": ", what, "[", i, "] has shape ", t.sizes(), ", params[", i,
               "] has shape ", p.sizes());
   EMBER_CHECK(!same_dtype || t.dtype() == p.dtype(), op, ": ", what, "[", i, "] has dtype ", t.dtype(),
               ", params[", i, "] has dtype ", p.dtype());
-  EMBER_CHECK(t.device() == p.device(), op, ": ", what, "[", i, "] is on ", t.device(), ", params[", i, "] on ",
-              p.device());
-  EMBER_CHECK(same_dense_layout(t, p), op, ": ", what, "[", i, "] (shape ", t.sizes(), ", strides ", t.strides(),
-              ") must be contiguous, or dense with the strides of params[", i, "] ", p.strides());
+  EMBER_CHECK(t.device() == p.device(), op, ": ", what, "[", i, "] is on ", t.device(), ", params[", i,
+              "] on ", p.device());
+  EMBER_CHECK(same_dense_layout(t, p), op, ": ", what, "[", i, "] (shape ", t.sizes(), ", strides ",
+              t.strides(), ") must be contiguous, or dense with the strides of params[", i, "] ",
+              p.strides());
 }
 
 // `list` (named `what`) holds one tensor per param, like it (check_like).
@@ -59,14 +61,14 @@ void check_list(const char* op, const char* what, ArrayRef<Tensor> list, ArrayRe
 // for all) of a float32 param, like it but for the dtype.
 void check_copies(const char* op, ArrayRef<Tensor> copies, ArrayRef<Tensor> params) {
   if (copies.empty()) return;
-  EMBER_CHECK(copies.size() == params.size(), op, ": param_copies has ", copies.size(), " tensors, params has ",
-              params.size());
+  EMBER_CHECK(copies.size() == params.size(), op, ": param_copies has ", copies.size(),
+              " tensors, params has ", params.size());
   std::optional<ScalarType> dtype;
   for (size_t i = 0; i < copies.size(); ++i) {
     const Tensor& c = copies[i];
     if (!c.defined()) continue;
-    EMBER_CHECK(params[i].dtype() == kFloat32, op, ": param_copies are of float32 params, params[", i, "] is ",
-                params[i].dtype());
+    EMBER_CHECK(params[i].dtype() == kFloat32, op, ": param_copies are of float32 params, params[", i,
+                "] is ", params[i].dtype());
     EMBER_CHECK(is_reduced_float(c.dtype()) && (!dtype || c.dtype() == *dtype), op,
                 ": param_copies must be all float16 or all bfloat16, param_copies[", i, "] is ", c.dtype());
     dtype = c.dtype();
@@ -127,8 +129,8 @@ void fused_adam_(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tenso
 }
 
 void fused_sgd_(ArrayRef<Tensor> params, ArrayRef<Tensor> grads, ArrayRef<Tensor> momentum_buffers,
-                const FusedSgdArgs& args, const Tensor& grad_scale, const Tensor& found_inf,
-                const Tensor& lr, ArrayRef<Tensor> param_copies) {
+                const FusedSgdArgs& args, const Tensor& grad_scale, const Tensor& found_inf, const Tensor& lr,
+                ArrayRef<Tensor> param_copies) {
   detail::OpRange op_range("fused_sgd_", params, grads);
   const char* op = "fused_sgd_";
   if (params.empty()) return;

@@ -109,7 +109,8 @@ TEST_F(FusedOptimCuda, ParamCopiesAreTheCastsOfTheNewValues) {
       manual_seed(5);
       std::vector<Tensor> p = random_list(shapes, kFloat32, -2, 2), g = random_list(shapes, kFloat32, -2, 2),
                           m = random_list(shapes, kFloat32, -1, 1), v = random_list(shapes, kFloat32, 0.5, 2);
-      std::vector<Tensor> cp = on(p, kCUDA, misalign), cg = on(g, kCUDA), cm = on(m, kCUDA), cv = on(v, kCUDA);
+      std::vector<Tensor> cp = on(p, kCUDA, misalign), cg = on(g, kCUDA), cm = on(m, kCUDA),
+                          cv = on(v, kCUDA);
       std::vector<Tensor> copies;
       for (const Tensor& t : p) copies.push_back(t.to(dt));
       copies = on(copies, kCUDA, misalign);

@@ -265,19 +265,24 @@ TEST(FusedOptim, RefusesBadInputs) {
   }
 
   const Tensor no_scale;
-  auto with_copies = [&](ArrayRef<Tensor> c) { fused_adam_(p, g, m, v, none, steps, adam, no_scale, no_scale, no_scale, c); };
-  EXPECT_EMBER_ERROR(with_copies(list({{2, 3}}, kBFloat16)), "fused_adam_: param_copies has 1 tensors, params has 2");
-  EXPECT_EMBER_ERROR(with_copies(list({{2, 3}, {4}})),
-                     "fused_adam_: param_copies must be all float16 or all bfloat16, param_copies[0] is float32");
-  EXPECT_EMBER_ERROR(with_copies({zeros({2, 3}, kBFloat16), zeros({4}, kFloat16)}), "param_copies[1] is float16");
+  auto with_copies = [&](ArrayRef<Tensor> c) {
+    fused_adam_(p, g, m, v, none, steps, adam, no_scale, no_scale, no_scale, c);
+  };
+  EXPECT_EMBER_ERROR(with_copies(list({{2, 3}}, kBFloat16)),
+                     "fused_adam_: param_copies has 1 tensors, params has 2");
+  EXPECT_EMBER_ERROR(
+      with_copies(list({{2, 3}, {4}})),
+      "fused_adam_: param_copies must be all float16 or all bfloat16, param_copies[0] is float32");
+  EXPECT_EMBER_ERROR(with_copies({zeros({2, 3}, kBFloat16), zeros({4}, kFloat16)}),
+                     "param_copies[1] is float16");
   EXPECT_EMBER_ERROR(with_copies({Tensor(), zeros({5}, kBFloat16)}),
                      "fused_adam_: param_copies[1] has shape [5], params[1] has shape [4]");
   EXPECT_EMBER_ERROR(with_copies({zeros({3, 2}, kBFloat16).t(), Tensor()}),
                      "fused_adam_: param_copies[0] (shape [2, 3], strides [1, 2]) must be contiguous");
 
   const FusedSgdArgs sgd, momentum{.momentum = 0.9};
-  EXPECT_EMBER_ERROR(fused_sgd_(list({{2}}, kFloat64), list({{2}}, kFloat64), {}, sgd, no_scale, no_scale, no_scale,
-                                list({{2}}, kBFloat16)),
+  EXPECT_EMBER_ERROR(fused_sgd_(list({{2}}, kFloat64), list({{2}}, kFloat64), {}, sgd, no_scale, no_scale,
+                                no_scale, list({{2}}, kBFloat16)),
                      "fused_sgd_: param_copies are of float32 params, params[0] is float64");
   fused_sgd_(p, g, {}, sgd);
   fused_sgd_(p, g, m, momentum);
