@@ -114,9 +114,10 @@ void apply_with_copies(const std::vector<ArrayRef<Tensor>>& lists, ArrayRef<Tens
                        ArrayRef<Tensor> copies, cudaStream_t stream) {
   visit_copy_dtype(copies, [&](auto ctag) {
     using C = decltype(ctag);
-    if constexpr (std::is_same_v<C, NoCopies>)
+    // Copies are only of float32 params (the frontend checks): other dtypes never take them.
+    if constexpr (std::is_same_v<C, NoCopies> || !std::is_same_v<S, float>)
       multi_tensor_apply<S>(lists, steps, op, stream);
-    else if constexpr (std::is_same_v<S, float>)
+    else
       multi_tensor_apply<S, Op, C>(lists, steps, op, stream, copies);
   });
 }
