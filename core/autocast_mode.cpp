@@ -1,5 +1,6 @@
 #include "ember/core/autocast_mode.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "ember/core/autograd_meta.h"
@@ -180,19 +181,31 @@ Tensor slice_of_cast_buffer(std::unordered_map<BufferKey, CacheEntry, BufferKeyH
   return recorded_as_cast(t, out);
 }
 
-// While a CUDA graph captures, kept casts are neither used nor made: the graph would go on reading
-// a copy that changes made to the parameter outside it never reach.
-bool keeping_casts() { return !default_generator(kCUDA).capturing(); }
+thread_local std::vector<detail::KeptCastUse>* kept_cast_uses = nullptr;  // a capture's record
 
-// The kept cast of t to dtype, if it was made from t's present value.
+bool capturing() { return default_generator(kCUDA).capturing(); }
+
+// The kept cast of t to dtype, if it was made from t's present value. A capture that records its
+// uses may read it (the graph's replays refresh it); one that does not would go on reading a
+// copy that changes made to the parameter outside the graph never reach.
 const Tensor* current_kept_cast(const Tensor& t, ScalarType dtype) {
   const AutogradMeta* meta = t.unsafe_impl()->autograd_meta();
-  if (!meta || !meta->kept_cast.copy.defined() || !keeping_casts()) return nullptr;
+  if (!meta || !meta->kept_cast.copy.defined() || (capturing() && !kept_cast_uses)) return nullptr;
   const AutogradMeta::KeptCast& k = meta->kept_cast;
   const bool current = k.copy.dtype() == dtype && k.storage == t.unsafe_impl()->storage().get() &&
                        k.storage_offset == t.storage_offset() && k.version == t._version() &&
                        k.copy.device() == t.device() && k.copy.sizes().equals(t.sizes());
   return current ? &k.copy : nullptr;
+}
+
+// A kept cast the capture reads or writes; returns it.
+const Tensor& used(const Tensor& t, const Tensor& copy) {
+  if (kept_cast_uses && capturing()) {
+    auto same = [&](const detail::KeptCastUse& u) { return u.param.unsafe_impl() == t.unsafe_impl(); };
+    if (std::none_of(kept_cast_uses->begin(), kept_cast_uses->end(), same))
+      kept_cast_uses->push_back({t, copy});
+  }
+  return copy;
 }
 
 void set_kept_cast(const Tensor& t, const Tensor& copy) {
@@ -218,14 +231,15 @@ Tensor cast(const Tensor& t, DeviceType device_type, ScalarType dtype) {
   if (const Tensor* kept = current_kept_cast(t, dtype)) {
     {
       NoGradGuard no_grad;
-      out = kept->as_strided(kept->sizes(), kept->strides(), kept->storage_offset());
+      const Tensor& copy = used(t, *kept);
+      out = copy.as_strided(copy.sizes(), copy.strides(), copy.storage_offset());
     }
     out = recorded_as_cast(t, out);
   } else {
     const StorageImpl* storage = t.unsafe_impl()->storage().get();
     const bool in_buffer = storage->nbytes() > static_cast<size_t>(t.numel()) * element_size(t.dtype());
     out = in_buffer ? slice_of_cast_buffer(s.buffers, t, dtype) : t.to(dtype);
-    if (t.unsafe_impl()->autograd_meta()->kept_cast.wanted && keeping_casts()) set_kept_cast(t, out.detach());
+    if (t.unsafe_impl()->autograd_meta()->kept_cast.wanted && !capturing()) set_kept_cast(t, out.detach());
   }
   s.cache.emplace(key, CacheEntry{t, out});
   return out;
@@ -238,12 +252,24 @@ Tensor kept_cast(const Tensor& param) {
   const Tensor& copy = meta->kept_cast.copy;
   if (!copy.defined()) return {};
   const Tensor* current = current_kept_cast(param, copy.dtype());
-  return current && same_dense_layout(*current, param) ? *current : Tensor();
+  return current && same_dense_layout(*current, param) ? used(param, *current) : Tensor();
 }
 
 void kept_cast_written(const Tensor& param) {
   AutogradMeta::KeptCast& k = param.unsafe_impl()->autograd_meta()->kept_cast;
   k.version = param._version();
+}
+
+void record_kept_casts(std::vector<KeptCastUse>* uses) { kept_cast_uses = uses; }
+
+void refresh_kept_cast(const KeptCastUse& use) {
+  const Tensor* current = current_kept_cast(use.param, use.copy.dtype());
+  if (current && current->data_ptr() == use.copy.data_ptr()) return;
+  {
+    NoGradGuard no_grad;
+    use.copy.copy_(use.param);
+  }
+  set_kept_cast(use.param, use.copy);
 }
 
 }  // namespace detail

@@ -98,6 +98,19 @@ Tensor cast(const Tensor& t, DeviceType device_type, ScalarType dtype);
 Tensor kept_cast(const Tensor& param);
 void kept_cast_written(const Tensor& param);
 
+// Kept casts in CUDA graphs (cuda::CUDAGraph). While a capture records into `uses` on this thread,
+// regions read and fused steps write the current kept casts as eagerly, and each (parameter, kept
+// cast) the capture touches is added to `uses` once; no kept cast is made during a capture, and a
+// capture that does not record uses none. Replays then read and write those copies, not the
+// parameter's cast: before each replay, refresh_kept_cast makes `copy` the parameter's kept cast
+// again, cast anew if the parameter changed outside the graph.
+struct KeptCastUse {
+  Tensor param;
+  Tensor copy;
+};
+void record_kept_casts(std::vector<KeptCastUse>* uses);  // nullptr: stop recording
+void refresh_kept_cast(const KeptCastUse& use);
+
 // The tensors among an op's arguments: a Tensor, a list of them, or anything else (passed through).
 template <class F>
 void for_each_tensor(const Tensor& t, F&& f) {

@@ -97,11 +97,13 @@ void CUDAGraph::capture_begin(MempoolId pool, CaptureErrorMode mode) {
   captures_underway.fetch_add(1, std::memory_order_relaxed);
   ember::cuda::detail::begin_allocate_to_pool(device_, pool_, capture_id_);
   holds_pool_ = true;
+  amp::detail::record_kept_casts(&kept_casts_);
 }
 
 void CUDAGraph::finish_capture() {
   capturing_ = false;
   stream_ = nullptr;
+  amp::detail::record_kept_casts(nullptr);
   rng_offsets_ = default_generator(kCUDA).end_capture();
   captures_underway.fetch_sub(1, std::memory_order_relaxed);
   ember::cuda::detail::end_allocate_to_pool(device_, capture_id_);
@@ -157,6 +159,8 @@ void CUDAGraph::replay() {
     record_stream(rng_state_, stream);  // made on the capture's stream, used on this one
     gen.set_state({s.seed, s.offset + rng_offsets_});
   }
+  // On the replay's stream (the current one), before the launch.
+  for (const amp::detail::KeptCastUse& use : kept_casts_) amp::detail::refresh_kept_cast(use);
   EMBER_CUDA_CHECK(cudaGraphLaunch(exec_, stream.stream()));
 }
 
@@ -176,6 +180,7 @@ void CUDAGraph::reset() {
   pool_ = {0, 0};
   rng_state_ = Tensor();
   rng_offsets_ = 0;
+  kept_casts_.clear();
 }
 
 graph::graph(CUDAGraph& g, MempoolId pool, const Stream* stream, CaptureErrorMode mode)

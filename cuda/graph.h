@@ -1,5 +1,8 @@
 #pragma once
 
+#include <vector>
+
+#include "ember/core/autocast_mode.h"
 #include "ember/core/tensor.h"
 #include "ember/cuda/caching_allocator.h"
 
@@ -19,6 +22,11 @@ struct CUstream_st;
 // and a base offset from device memory that each replay rewrites from the generator, which then
 // advances as the eager ops would have (so a replay draws new numbers, the ones the same ops run
 // eagerly would have drawn). Other generators are not graph-safe: a capture bakes in their state.
+//
+// Autocast's kept casts of parameters (core/autocast_mode.h) that a capture reads or a fused step
+// in it writes stay the parameters' casts through the replays: each replay first casts anew those
+// whose parameter changed outside the graph (load_state_dict, an in-place op, an eager step that
+// did not write the cast), so a captured training step casts no parameters.
 //
 // Waiting for the GPU cannot be captured: item(), copies to the host, ops whose output size
 // depends on the GPU's values (one_hot without num_classes), and empty_cache raise an ember::Error
@@ -74,6 +82,7 @@ class CUDAGraph {
   bool capturing_ = false;
   Tensor rng_state_;          // [seed, base offset] that captured random ops read, rewritten per replay
   uint64_t rng_offsets_ = 0;  // generator offsets the captured ops take
+  std::vector<amp::detail::KeptCastUse> kept_casts_;  // read or written by the captured work
 };
 
 // For its scope, captures into `g` (torch.cuda.graph): waits for the device, makes `stream` (by

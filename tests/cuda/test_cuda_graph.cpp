@@ -353,8 +353,9 @@ TEST_F(CudaGraph, MlpStepWithDropoutSgdAndAnLrScheduleMatchesEagerBitForBit) {
   expect_same_runs(setup, batches({16, 32}, 10, kWarmup + 6));
 }
 
-ModelSetup transformer_setup(ScalarType compute) {
-  return [compute] {
+// nudge: every other step, halves a weight between steps, a change the replays must see.
+ModelSetup transformer_setup(ScalarType compute, bool nudge = false) {
+  return [compute, nudge] {
     auto layer = nn::TransformerEncoderLayer(nn::TransformerEncoderLayerOptions(64, 4)
                                                  .dim_feedforward(128)
                                                  .dropout(0.1)
@@ -385,7 +386,13 @@ ModelSetup transformer_setup(ScalarType compute) {
       for (const auto& [k, v] : head->state_dict()) s.insert("head." + k, v);
       return s;
     };
-    return Trained{step, [] {}, state};
+    std::function<void()> after = [] {};
+    if (nudge)
+      after = [w = params[0], steps = std::make_shared<int>(0)] {
+        NoGradGuard no_grad;
+        if (++*steps % 2 == 0) w.mul_(0.5);
+      };
+    return Trained{step, after, state};
   };
 }
 
@@ -404,6 +411,13 @@ TEST_F(CudaGraph, TransformerLayerStepInBFloat16MatchesEager) {
 TEST_F(CudaGraph, TransformerLayerStepInBFloat16MatchesEagerExactlyWhenDeterministic) {
   DeterministicMode mode(true);
   expect_same_runs(transformer_setup(kBFloat16), batches({4, 16, 64}, 5, kWarmup + 5));
+}
+
+// The captured step reads and writes the kept bfloat16 casts of the weights, not casting them
+// (core/autocast_mode.h); a weight changed between replays is cast again before the next one.
+TEST_F(CudaGraph, TransformerLayerStepSeesWeightsChangedBetweenReplays) {
+  DeterministicMode mode(true);
+  expect_same_runs(transformer_setup(kBFloat16, /*nudge=*/true), batches({4, 16, 64}, 5, kWarmup + 5));
 }
 
 // A ResNet basic block with batch norm, conv + bn + relu twice, its output added to its input.

@@ -126,6 +126,32 @@ TEST(KeptCasts, OneStepWritesCastsOfOneDtype) {
   }
 }
 
+// What a CUDA graph's replay does first (cuda/graph.cpp): the copy its capture read or wrote becomes
+// the parameter's kept cast again, cast anew only if the parameter changed since.
+TEST(KeptCasts, RefreshMakesAGraphsCopyTheCurrentCast) {
+  Model m = make_model();
+  optim::SGD opt(m.params(), optim::SGDOptions(0.05).fused(true));
+  train(m, opt, 3, false);
+  const Tensor graphs = amp::detail::kept_cast(m.w1);
+  ASSERT_TRUE(graphs.defined());
+  const uint32_t version = graphs._version();
+  amp::detail::refresh_kept_cast({m.w1, graphs});
+  EXPECT_EQ(graphs._version(), version) << "a current cast is not cast again";
+  // Changed outside the graph, and cast by an eager region into a copy of its own.
+  {
+    NoGradGuard no_grad;
+    m.w1.mul_(2);
+  }
+  EXPECT_NE(cast_in_region(m.w1).data_ptr(), graphs.data_ptr());
+  amp::detail::refresh_kept_cast({m.w1, graphs});
+  EXPECT_EQ(cast_in_region(m.w1).data_ptr(), graphs.data_ptr());
+  EXPECT_CLOSE(graphs, m.w1.detach().to(kBFloat16), Tolerance{0, 0});
+  // The next fused step writes the graph's copy.
+  train(m, opt, 1, false);
+  EXPECT_EQ(amp::detail::kept_cast(m.w1).data_ptr(), graphs.data_ptr());
+  EXPECT_CLOSE(graphs, m.w1.detach().to(kBFloat16), Tolerance{0, 0});
+}
+
 // Parameters no fused optimizer updates keep the plain rule: the cast lives for its region.
 TEST(KeptCasts, OnlyForParametersOfAFusedStep) {
   Model m = make_model();
