@@ -3,13 +3,16 @@
 // output in one pass: each thread step takes 8 elements (16-byte loads: one for 2-byte floats, two for
 // float, four for double), their two Philox blocks and, for gelu_dropout, one byte of the packed mask.
 // gelu_dropout's backward is the same kernel over (grad, x) with the mask read from those bits;
-// native_dropout's is the generic elementwise launcher over (mask, grad).
+// native_dropout's is the generic elementwise launcher over (mask, grad). For f16 and bf16, GELU and
+// its derivative are gelu_reduced_precision.cuh's (as the gelu op's kernels): these kernels are
+// bound by instructions, and erff's are most of them.
 #include <type_traits>
 #include <utility>
 
 #include "ember/core/ops/dropout.h"
 #include "ember/core/ops/dropout_functors.h"
 #include "ember/cuda/elementwise.cuh"
+#include "ember/cuda/gelu_reduced_precision.cuh"
 #include "ember/cuda/nn_kernel_util.cuh"
 
 namespace ember::cuda {
@@ -102,8 +105,10 @@ void native_dropout_cuda(const Tensor& out, const Tensor& mask, const Tensor& bi
     using T = decltype(tag);
     const auto scale = static_cast<Acc<T>>(ops::dropout_scale(p));
     const ops::DropoutKeepSource src{rng, p, nullptr};
+    using Gelu = std::conditional_t<sizeof(T) == 2, ops::GeluMaskedScale<float, GeluReducedPrecision>,
+                                    ops::GeluMaskedScale<Acc<T>>>;
     if (gelu)
-      launch_masked_map<T>(out, mask, bits, src, ops::GeluMaskedScale<Acc<T>>{scale}, x);
+      launch_masked_map<T>(out, mask, bits, src, Gelu{scale}, x);
     else
       launch_masked_map<T>(out, mask, bits, src, ops::MaskedScale<Acc<T>>{scale}, x);
   });
@@ -127,9 +132,12 @@ void gelu_dropout_backward_cuda(const Tensor& grad_input, const Tensor& grad_out
                                 const Tensor& bits, double p) {
   visit_float_dtype("gelu_dropout_backward", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    launch_masked_map<T>(
-        grad_input, Tensor(), Tensor(), ops::DropoutKeepSource{{}, p, bits.data_ptr<uint8_t>()},
-        ops::GeluMaskedScaleBackward<Acc<T>>{static_cast<Acc<T>>(ops::dropout_scale(p))}, grad_output, x);
+    using F =
+        std::conditional_t<sizeof(T) == 2, ops::GeluMaskedScaleBackward<float, GeluBackwardReducedPrecision>,
+                           ops::GeluMaskedScaleBackward<Acc<T>>>;
+    launch_masked_map<T>(grad_input, Tensor(), Tensor(),
+                         ops::DropoutKeepSource{{}, p, bits.data_ptr<uint8_t>()},
+                         F{static_cast<Acc<T>>(ops::dropout_scale(p))}, grad_output, x);
   });
 }
 

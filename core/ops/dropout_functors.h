@@ -60,18 +60,18 @@ struct MaskedScale {
 };
 
 // gelu_dropout's forward, keep ? gelu(x) * scale : 0, and its backward,
-// keep ? gelu'(x) * g * scale : 0: GELU in the compute type, rounded once.
-template <class C>
+// keep ? gelu'(x) * g * scale : 0: GELU in the compute type, rounded once. G and GB compute GELU
+// and g gelu'(x): the CUDA kernels of 2-byte floats take cuda/gelu_reduced_precision.cuh's, as
+// the gelu op's do.
+template <class C, class G = Gelu<C>>
 struct GeluMaskedScale {
   C scale;
-  EMBER_HOST_DEVICE C operator()(C keep, C x) const { return keep != C(0) ? Gelu<C>{}(x)*scale : C(0); }
+  EMBER_HOST_DEVICE C operator()(C keep, C x) const { return keep != C(0) ? G{}(x)*scale : C(0); }
 };
-template <class C>
+template <class C, class GB = GeluBackward<C>>
 struct GeluMaskedScaleBackward {
   C scale;
-  EMBER_HOST_DEVICE C operator()(C keep, C g, C x) const {
-    return keep != C(0) ? GeluBackward<C>{}(g * scale, x) : C(0);
-  }
+  EMBER_HOST_DEVICE C operator()(C keep, C g, C x) const { return keep != C(0) ? GB{}(g * scale, x) : C(0); }
 };
 
 }  // namespace ember::ops

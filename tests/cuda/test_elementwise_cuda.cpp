@@ -188,7 +188,7 @@ TEST_F(CudaKernels, GeluOfTwoByteFloatsIsTheRoundedExactForm) {
   // f16 and bf16 take their own GELU kernels (erfc's fit instead of erff): each result is the
   // exact value for the rounded input, rounded to the dtype, or one unit of the last place from it.
   // Far left, where 1 + erf(x / sqrt 2) cancels to 0 in float64 (the CPU's and PyTorch's form),
-  // they keep the tiny exact value.
+  // they keep the tiny exact value. So do gelu_dropout's.
   const double kInf = std::numeric_limits<double>::infinity();
   Tensor x =
       cat({linspace(-10, 10, 20001, kFloat64), tensor({kInf, -kInf, std::nan(""), 0.0, -0.0}, kFloat64)}, 0);
@@ -208,6 +208,12 @@ TEST_F(CudaKernels, GeluOfTwoByteFloatsIsTheRoundedExactForm) {
     EXPECT_CLOSE(gelu(xr.to(dt).cuda()).cpu().to(kFloat64), expected.to(dt).to(kFloat64),
                  Tolerance{ulp, step});
     EXPECT_CLOSE(gelu_backward(gr.to(dt).cuda(), xr.to(dt).cuda()).cpu().to(kFloat64),
+                 expected_grad.to(dt).to(kFloat64), Tolerance{ulp, step});
+    // gelu_dropout's kernels take the same forms (p = 1e-9: every element kept, scaled by 1 in float).
+    Tensor xd = xr.to(dt).cuda().requires_grad_();
+    Tensor yd = gelu_dropout(xd, 1e-9);
+    EXPECT_CLOSE(yd.cpu().to(kFloat64), expected.to(dt).to(kFloat64), Tolerance{ulp, step});
+    EXPECT_CLOSE(autograd::grad({yd}, {xd}, {gr.to(dt).cuda()})[0].cpu().to(kFloat64),
                  expected_grad.to(dt).to(kFloat64), Tolerance{ulp, step});
   }
 }
