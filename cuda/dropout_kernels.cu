@@ -4,8 +4,8 @@
 // float, four for double), their two Philox blocks and, for gelu_dropout, one byte of the packed mask.
 // gelu_dropout's backward is the same kernel over (grad, x) with the mask read from those bits;
 // native_dropout's is the generic elementwise launcher over (mask, grad). For f16 and bf16, GELU and
-// its derivative are gelu_reduced_precision.cuh's (as the gelu op's kernels): these kernels are
-// bound by instructions, and erff's are most of them.
+// its derivative are gelu_reduced_precision.cuh's (as the gelu op's kernels): fewer instructions
+// than erff's, in kernels bound by instructions (the forward's are mostly Philox's).
 #include <type_traits>
 #include <utility>
 
