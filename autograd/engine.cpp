@@ -1,5 +1,7 @@
 // The backward engine: counts each node's dependencies from the roots, then runs nodes from a
-// ready queue (latest-created first) once all their incoming gradients have arrived.
+// ready queue (latest-created first) once all their incoming gradients have arrived. It offers a
+// backward the gradients its inputs already hold, to add its own into in the kernel that computes
+// it, and passes on the row sums a backward computed for the next node (BackwardExtras).
 // Single-threaded; CUDA work stays ordered by the stream.
 #include "ember/autograd/engine.h"
 
@@ -41,7 +43,8 @@ bool has_nan(const Tensor& t) {
 }
 
 struct Task {
-  std::vector<Tensor> buffer;  // one slot per forward output of the node
+  std::vector<Tensor> buffer;    // one slot per forward output of the node
+  std::vector<Tensor> row_sums;  // of a slot's gradient, where its producer gave them (BackwardExtras)
 };
 
 // Runs the graph from (edge, grad) roots. With `capture`, gradients arriving at those edges are
@@ -74,11 +77,36 @@ std::vector<Tensor> run(const std::vector<Edge>& roots, const std::vector<Tensor
 
   std::unordered_map<Node*, Task> tasks;
   std::priority_queue<Node*, std::vector<Node*>, ByNewest> ready;
-  auto deliver = [&](Node* n, uint32_t slot, Tensor g) {
+  // Row sums stay with a gradient that arrives alone; a sum of gradients has none.
+  auto deliver = [&](Node* n, uint32_t slot, Tensor g, Tensor row_sums = {}) {
     Task& t = tasks[n];
     if (t.buffer.empty()) t.buffer.resize(n->output_meta().size());
+    if (t.row_sums.empty()) t.row_sums.resize(n->output_meta().size());
     Tensor& b = t.buffer[slot];
+    t.row_sums[slot] = b.defined() ? Tensor() : std::move(row_sums);
     b = b.defined() ? b + g : g;
+  };
+  // n's BackwardExtras: moves out each gradient an input of n has received that the engine alone
+  // holds, unless two of n's edges lead to the same slot; hands over its gradients' row sums.
+  auto extras_for = [&](Node& n, std::vector<Tensor> row_sums) {
+    const auto& edges = n.next_edges();
+    BackwardExtras acc{std::vector<Tensor>(edges.size()), std::vector<bool>(edges.size(), false),
+                       std::move(row_sums), std::vector<Tensor>(edges.size())};
+    acc.row_sums.resize(n.output_meta().size());
+    for (uint32_t o = 0; o < acc.row_sums.size(); ++o)
+      if (n.has_grad_hooks(o)) acc.row_sums[o] = Tensor();
+    if (create_graph || anomaly_enabled) return acc;
+    for (size_t i = 0; i < edges.size(); ++i) {
+      auto it = edges[i].valid() ? tasks.find(edges[i].node.get()) : tasks.end();
+      if (it == tasks.end() || it->second.buffer.empty()) continue;
+      Tensor& b = it->second.buffer[edges[i].input_nr];
+      bool shared_slot = false;
+      for (size_t j = 0; j < edges.size(); ++j)
+        shared_slot |= j != i && edges[j].node == edges[i].node && edges[j].input_nr == edges[i].input_nr;
+      if (b.defined() && !shared_slot && b.use_count() == 1 && b.impl().storage().use_count() == 1)
+        acc.offered[i] = std::move(b);
+    }
+    return acc;
   };
   for (size_t i = 0; i < roots.size(); ++i) deliver(roots[i].node.get(), roots[i].input_nr, root_grads[i]);
   for (const Edge& e : roots)
@@ -92,7 +120,7 @@ std::vector<Tensor> run(const std::vector<Edge>& roots, const std::vector<Tensor
     Node* n = ready.top();
     ready.pop();
     if (!queued.insert(n).second) continue;
-    std::vector<Tensor> grads = std::move(tasks[n].buffer);
+    std::vector<Tensor> grads = std::move(tasks[n].buffer), row_sums = std::move(tasks[n].row_sums);
     tasks.erase(n);
     grads.resize(n->output_meta().size());
     n->run_pre_hooks(grads);
@@ -111,14 +139,22 @@ std::vector<Tensor> run(const std::vector<Edge>& roots, const std::vector<Tensor
       }
     }
     std::vector<Tensor> out;
+    BackwardExtras acc = extras_for(*n, std::move(row_sums));
     if (any) {
       detail::OpRange range(detail::OpRangeKind::Backward, n->name().c_str(), grads);
-      out = n->apply(std::move(grads));
+      out = n->apply(std::move(grads), acc);
     }
     if (!keep_graph) n->release_saved();
     const auto& edges = n->next_edges();
     EMBER_CHECK(out.empty() || out.size() == edges.size(), "backward of ", n->name(), " returned ",
                 out.size(), " gradients but the op has ", edges.size(), " inputs");
+    // Offers not taken go back; a taken one left its slot empty for the sum that includes it.
+    for (size_t i = 0; i < edges.size(); ++i) {
+      if (acc.offered[i].defined() && !acc.taken[i])
+        tasks[edges[i].node.get()].buffer[edges[i].input_nr] = std::move(acc.offered[i]);
+      EMBER_CHECK(!acc.taken[i] || (i < out.size() && out[i].defined()), "backward of ", n->name(),
+                  " took the gradient input ", i, " had received but returned none for it");
+    }
     for (size_t i = 0; i < edges.size(); ++i) {
       const Edge& e = edges[i];
       if (!e.valid()) continue;
@@ -126,7 +162,9 @@ std::vector<Tensor> run(const std::vector<Edge>& roots, const std::vector<Tensor
         Tensor g = validate(*n, i, out[i], e.node->output_meta()[e.input_nr]);
         EMBER_CHECK(!anomaly_enabled || !has_nan(g), "anomaly detected: the backward of ", n->name(),
                     " returned NaN values in its gradient for input ", i);
-        deliver(e.node.get(), e.input_nr, g);
+        // Row sums of a gradient that validate cast, or that holds a taken one, are not its own.
+        const bool own_sums = g.dtype() == out[i].dtype() && !acc.taken[i];
+        deliver(e.node.get(), e.input_nr, g, own_sums ? std::move(acc.input_row_sums[i]) : Tensor());
       }
       if (--deps[e.node.get()] == 0) ready.push(e.node.get());
     }

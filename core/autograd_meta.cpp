@@ -17,11 +17,11 @@ class FunctionNode final : public Node {
   FunctionNode(std::string name, std::vector<Edge> edges, BackwardFn fn)
       : Node(std::move(name), std::move(edges)), fn_(std::move(fn)) {}
 
-  std::vector<Tensor> apply(std::vector<Tensor> grads) override {
+  std::vector<Tensor> apply(std::vector<Tensor> grads, BackwardExtras& extras) override {
     EMBER_CHECK(fn_, name(),
                 ": trying to backward through the graph a second time (or to use saved tensors after they "
                 "were freed). Saved values are freed by backward() unless retain_graph=true");
-    return fn_(GradContext(grads, *this));
+    return fn_(GradContext(grads, *this, extras));
   }
   void release_saved() override { fn_ = nullptr; }
 
@@ -42,7 +42,7 @@ class AccumulateGrad final : public Node {
     add_output(leaf_);
   }
 
-  std::vector<Tensor> apply(std::vector<Tensor> grads) override {
+  std::vector<Tensor> apply(std::vector<Tensor> grads, BackwardExtras&) override {
     AutogradMeta& meta = *leaf_.impl().autograd_meta();
     Tensor g = std::move(grads[0]);
     for (const auto& hook : meta.hooks)
@@ -106,6 +106,13 @@ void Node::run_pre_hooks(std::vector<Tensor>& grads) const {
     for (const auto& [slot, hook] : *hooks)
       if (grads[slot].defined())
         if (Tensor r = hook(grads[slot]); r.defined()) grads[slot] = r;
+}
+
+bool Node::has_grad_hooks(uint32_t output_nr) const {
+  for (const auto* hooks : {&pre_hooks_, &retain_hooks_})
+    for (const auto& [slot, hook] : *hooks)
+      if (slot == output_nr) return true;
+  return false;
 }
 
 uint32_t Node::add_output(const Tensor& t) {

@@ -16,6 +16,28 @@ namespace ember {
 
 class Node;
 
+// What a node's backward and the engine (autograd/engine.cpp) pass each other besides the
+// gradients, so that a backward can fuse work its neighbours would do in kernels of their own:
+//  - offered, taken (a slot per input): the gradient each input has already received from
+//    consumers whose backward ran first. A backward may add its own gradient of input i into
+//    offered[i] in the kernel that computes it (a product's epilogue, beta = 1) and set taken[i];
+//    the engine then passes offered[i] on as input i's gradient instead of adding the two.
+//    Offered only where the engine holds the sole reference (so writing it in place is safe), and
+//    never under create_graph or anomaly mode.
+//  - row_sums (a slot per output): the sums over every dim but the last of that output's
+//    gradient, in float32 (float64 for float64), where the backward that produced the gradient
+//    computed them on the way because this node asked (Node::want_grad_row_sums): a linear's bias
+//    gradient without reading its output's gradient again. Only for a gradient that arrived alone,
+//    in its slot's dtype, to an output without hooks.
+//  - input_row_sums (a slot per input): a backward's row sums of the gradients it returns, for the
+//    inputs whose next node asks (GradContext::set_row_sums).
+struct BackwardExtras {
+  std::vector<Tensor> offered;
+  std::vector<bool> taken;
+  std::vector<Tensor> row_sums;
+  std::vector<Tensor> input_row_sums;
+};
+
 // Gradients sent along an edge reach input slot `input_nr` of `node`.
 struct Edge {
   std::shared_ptr<Node> node;
@@ -39,7 +61,7 @@ class Node : public std::enable_shared_from_this<Node> {
   Node(std::string name, std::vector<Edge> next_edges);
   virtual ~Node() = default;
 
-  virtual std::vector<Tensor> apply(std::vector<Tensor> grads) = 0;
+  virtual std::vector<Tensor> apply(std::vector<Tensor> grads, BackwardExtras& extras) = 0;
   // Frees saved tensors once backward has used them (unless retain_graph).
   virtual void release_saved() {}
 
@@ -60,6 +82,16 @@ class Node : public std::enable_shared_from_this<Node> {
   }
   // Runs the hooks on `grads` (one per output), in order.
   void run_pre_hooks(std::vector<Tensor>& grads) const;
+  bool has_grad_hooks(uint32_t output_nr) const;  // pre-hooks or retain_grad's
+
+  // Asks the backward that produces output `output_nr`'s gradient for its row sums
+  // (BackwardExtras); outputs past the 32nd are never asked for.
+  void want_grad_row_sums(uint32_t output_nr) {
+    if (output_nr < 32) row_sums_wanted_ |= 1u << output_nr;
+  }
+  bool wants_grad_row_sums(uint32_t output_nr) const {
+    return output_nr < 32 && (row_sums_wanted_ >> output_nr & 1u);
+  }
 
  private:
   std::string name_;
@@ -68,6 +100,7 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<std::pair<uint32_t, GradHook>> pre_hooks_;
   std::vector<std::pair<uint32_t, GradHook>> retain_hooks_;
   uint64_t sequence_nr_;
+  uint32_t row_sums_wanted_ = 0;
 };
 
 // Per-tensor autograd state, allocated only for tensors that take part in autograd.
@@ -145,14 +178,32 @@ class SavedTensor {
 // What a backward formula sees: the output gradients and which inputs need theirs.
 class GradContext {
  public:
-  GradContext(const std::vector<Tensor>& grads, Node& node) : grads_(grads), node_(node) {}
+  GradContext(const std::vector<Tensor>& grads, Node& node, BackwardExtras& extras)
+      : grads_(grads), node_(node), extras_(extras) {}
   const Tensor& grad(size_t output = 0) const { return grads_[output]; }
   bool needs(size_t input) const { return node_.next_edges()[input].valid(); }
   Tensor operator()(const SavedTensor& s) const { return s.unpack(node_); }
+  // The gradient input `input` has received so far, if the engine offers it (BackwardExtras).
+  const Tensor& accumulated(size_t input) const { return extras_.offered[input]; }
+  // Takes it: the backward then returns it, with its own gradient of `input` added in place.
+  Tensor take_accumulated(size_t input) const {
+    extras_.taken[input] = true;
+    return extras_.offered[input];
+  }
+  // The row sums of output `output`'s gradient, if its producer computed them (BackwardExtras).
+  const Tensor& grad_row_sums(size_t output = 0) const { return extras_.row_sums[output]; }
+  // Whether the node that receives input `input`'s gradient asks for its row sums, and handing
+  // them over with the gradient.
+  bool row_sums_wanted(size_t input) const {
+    const Edge& e = node_.next_edges()[input];
+    return e.valid() && e.node->wants_grad_row_sums(e.input_nr);
+  }
+  void set_row_sums(size_t input, Tensor sums) const { extras_.input_row_sums[input] = std::move(sums); }
 
  private:
   const std::vector<Tensor>& grads_;
   Node& node_;
+  BackwardExtras& extras_;
 };
 
 using BackwardFn = std::function<std::vector<Tensor>(const GradContext&)>;

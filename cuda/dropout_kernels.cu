@@ -2,17 +2,20 @@
 // draws the mask (the Philox numbers bernoulli_ draws, core/ops/dropout_functors.h) and writes it with the
 // output in one pass: each thread step takes 8 elements (16-byte loads: one for 2-byte floats, two for
 // float, four for double), their two Philox blocks and, for gelu_dropout, one byte of the packed mask.
-// gelu_dropout's backward is the same kernel over (grad, x) with the mask read from those bits;
-// native_dropout's is the generic elementwise launcher over (mask, grad). For f16 and bf16, GELU and
-// its derivative are gelu_reduced_precision.cuh's (as the gelu op's kernels): fewer instructions
-// than erff's, in kernels bound by instructions (the forward's are mostly Philox's).
+// gelu_dropout's backward is the same kernel over (grad, x) with the mask read from those bits (or,
+// where the linear before it wants its bias gradient, a kernel over tiles of rows that also sums the
+// columns); native_dropout's is the generic elementwise launcher over (mask, grad). For f16 and bf16,
+// GELU and its derivative are gelu_reduced_precision.cuh's (as the gelu op's kernels): fewer
+// instructions than erff's, in kernels bound by instructions (the forward's are mostly Philox's).
 #include <type_traits>
 #include <utility>
 
+#include "ember/core/factories.h"
 #include "ember/core/ops/dropout.h"
 #include "ember/core/ops/dropout_functors.h"
 #include "ember/cuda/elementwise.cuh"
 #include "ember/cuda/gelu_reduced_precision.cuh"
+#include "ember/cuda/layer_norm_util.cuh"
 #include "ember/cuda/nn_kernel_util.cuh"
 
 namespace ember::cuda {
@@ -78,6 +81,54 @@ __global__ void __launch_bounds__(kDropoutBlock)
 
 bool aligned(const void* ptr, int bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
 
+// gelu_dropout's backward over rows of N (a multiple of kStep; every pointer 16-byte aligned) that
+// also sums grad_input's columns as stored, for the bias gradient of the linear before it. Thread
+// (c, y) of a block takes the kStep columns from kStep (kSumGroups blockIdx.x + c) on in rows y,
+// y + kSumRowThreads, ... of the block's slice of rows (blockIdx.y); the row threads' sums meet in
+// shared memory in a fixed order, and partial [gridDim.y, N] gets each slice's.
+constexpr int kSumGroups = 32, kSumRowThreads = 8;
+static_assert(kSumRowThreads == kStep);  // the block's threads then add up one column each
+
+template <class T, class F>
+__global__ void __launch_bounds__(kSumGroups* kSumRowThreads)
+    gelu_backward_sums_kernel(T* out, Acc<T>* partial, int64_t rows, int64_t N, int64_t slice_rows,
+                              const uint8_t* bits, F f, const T* grad, const T* x) {
+  using A = Acc<T>;
+  constexpr int kVec = 16 / sizeof(T), kLoads = kStep / kVec;
+  __shared__ A shared[kSumRowThreads][kSumGroups * kStep];
+  const int64_t groups = N / kStep, group = static_cast<int64_t>(blockIdx.x) * kSumGroups + threadIdx.x;
+  A sum[kStep] = {};
+  if (group < groups) {
+    const int64_t end = min(rows, (blockIdx.y + 1) * slice_rows);
+    for (int64_t r = blockIdx.y * slice_rows + threadIdx.y; r < end; r += kSumRowThreads) {
+      const int64_t i = r * groups + group;  // the step's index in the flat tensor
+      const uint8_t byte = bits[i];
+#pragma unroll
+      for (int l = 0; l < kLoads; ++l) {
+        const Vec<T, kVec> gv = reinterpret_cast<const Vec<T, kVec>*>(grad)[i * kLoads + l];
+        const Vec<T, kVec> xv = reinterpret_cast<const Vec<T, kVec>*>(x)[i * kLoads + l];
+        Vec<T, kVec> o;
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) {
+          const int e = l * kVec + j;
+          o.v[j] = from_acc<T>(f(static_cast<A>((byte >> e) & 1), to_acc(gv.v[j]), to_acc(xv.v[j])));
+          sum[e] += to_acc(o.v[j]);
+        }
+        reinterpret_cast<Vec<T, kVec>*>(out)[i * kLoads + l] = o;
+      }
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < kStep; ++e) shared[threadIdx.y][threadIdx.x * kStep + e] = sum[e];
+  __syncthreads();
+  const int t = static_cast<int>(threadIdx.y) * kSumGroups + static_cast<int>(threadIdx.x);
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kSumGroups * kStep + t;
+  if (col >= N) return;
+  A total = A(0);
+  for (int y = 0; y < kSumRowThreads; ++y) total += shared[y][t];
+  partial[blockIdx.y * N + col] = total;
+}
+
 // masked_map_kernel over n = out.numel() elements.
 template <class T, class F, class... In>
 void launch_masked_map(const Tensor& out, const Tensor& mask, const Tensor& bits, ops::DropoutKeepSource src,
@@ -128,16 +179,39 @@ void native_dropout_backward_cuda(const Tensor& grad_input, const Tensor& grad_o
   }
 }
 
-void gelu_dropout_backward_cuda(const Tensor& grad_input, const Tensor& grad_output, const Tensor& x,
-                                const Tensor& bits, double p) {
+void gelu_dropout_backward_cuda(const Tensor& grad_input, const Tensor& sums, const Tensor& grad_output,
+                                const Tensor& x, const Tensor& bits, double p) {
   visit_float_dtype("gelu_dropout_backward", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
+    using A = Acc<T>;
     using F =
         std::conditional_t<sizeof(T) == 2, ops::GeluMaskedScaleBackward<float, GeluBackwardReducedPrecision>,
-                           ops::GeluMaskedScaleBackward<Acc<T>>>;
+                           ops::GeluMaskedScaleBackward<A>>;
+    const F f{static_cast<A>(ops::dropout_scale(p))};
+    const int64_t N = x.dim() > 0 ? x.size(-1) : 1, rows = x.numel() / N;
+    if (sums.defined() && N % kStep == 0 && aligned(grad_input.data_ptr(), 16) &&
+        aligned(grad_output.data_ptr(), 16) && aligned(x.data_ptr(), 16)) {
+      const auto kernel = gelu_backward_sums_kernel<T, F>;
+      const auto tiles = static_cast<unsigned>(ceil_div<int64_t>(N / kStep, kSumGroups));
+      // About the blocks that fit on the GPU at once, each row thread with two rows or more.
+      int64_t slices = std::clamp<int64_t>(
+          ceil_div<int64_t>(
+              resident_blocks(reinterpret_cast<const void*>(kernel), kSumGroups * kSumRowThreads), tiles),
+          1, ceil_div<int64_t>(rows, 2 * kSumRowThreads));
+      const int64_t slice_rows = ceil_div(rows, slices);
+      slices = ceil_div(rows, slice_rows);
+      Tensor partial = empty({slices, 1, N}, sums.options());
+      const cudaStream_t stream = current_stream();
+      kernel<<<dim3(tiles, static_cast<unsigned>(slices)), dim3(kSumGroups, kSumRowThreads), 0, stream>>>(
+          static_cast<T*>(grad_input.data_ptr()), static_cast<A*>(partial.data_ptr()), rows, N, slice_rows,
+          bits.data_ptr<uint8_t>(), f, static_cast<const T*>(grad_output.data_ptr()),
+          static_cast<const T*>(x.data_ptr()));
+      EMBER_CUDA_LAUNCH_CHECK();
+      return launch_column_sums<A, A>(sums, Tensor(), Tensor(), partial, slices, N, stream);
+    }
     launch_masked_map<T>(grad_input, Tensor(), Tensor(),
-                         ops::DropoutKeepSource{{}, p, bits.data_ptr<uint8_t>()},
-                         F{static_cast<Acc<T>>(ops::dropout_scale(p))}, grad_output, x);
+                         ops::DropoutKeepSource{{}, p, bits.data_ptr<uint8_t>()}, f, grad_output, x);
+    if (sums.defined()) sums.copy_(grad_input.view({rows, N}).sum({0}, false, sums.dtype()));
   });
 }
 

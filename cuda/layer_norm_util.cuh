@@ -2,7 +2,7 @@
 
 // What layer_norm's kernels share with the ops that end in a layer norm (dropout_add_layer_norm):
 // the parameters' type, the row sums of the backward, and the last kernel of a backward, which adds
-// up the weight's and bias's per-block column sums.
+// up the weight's and bias's per-block column sums (gelu_dropout's backward adds up its own with it).
 
 #include "ember/core/tensor.h"
 #include "ember/cuda/launch.cuh"
@@ -37,42 +37,46 @@ struct RowSumsCombine {
   }
 };
 
-// dw[c] and db[c] (of type P) = the sums over the `splits` blocks of partial [splits, 2, N]: a
-// block of threads (kSumCols, kSumRows) takes kSumCols columns (one 32-byte sector of floats) down
-// all the splits, so that N / kSumCols blocks spread over the SMs, each thread with a few rows of
-// independent loads; its rows' sums meet in a tree (a fixed order: the result does not vary from
-// run to run).
+// dw[c] and db[c] (of type P), and dsum[c] (of type A) = the sums over the `splits` blocks of
+// partial [splits, parts, N] (parts 2: [dw | db], 3: [dw | db | dsum], dropout_add_layer_norm's
+// dx summed for the next linear's bias): a block of threads (kSumCols, kSumRows) takes kSumCols
+// columns (one 32-byte sector of floats) down all the splits, so that N / kSumCols blocks spread
+// over the SMs, each thread with a few rows of independent loads; its rows' sums meet in a tree (a
+// fixed order: the result does not vary from run to run). Null outputs are not written.
 constexpr int kSumCols = 8, kSumRows = 128;
 template <class A, class P>
-__global__ void column_sum_kernel(P* dw, P* db, const A* partial, int64_t splits, int64_t N) {
-  __shared__ RowSums<A> shared[kSumRows][kSumCols];
+__global__ void column_sum_kernel(P* dw, P* db, A* dsum, const A* partial, int parts, int64_t splits,
+                                  int64_t N) {
+  __shared__ A shared[3][kSumRows][kSumCols];
   wait_for_prior_grids();  // launched by launch_dependent
   const int64_t c = blockIdx.x * static_cast<int64_t>(kSumCols) + threadIdx.x;
-  RowSums<A> st = RowSums<A>::identity();
+  A st[3] = {A(0), A(0), A(0)};
   if (c < N)
     for (int64_t s = threadIdx.y; s < splits; s += kSumRows)
-      st = {st.a + partial[s * 2 * N + c], st.b + partial[s * 2 * N + N + c]};
-  shared[threadIdx.y][threadIdx.x] = st;
+      for (int q = 0; q < parts; ++q) st[q] += partial[(s * parts + q) * N + c];
+  for (int q = 0; q < parts; ++q) shared[q][threadIdx.y][threadIdx.x] = st[q];
   for (int half = kSumRows / 2; half > 0; half /= 2) {
     __syncthreads();
     if (threadIdx.y < half)
-      shared[threadIdx.y][threadIdx.x] =
-          RowSumsCombine{}(shared[threadIdx.y][threadIdx.x], shared[threadIdx.y + half][threadIdx.x]);
+      for (int q = 0; q < parts; ++q)
+        shared[q][threadIdx.y][threadIdx.x] += shared[q][threadIdx.y + half][threadIdx.x];
   }
   if (threadIdx.y > 0 || c >= N) return;
-  if (dw) dw[c] = from_acc<P>(shared[0][threadIdx.x].a);
-  if (db) db[c] = from_acc<P>(shared[0][threadIdx.x].b);
+  if (dw) dw[c] = from_acc<P>(shared[0][0][threadIdx.x]);
+  if (db) db[c] = from_acc<P>(shared[1][0][threadIdx.x]);
+  if (dsum) dsum[c] = shared[2][0][threadIdx.x];
 }
 
-// dw and db (either undefined) from partial [splits, 2, N] in A; the kernel waits for the one before
-// it (launch_dependent).
+// dw, db and dsum (any undefined; dsum only with 3 parts) from partial [splits, 2 or 3, N] in A;
+// the kernel waits for the one before it (launch_dependent).
 template <class A, class P>
-void launch_column_sums(const Tensor& dw, const Tensor& db, const Tensor& partial, int64_t splits, int64_t N,
-                        cudaStream_t stream) {
+void launch_column_sums(const Tensor& dw, const Tensor& db, const Tensor& dsum, const Tensor& partial,
+                        int64_t splits, int64_t N, cudaStream_t stream) {
+  auto ptr = [](const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; };
   launch_dependent(column_sum_kernel<A, P>, dim3(static_cast<unsigned>(ceil_div<int64_t>(N, kSumCols))),
-                   dim3(kSumCols, kSumRows), stream, dw.defined() ? static_cast<P*>(dw.data_ptr()) : nullptr,
-                   db.defined() ? static_cast<P*>(db.data_ptr()) : nullptr,
-                   static_cast<const A*>(partial.data_ptr()), splits, N);
+                   dim3(kSumCols, kSumRows), stream, static_cast<P*>(ptr(dw)), static_cast<P*>(ptr(db)),
+                   static_cast<A*>(ptr(dsum)), static_cast<const A*>(partial.data_ptr()),
+                   static_cast<int>(partial.size(1)), splits, N);
 }
 
 }  // namespace ember::cuda

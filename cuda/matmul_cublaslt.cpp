@@ -470,7 +470,8 @@ void addmm_bias_cuda(const Tensor& out, const Tensor& a, const Tensor& b, const 
 }
 
 void mm_row_sums_cuda(const Tensor& out, const Tensor& sums, const Tensor& a, const Tensor& b) {
-  gemm(out.unsqueeze(0), a.unsqueeze(0), b.unsqueeze(0), 1, 0, Epilogue::RowSumsOfA, sums);
+  gemm(out.unsqueeze(0), a.unsqueeze(0), b.unsqueeze(0), 1, 0,
+       sums.defined() ? Epilogue::RowSumsOfA : Epilogue::None, sums);
 }
 
 KernelRegistrar<BmmFn> reg_bmm(bmm_stub, kCUDA, &bmm_cuda);

@@ -74,8 +74,7 @@ Tensor linear_on_float32_params(const Tensor& input, const Tensor& weight, const
   const Tensor x = amp::detail::cast(input, dev, *to), w = amp::detail::cast(weight, dev, *to),
                b = amp::detail::cast(bias, dev, *to);
   check_linear(x, w, b);
-  return ember::detail::addmm_bias_of_casts(bias, x.view({-1, x.size(-1)}), weight.t(), b, w.t())
-      .view(linear_sizes(x, w.size(0)));
+  return ember::detail::addmm_bias_of_casts(bias, x, weight.t(), b, w.t());
 }
 
 }  // namespace
@@ -90,9 +89,12 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   }
   check_linear(input, weight, bias);
   if (bias.defined() && input.dim() == 2) return addmm(bias, input, weight.t());
-  if (bias.defined() && input.dim() > 2 && input.is_contiguous())  // one fused product-plus-bias
+  if (bias.defined() && input.dim() > 2 && input.is_contiguous()) {  // one fused product-plus-bias
+    if (is_floating_point(input.dtype()) && addmm_bias_stub.has(input.device().type))
+      return ember::detail::addmm_bias_of_casts(bias, input, weight.t(), bias, weight.t());
     return addmm(bias, input.view({-1, input.size(-1)}), weight.t())
         .view(linear_sizes(input, weight.size(0)));
+  }
   Tensor out = input.matmul(weight.t());
   return bias.defined() ? out + bias : out;
 }

@@ -56,6 +56,14 @@ Tensor random_tensor(IntArrayRef sizes, ScalarType dtype, double low = -2, doubl
 // The same values in a non-contiguous layout (a strided slice of a larger buffer).
 Tensor non_contiguous(const Tensor& t);
 
+// What a node that asks for its output gradient's row sums (BackwardExtras) receives: the
+// gradient and, where the producer of that gradient computed them, the sums.
+struct RowSumsSeen {
+  Tensor grad, sums;
+};
+// h as it is, through a node that asks for those row sums and records what it gets in *seen.
+Tensor asking_for_row_sums(const Tensor& h, RowSumsSeen* seen);
+
 // --- The op table (STYLE.md #7): every registered op has an entry; a generic test runs each
 // entry's samples in several dtypes against the same op run in float64. ---
 struct Sample {

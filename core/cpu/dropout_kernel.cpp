@@ -77,13 +77,14 @@ void native_dropout_backward_kernel(const Tensor& grad_input, const Tensor& grad
   });
 }
 
-void gelu_dropout_backward_kernel(const Tensor& grad_input, const Tensor& grad_output, const Tensor& x,
-                                  const Tensor& bits, double p) {
+void gelu_dropout_backward_kernel(const Tensor& grad_input, const Tensor& sums, const Tensor& grad_output,
+                                  const Tensor& x, const Tensor& bits, double p) {
   visit_float_compute(grad_input.dtype(), [&](auto tag) {
     using C = decltype(tag);
     masked_map<C>(grad_input, nullptr, nullptr, ops::DropoutKeepSource{{}, p, bits.data_ptr<uint8_t>()},
                   ops::GeluMaskedScaleBackward<C>{static_cast<C>(ops::dropout_scale(p))}, grad_output, x);
   });
+  if (sums.defined()) sums.copy_(grad_input.view({-1, grad_input.size(-1)}).sum({0}, false, sums.dtype()));
 }
 
 KernelRegistrar<NativeDropoutFn> reg_forward(native_dropout_stub, kCPU, &native_dropout_kernel);

@@ -10,6 +10,7 @@
 #include "ember/core/op_registry.h"
 #include "ember/core/ops/dropout_functors.h"
 #include "ember/core/ops/elementwise.h"
+#include "ember/core/ops/nn_util.h"
 
 namespace ember {
 
@@ -109,8 +110,15 @@ Tensor gelu_dropout(const Tensor& x, double p, bool training, Generator* gen) {
              const Tensor dense = dense_like(input);
              const Tensor gd = grad.strides().equals(dense.strides()) ? grad : empty_like(dense).copy_(grad);
              Tensor grad_input = empty_like(dense);
+             // The bias gradient of the linear before it, summed where grad_input is written
+             // (BackwardExtras).
+             Tensor sums =
+                 g.row_sums_wanted(0) && dense.is_contiguous() && dense.dim() > 0 && grad.numel() > 0
+                     ? empty({dense.size(-1)}, dense.options().dtype(nn_detail::compute_dtype(dense.dtype())))
+                     : Tensor();
              if (grad.numel() > 0)
-               gelu_dropout_backward_stub(grad.device())(grad_input, gd, dense, g(sbits), p);
+               gelu_dropout_backward_stub(grad.device())(grad_input, sums, gd, dense, g(sbits), p);
+             if (sums.defined()) g.set_row_sums(0, sums);
              return {grad_input};
            });
   return f.out;

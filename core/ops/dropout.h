@@ -44,9 +44,12 @@ using NativeDropoutFn = void (*)(const Tensor& out, const Tensor& mask, const Te
 using NativeDropoutBackwardFn = void (*)(const Tensor& grad_input, const Tensor& grad_output,
                                          const Tensor& mask, double scale);
 // grad_input = keep ? gelu'(x) * grad_output * scale : 0 with keep read from the forward's packed
-// bits; all three dense with x's strides, walked as flat memory.
-using GeluDropoutBackwardFn = void (*)(const Tensor& grad_input, const Tensor& grad_output, const Tensor& x,
-                                       const Tensor& bits, double p);
+// bits; all three dense with x's strides, walked as flat memory. sums, unless undefined (then the
+// three are contiguous), gets grad_input summed over every dim but the last as stored, in the
+// compute dtype: the bias gradient of the linear before it.
+using GeluDropoutBackwardFn = void (*)(const Tensor& grad_input, const Tensor& sums,
+                                       const Tensor& grad_output, const Tensor& x, const Tensor& bits,
+                                       double p);
 extern DispatchStub<NativeDropoutFn> native_dropout_stub;
 extern DispatchStub<NativeDropoutBackwardFn> native_dropout_backward_stub;
 extern DispatchStub<GeluDropoutBackwardFn> gelu_dropout_backward_stub;

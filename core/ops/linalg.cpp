@@ -104,41 +104,75 @@ Tensor mm_unchecked(const Tensor& a, const Tensor& b) {
   return bmm_unchecked(a.unsqueeze(0), b.unsqueeze(0)).squeeze(0);
 }
 
-// bias + a @ b for a bias row [N] or [1, N], through the device's fused kernel, computed on
-// bias_c and b_c (the same tensors, or their casts to a's dtype) and differentiable in bias and b.
-// A wide odd N (a 30522-word head) gets padded rows: cuBLASLt ran such a product 2.8x slower into
-// unaligned rows (H200), and cross_entropy reads the padded logits as they are.
+// a's gradient in bias + a @ b, grad [M, N] @ bt [N, K] in a's shape: added by the product
+// (beta = 1) into the gradient a has already received where the engine offers it (a residual
+// stream's other branch: no separate add).
+Tensor product_grad_a(const GradContext& g, const Tensor& grad, const Tensor& bt, IntArrayRef a_sizes) {
+  const Tensor& acc = g.accumulated(1);
+  if (acc.defined() && acc.is_contiguous() && acc.sizes().equals(a_sizes) && acc.dtype() == grad.dtype() &&
+      bt.dtype() == grad.dtype() && acc.device() == grad.device()) {
+    Tensor sum = g.take_accumulated(1);
+    run_bmm(sum.view({1, grad.size(0), bt.size(1)}), grad.unsqueeze(0), bt.unsqueeze(0), 1, 1);
+    return sum;
+  }
+  return mm_unchecked(grad, bt).view(a_sizes);
+}
+
+// bias + a @ b for a bias row [N] or [1, N] and a [..., K] (contiguous beyond 2 dims: a linear's
+// input, recorded as it is, so that its gradient meets the other branches' in the input's own
+// node), through the device's fused kernel, computed on bias_c and b_c (the same tensors, or their
+// casts to a's dtype) and differentiable in bias and b. A wide odd N (a 30522-word head) gets
+// padded rows: cuBLASLt ran such a product 2.8x slower into unaligned rows (H200), and
+// cross_entropy reads the padded logits as they are.
 Tensor addmm_bias(const Tensor& bias, const Tensor& a, const Tensor& b, const Tensor& bias_c,
                   const Tensor& b_c) {
-  Tensor out = detail::empty_aligned_rows(a.size(0), b.size(1), a.options());
-  if (out.numel() > 0) {
-    NoGradGuard no_grad;  // recorded below as one op
-    addmm_bias_stub(a.device())(out, a, b_c, bias_c.reshape({b.size(1)}).contiguous());
+  const int64_t K = a.size(-1);
+  int64_t M = 1;
+  for (int64_t d = 0; d + 1 < a.dim(); ++d) M *= a.size(d);
+  DimVector out_sizes(a.sizes());
+  out_sizes.back() = b.size(1);
+  Tensor out = detail::empty_aligned_rows(M, b.size(1), a.options());
+  {
+    NoGradGuard no_grad;  // recorded below as one op, on a and out as they are
+    if (a.dim() != 2) out = out.view(out_sizes);
+    if (out.numel() > 0)
+      addmm_bias_stub(a.device())(out.view({M, b.size(1)}), a.view({M, K}), b_c,
+                                  bias_c.reshape({b.size(1)}).contiguous());
   }
   if (needs_grad({bias, a, b})) {
     SavedTensor sa(b.requires_grad() ? a : Tensor(), false), sb(a.requires_grad() ? b_c : Tensor(), false);
-    DimVector bias_sizes(bias.sizes());
+    DimVector bias_sizes(bias.sizes()), a_sizes(a.sizes());
     const bool b_cm = column_major(b);
     const ScalarType bias_dt = bias.dtype(), b_dt = b.dtype();
-    record("addmm", {bias, a, b}, {out},
-           [sa, sb, bias_sizes, b_cm, bias_dt, b_dt](const GradContext& g) -> std::vector<Tensor> {
-             Tensor ga = g.needs(1) ? mm_unchecked(g.grad(), g(sb).t()) : Tensor();
-             if (g.needs(0) && g.needs(2) && b_cm && bias_dt == b_dt && !GradMode::is_enabled()) {
-               // A linear's weight.t(): its gradient is (grad^T a)^T, and the bias's the row sums
-               // of grad^T, from the same product, written in the parameters' dtype.
-               const Tensor grad_t = g.grad().t(), x = g(sa);
-               if (grad_t.numel() > 0 && x.size(1) > 0) {
-                 Tensor gw = empty({grad_t.size(0), x.size(1)}, x.options().dtype(b_dt));
-                 Tensor gbias = empty({grad_t.size(0)}, x.options().dtype(bias_dt));
-                 mm_row_sums_stub(x.device())(gw, gbias, grad_t, x);
-                 return {gbias.view(bias_sizes), ga, gw.t()};
-               }
-             }
-             return {g.needs(0) ? sum_to(g.grad(), bias_sizes).to(bias_dt) : Tensor(), ga,
-                     g.needs(2)
-                         ? mat2_grad(g(sa).unsqueeze(0), g.grad().unsqueeze(0), b_cm).squeeze(0).to(b_dt)
-                         : Tensor()};
-           });
+    record(
+        "addmm", {bias, a, b}, {out},
+        [sa, sb, bias_sizes, a_sizes, M, K, b_cm, bias_dt,
+         b_dt](const GradContext& g) -> std::vector<Tensor> {
+          const Tensor grad = g.grad().reshape({M, g.grad().size(-1)});
+          Tensor ga = g.needs(1) ? product_grad_a(g, grad, g(sb).t(), a_sizes) : Tensor();
+          // The bias gradient, where the gradient's producer summed it (BackwardExtras).
+          const Tensor sums = GradMode::is_enabled() ? Tensor() : g.grad_row_sums(0);
+          if (g.needs(0) && g.needs(2) && b_cm && bias_dt == b_dt && !GradMode::is_enabled()) {
+            // A linear's weight.t(): its gradient is (grad^T a)^T, and the bias's the row sums
+            // of grad^T, from the same product, written in the parameters' dtype.
+            const Tensor grad_t = grad.t(), x = g(sa).view({M, K});
+            if (grad_t.numel() > 0 && x.size(1) > 0) {
+              Tensor gw = empty({grad_t.size(0), x.size(1)}, x.options().dtype(b_dt));
+              Tensor gbias = sums.defined() ? Tensor() : empty({grad_t.size(0)}, x.options().dtype(bias_dt));
+              mm_row_sums_stub(x.device())(gw, gbias, grad_t, x);
+              return {sums.defined() ? sums.to(bias_dt).view(bias_sizes) : gbias.view(bias_sizes), ga,
+                      gw.t()};
+            }
+          }
+          Tensor gbias;
+          if (g.needs(0))
+            gbias = sums.defined() ? sums.to(bias_dt).view(bias_sizes) : sum_to(grad, bias_sizes).to(bias_dt);
+          return {gbias, ga,
+                  g.needs(2)
+                      ? mat2_grad(g(sa).reshape({1, M, K}), grad.unsqueeze(0), b_cm).squeeze(0).to(b_dt)
+                      : Tensor()};
+        });
+    if (bias.requires_grad()) out.grad_fn()->want_grad_row_sums(0);
   }
   return out;
 }

@@ -43,16 +43,16 @@ extern DispatchStub<BmmFn> bmm_stub;
 using AddmmBiasFn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias);
 extern DispatchStub<AddmmBiasFn> addmm_bias_stub;
 
-// out [M, N] = a [M, K] @ b [K, N] and sums [M] = a summed over K, a and b of one floating dtype,
-// out and sums contiguous, of a's dtype or (for float16/bfloat16 a) float32: a linear's weight gradient (a =
-// the output's gradient transposed) with its bias gradient, which CUDA takes from the product's epilogue
-// (cuBLASLt's BGRADB) instead of reading the gradient again.
+// out [M, N] = a [M, K] @ b [K, N] and sums [M] = a summed over K (unless undefined), a and b of one
+// floating dtype, out and sums contiguous, of a's dtype or (for float16/bfloat16 a) float32: a linear's
+// weight gradient (a = the output's gradient transposed) with its bias gradient, which CUDA takes from the
+// product's epilogue (cuBLASLt's BGRADB) instead of reading the gradient again.
 using MmRowSumsFn = void (*)(const Tensor& out, const Tensor& sums, const Tensor& a, const Tensor& b);
 extern DispatchStub<MmRowSumsFn> mm_row_sums_stub;
 
 namespace detail {
-// bias [N] + a [M, K] @ b [K, N] computed on casts of bias and b to a's dtype (bias_cast, b_cast)
-// and differentiable in bias and b themselves: under autocast, a linear's
+// bias [N] + a [..., K] @ b [K, N] (a contiguous beyond 2 dims) computed on casts of bias and b to
+// a's dtype (bias_cast, b_cast) and differentiable in bias and b themselves: under autocast, a linear's
 // float32 parameters get float32 gradients straight from the product (cuBLASLt writes them), not through
 // casts back. For devices with addmm_bias_stub; the caller checks the shapes.
 Tensor addmm_bias_of_casts(const Tensor& bias, const Tensor& a, const Tensor& b, const Tensor& bias_cast,

@@ -100,6 +100,98 @@ TEST(Autograd, AddPassesItsGradientOn) {
   EXPECT_CLOSE(c.grad(), g * 1.5);
 }
 
+// 2 * h, recorded as an op whose backward adds its gradient into the one h already has when the
+// engine offers it; `offered` counts the offers.
+Tensor twice_accumulating(const Tensor& h, int* offered) {
+  Tensor out = h.detach() * 2;
+  record("twice", {h}, {out}, [offered](const GradContext& g) -> std::vector<Tensor> {
+    if (!g.accumulated(0).defined()) return {g.grad() * 2};
+    ++*offered;
+    Tensor sum = g.take_accumulated(0);
+    sum.add_(g.grad(), 2);
+    return {sum};
+  });
+  return out;
+}
+
+// h feeds `twice` and then a later op, whose backward runs first: `twice` is offered that
+// gradient only where the engine alone holds it, and h's gradient is the sum either way.
+TEST(Autograd, ABackwardMayAddItsGradientIntoTheOneItsInputHas) {
+  Tensor x = leaf({1, 2, 3});
+  int offered = 0;
+  Tensor h = x * 1;
+  Tensor first = twice_accumulating(h, &offered);  // made first: its backward runs last
+  Tensor y = (first + h * 3).sum();
+  y.backward();
+  EXPECT_EQ(offered, 1);
+  EXPECT_CLOSE(x.grad(), tensor({5.0, 5.0, 5.0}, kFloat64));
+
+  // The later consumer passes its gradient on as it is (a view of the caller's): not offered.
+  Tensor g = tensor({1.0, 2.0, 3.0}, kFloat64);
+  Tensor h2 = x * 1;
+  Tensor first2 = twice_accumulating(h2, &offered);
+  std::vector<Tensor> r = autograd::grad({first2 + h2.view({3})}, {x}, {g}, /*retain_graph=*/false);
+  EXPECT_EQ(offered, 1);
+  EXPECT_CLOSE(r[0], g * 3);
+  EXPECT_CLOSE(g, tensor({1.0, 2.0, 3.0}, kFloat64));
+
+  // Nor under create_graph, where the sum must be differentiable.
+  Tensor h3 = x * x;
+  Tensor first3 = twice_accumulating(h3, &offered);
+  std::vector<Tensor> d =
+      autograd::grad({(first3 + h3 * 3).sum()}, {x}, {}, /*retain_graph=*/true, /*create_graph=*/true);
+  EXPECT_EQ(offered, 1);
+  EXPECT_CLOSE(d[0], x.detach() * 10);
+}
+
+// A backward that takes the offered gradient must return it.
+TEST(Autograd, ABackwardThatTakesAnAccumulatedGradientMustReturnIt) {
+  Tensor x = leaf({1, 2});
+  Tensor h = x * 1;
+  Tensor out = h.detach() * 2;
+  record("drops", {h}, {out}, [](const GradContext& g) -> std::vector<Tensor> {
+    if (g.accumulated(0).defined()) g.take_accumulated(0);
+    return {Tensor()};
+  });
+  Tensor y = (out + h * 3).sum();
+  EXPECT_EMBER_ERROR(y.backward(), "backward of drops", "took the gradient input 0 had received");
+}
+
+// 2 * h, whose backward gives the row sums of h's gradient where h's node asks for them.
+Tensor twice_with_row_sums(const Tensor& h) {
+  Tensor out = h.detach() * 2;
+  record("twice_with_row_sums", {h}, {out}, [](const GradContext& g) -> std::vector<Tensor> {
+    Tensor gh = g.grad() * 2;
+    if (g.row_sums_wanted(0)) g.set_row_sums(0, gh.sum({0}));
+    return {gh};
+  });
+  return out;
+}
+
+// Row sums reach the node that asks only with a gradient that arrived alone and that no hook saw.
+TEST(Autograd, RowSumsTravelWithAGradientThatArrivesAlone) {
+  Tensor x = randn({4, 3}, kFloat64).requires_grad_(), w = randn({4, 3}, kFloat64);
+  RowSumsSeen seen;
+  Tensor t = asking_for_row_sums(x * 1, &seen);
+  (twice_with_row_sums(t) * w).sum().backward();
+  ASSERT_TRUE(seen.sums.defined());
+  EXPECT_CLOSE(seen.sums, (w * 2).sum({0}));
+  EXPECT_CLOSE(seen.grad, w * 2);
+
+  // A second consumer: the sum of the two gradients has no row sums.
+  Tensor t2 = asking_for_row_sums(x * 1, &seen);
+  ((twice_with_row_sums(t2) * w).sum() + (t2 * 3).sum()).backward();
+  EXPECT_FALSE(seen.sums.defined());
+  EXPECT_CLOSE(seen.grad, w * 2 + 3);
+
+  // A hook on the asking node's output may change the gradient: no row sums.
+  Tensor t3 = asking_for_row_sums(x * 1, &seen);
+  t3.register_hook([](const Tensor& g) { return g * 10; });
+  (twice_with_row_sums(t3) * w).sum().backward();
+  EXPECT_FALSE(seen.sums.defined());
+  EXPECT_CLOSE(seen.grad, w * 20);
+}
+
 TEST(Autograd, BroadcastGradientsAreSummedBack) {
   Tensor a = randn({3, 1}, kFloat64).requires_grad_();
   Tensor b = randn({4}, kFloat64).requires_grad_();

@@ -149,8 +149,9 @@ TEST_F(MatmulCuda, LinearWeightAndBiasGradientsFromOneProduct) {
         if (d.is_cuda()) {
           const profiler::KeyAverages calls = prof.key_averages();
           EXPECT_NE(calls.find("mm_row_sums"), nullptr) << calls.table("count");
-          if (sh.aligned && is_reduced_float(dt))
+          if (sh.aligned && is_reduced_float(dt)) {
             EXPECT_EQ(calls.find("reduce"), nullptr) << calls.table("count");
+          }
         }
         EXPECT_TRUE(wr.grad().is_contiguous());
         return std::vector<Tensor>{out.cpu(), br.grad().cpu(), xr.grad().cpu(), wr.grad().cpu()};
@@ -172,6 +173,38 @@ TEST_F(MatmulCuda, LinearWeightAndBiasGradientsFromOneProduct) {
     sums.zero_();
     mm_row_sums_stub(kCUDA)(none, sums, a.cuda().t(), b.cuda().narrow(1, 0, 0).narrow(0, 0, 30));
     EXPECT_TRUE(assert_close(sums.cpu(), a.sum({0}), scaled_tolerance(dt, 4)));
+  }
+}
+
+// A linear of a 3D input that also feeds a later op (a residual branch, whose backward runs
+// first): the linear's product adds its input gradient into the branch's (beta 1), with no add
+// kernel, and the sum matches the CPU's in every dtype.
+TEST_F(MatmulCuda, ALinearsProductAddsItsInputGradientIntoTheResidualBranchs) {
+  for (ScalarType dt : kFloatTypes) {
+    SCOPED_TRACE(std::string(to_string(dt)));
+    manual_seed(8);
+    Tensor x = random_tensor({3, 5, 16}, dt, -1, 1), w = random_tensor({24, 16}, dt, -1, 1),
+           bias = random_tensor({24}, dt, -1, 1), g = random_tensor({3, 5, 24}, dt, -1, 1),
+           c = random_tensor({3, 5, 16}, dt, -1, 1);
+    auto run = [&](Device d) {
+      Tensor xr = x.to(d).detach().requires_grad_(), wr = w.to(d).detach().requires_grad_(),
+             br = bias.to(d).detach().requires_grad_();
+      Tensor h = xr * 1;  // not a leaf: its node gathers both branches' gradients
+      Tensor linear = nn::functional::linear(h, wr, br);  // made first: its backward runs last
+      Tensor loss = (linear * g.to(d)).sum() + (h * c.to(d)).sum();
+      profiler::Profile prof(std::vector{profiler::ProfilerActivity::CPU});
+      loss.backward();
+      prof.stop();
+      if (d.is_cuda()) {
+        EXPECT_EQ(prof.key_averages().find("add"), nullptr) << prof.key_averages().table("count");
+      }
+      return std::vector<Tensor>{xr.grad().cpu(), wr.grad().cpu(), br.grad().cpu()};
+    };
+    std::vector<Tensor> ref = run(Device(kCPU)), got = run(Device(kCUDA));
+    for (size_t i = 0; i < ref.size(); ++i) {
+      SCOPED_TRACE("input, weight, bias gradient #" + std::to_string(i));
+      EXPECT_TRUE(assert_close(got[i], ref[i], scaled_tolerance(dt, 4)));
+    }
   }
 }
 
