@@ -220,12 +220,24 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
   const A inv_n = A(1) / static_cast<A>(r.N);
   const int t = r.t(), teams = r.teams();
   const int64_t chunks = r.chunks();
-  // This thread's columns of dw, db and (parts == 3) dx's sums.
-  A pw[kSlots][kChunk], pb[kSlots][kChunk], pd[kSlots][kChunk];
+  // This thread's columns of dw and db, and (parts == 3) dx's sums: in registers with two slots, in
+  // a slot of shared memory of its own with one (team_sums, free until the end), where registers
+  // for them cost more than the shared loads and stores (the one-slot kernel of BERT's rows spilled
+  // and took 17% more time).
+  constexpr bool kDxShared = kSlots == 1;
+  static_assert(kChunk * kMaxTeam <= 3 * kMaxTeamColumns);
+  A pw[kSlots][kChunk], pb[kSlots][kChunk], pd[kDxShared ? 1 : kSlots][kChunk];
+  A* const pd_shared = &team_sums[0][0] + threadIdx.x;  // element j at j * blockDim.x
 #pragma unroll
   for (int k = 0; k < kSlots; ++k)
 #pragma unroll
-    for (int j = 0; j < kChunk; ++j) pw[k][j] = pb[k][j] = pd[k][j] = A(0);
+    for (int j = 0; j < kChunk; ++j) {
+      pw[k][j] = pb[k][j] = A(0);
+      if constexpr (kDxShared)
+        pd_shared[j * blockDim.x] = A(0);
+      else
+        pd[k][j] = A(0);
+    }
   wait_for_prior_grids();  // launched by launch_dependent
   int parity = 0;
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * teams; base < r.rows;
@@ -268,13 +280,24 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
       }
       if (dres) store_chunk(dres + row * r.N, c * kChunk, r.N, r.vec, ds);
       if (dx) store_chunk(dx + row * r.N, c * kChunk, r.N, r.vec, d);
-      if (parts == 3)  // dx as stored
+      if (parts == 3)
 #pragma unroll
-        for (int j = 0; j < kChunk; ++j) pd[k][j] += to_acc(from_acc<T>(d[j]));
+        for (int j = 0; j < kChunk; ++j) {
+          const A stored = to_acc(from_acc<T>(d[j]));
+          if constexpr (kDxShared)
+            pd_shared[j * blockDim.x] += stored;
+          else
+            pd[k][j] += stored;
+        }
     }
   }
   allow_dependent_grids();  // the column-sum kernel
   if (!partial) return;
+  if constexpr (kDxShared) {  // back to registers: team_sums adds up the teams below
+#pragma unroll
+    for (int j = 0; j < kChunk; ++j) pd[0][j] = parts == 3 ? pd_shared[j * blockDim.x] : A(0);
+    __syncthreads();
+  }
   // Team by team into shared memory (one team per block when rows are long: straight out).
   A* out = partial + static_cast<int64_t>(blockIdx.x) * parts * r.N;
   for (int team = 0; team < teams; ++team) {
