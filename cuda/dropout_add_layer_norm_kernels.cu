@@ -211,33 +211,20 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
 
 template <class T, class R, class P, int kSlots, int kMinBlocks>  // as forward_kernel's
 __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kMinBlocks)
-    backward_kernel(T* dx, R* dres, Acc<T>* partial, int parts, const T* gy, const T* x, const R* res,
+    backward_kernel(T* dx, R* dres, Acc<T>* partial, const T* gy, const T* x, const R* res,
                     const Acc<T>* mean, const Acc<T>* rstd, const P* w, Rows<Acc<T>> r) {
   using A = Acc<T>;
   __shared__ RowSums<A> shared[2][kWarpSize];
-  __shared__ A team_sums[3][kMaxTeamColumns];
+  __shared__ A team_sums[2][kMaxTeamColumns];
   const A scale = static_cast<A>(r.dropout ? ops::dropout_scale(r.p) : 1.0);
   const A inv_n = A(1) / static_cast<A>(r.N);
   const int t = r.t(), teams = r.teams();
   const int64_t chunks = r.chunks();
-  // This thread's columns of dw and db, and (parts == 3) dx's sums: in registers with two slots, in
-  // a slot of shared memory of its own with one (team_sums, free until the end), where registers
-  // for them cost more than the shared loads and stores (the one-slot kernel of BERT's rows spilled
-  // and took 17% more time).
-  constexpr bool kDxShared = kSlots == 1;
-  static_assert(kChunk * kMaxTeam <= 3 * kMaxTeamColumns);
-  A pw[kSlots][kChunk], pb[kSlots][kChunk], pd[kDxShared ? 1 : kSlots][kChunk];
-  A* const pd_shared = &team_sums[0][0] + threadIdx.x;  // element j at j * blockDim.x
+  A pw[kSlots][kChunk], pb[kSlots][kChunk];  // this thread's columns of dw and db
 #pragma unroll
   for (int k = 0; k < kSlots; ++k)
 #pragma unroll
-    for (int j = 0; j < kChunk; ++j) {
-      pw[k][j] = pb[k][j] = A(0);
-      if constexpr (kDxShared)
-        pd_shared[j * blockDim.x] = A(0);
-      else
-        pd[k][j] = A(0);
-    }
+    for (int j = 0; j < kChunk; ++j) pw[k][j] = pb[k][j] = A(0);
   wait_for_prior_grids();  // launched by launch_dependent
   int parity = 0;
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * teams; base < r.rows;
@@ -280,26 +267,12 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
       }
       if (dres) store_chunk(dres + row * r.N, c * kChunk, r.N, r.vec, ds);
       if (dx) store_chunk(dx + row * r.N, c * kChunk, r.N, r.vec, d);
-      if (parts == 3)
-#pragma unroll
-        for (int j = 0; j < kChunk; ++j) {
-          const A stored = to_acc(from_acc<T>(d[j]));
-          if constexpr (kDxShared)
-            pd_shared[j * blockDim.x] += stored;
-          else
-            pd[k][j] += stored;
-        }
     }
   }
   allow_dependent_grids();  // the column-sum kernel
   if (!partial) return;
-  if constexpr (kDxShared) {  // back to registers: team_sums adds up the teams below
-#pragma unroll
-    for (int j = 0; j < kChunk; ++j) pd[0][j] = parts == 3 ? pd_shared[j * blockDim.x] : A(0);
-    __syncthreads();
-  }
   // Team by team into shared memory (one team per block when rows are long: straight out).
-  A* out = partial + static_cast<int64_t>(blockIdx.x) * parts * r.N;
+  A* out = partial + static_cast<int64_t>(blockIdx.x) * 2 * r.N;
   for (int team = 0; team < teams; ++team) {
     if (team > 0) __syncthreads();
     if (r.team() != team) continue;
@@ -310,14 +283,12 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
       for (int j = 0; j < kChunk; ++j) {
         const int64_t col = c * kChunk + j;
         if (c >= chunks || col >= r.N) continue;
-        const A mine[] = {pw[k][j], pb[k][j], pd[k][j]};
-#pragma unroll
-        for (int q = 0; q < 3; ++q) {
-          if (q == parts) break;
-          if (teams == 1)
-            out[q * r.N + col] = mine[q];
-          else
-            team_sums[q][col] = (team > 0 ? team_sums[q][col] : A(0)) + mine[q];
+        if (teams == 1) {
+          out[col] = pw[k][j], out[r.N + col] = pb[k][j];
+        } else {
+          const A before_w = team > 0 ? team_sums[0][col] : A(0),
+                  before_b = team > 0 ? team_sums[1][col] : A(0);
+          team_sums[0][col] = before_w + pw[k][j], team_sums[1][col] = before_b + pb[k][j];
         }
       }
     }
@@ -325,7 +296,7 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
   if (teams == 1) return;
   __syncthreads();
   for (int64_t col = threadIdx.x; col < r.N; col += blockDim.x)
-    for (int q = 0; q < parts; ++q) out[q * r.N + col] = team_sums[q][col];
+    out[col] = team_sums[0][col], out[r.N + col] = team_sums[1][col];
 }
 
 // The team and block shape for rows of N: kSlots chunks per thread, and teams of whole warps.
@@ -411,10 +382,9 @@ void forward_cuda(const Tensor& out, const Tensor& mean, const Tensor& rstd, con
               });
 }
 
-void backward_cuda(const Tensor& dx, const Tensor& dres, const Tensor& dw, const Tensor& db,
-                   const Tensor& dx_sums, const Tensor& gy, const Tensor& x, const Tensor& residual,
-                   const Tensor& mean, const Tensor& rstd, const Tensor& weight, const Tensor& bits,
-                   double p) {
+void backward_cuda(const Tensor& dx, const Tensor& dres, const Tensor& dw, const Tensor& db, const Tensor& gy,
+                   const Tensor& x, const Tensor& residual, const Tensor& mean, const Tensor& rstd,
+                   const Tensor& weight, const Tensor& bits, double p) {
   const Tensor& param = weight.defined() ? weight : dw.defined() ? dw : db;
   const Shape sh = shape_for(x.size(1));
   visit_types("dropout_add_layer_norm_backward", x, residual, param.defined() ? param.dtype() : x.dtype(),
@@ -429,8 +399,7 @@ void backward_cuda(const Tensor& dx, const Tensor& dres, const Tensor& dw, const
                 const Rows<A> r =
                     rows_of<A>(x, sh, {pdx, pdres, gy.data_ptr(), x.data_ptr(), residual.data_ptr(), pw},
                                bits.defined(), p, PhiloxState{}, bits);
-                const bool params = dw.defined() || db.defined() || dx_sums.defined();
-                const int parts = dx_sums.defined() ? 3 : 2;
+                const bool params = dw.defined() || db.defined();
                 cudaStream_t stream = current_stream();
                 const int threads = sh.teams * sh.team_threads;
                 with_slots(sh.slots, [&](auto slots) {
@@ -440,14 +409,14 @@ void backward_cuda(const Tensor& dx, const Tensor& dres, const Tensor& dw, const
                   const int64_t splits = std::max<int64_t>(
                       1, std::min<int64_t>(ceil_div<int64_t>(r.rows, sh.teams),
                                            resident_blocks(reinterpret_cast<const void*>(kernel), threads)));
-                  Tensor partial = params ? empty({splits, parts, r.N}, mean.options()) : Tensor();
+                  Tensor partial = params ? empty({splits, 2, r.N}, mean.options()) : Tensor();
                   kernel<<<static_cast<unsigned>(splits), threads, 0, stream>>>(
-                      pdx, pdres, params ? static_cast<A*>(partial.data_ptr()) : nullptr, parts,
+                      pdx, pdres, params ? static_cast<A*>(partial.data_ptr()) : nullptr,
                       static_cast<const T*>(gy.data_ptr()), static_cast<const T*>(x.data_ptr()),
                       static_cast<const R*>(residual.data_ptr()), static_cast<const A*>(mean.data_ptr()),
                       static_cast<const A*>(rstd.data_ptr()), pw, r);
                   EMBER_CUDA_LAUNCH_CHECK();
-                  if (params) launch_column_sums<A, P>(dw, db, dx_sums, partial, splits, r.N, stream);
+                  if (params) launch_column_sums<A, P>(dw, db, partial, splits, r.N, stream);
                 });
               });
 }

@@ -37,46 +37,52 @@ struct RowSumsCombine {
   }
 };
 
-// dw[c] and db[c] (of type P), and dsum[c] (of type A) = the sums over the `splits` blocks of
-// partial [splits, parts, N] (parts 2: [dw | db], 3: [dw | db | dsum], dropout_add_layer_norm's
-// dx summed for the next linear's bias; 1: [dw], gelu_dropout's): a block of threads (kSumCols,
-// kSumRows) takes kSumCols columns (128 bytes of floats a row) down all the splits, each thread
-// every kSumRows-th split (independent loads), part by part; the row threads' sums meet in shared
-// memory, added in a fixed order (the result does not vary from run to run). Null outputs are not
-// written.
-constexpr int kSumCols = 32, kSumRows = 32;
-template <class A, class P>
-__global__ void __launch_bounds__(kSumCols* kSumRows)
-    column_sum_kernel(P* dw, P* db, A* dsum, const A* partial, int parts, int64_t splits, int64_t N) {
-  __shared__ A shared[kSumRows][kSumCols + 1];
+// dw[c] and db[c] (of type P) = the sums over the `splits` blocks of partial [splits, kParts, N]
+// ([dw | db]; kParts 1: [dw] alone, gelu_dropout's column sums): a block of threads (kSumCols,
+// kSumRows) takes kSumCols columns (one 32-byte sector of floats) down all the splits, so that
+// N / kSumCols blocks spread over the SMs, each thread with a few rows of independent loads; its
+// rows' sums meet in a tree (a fixed order: the result does not vary from run to run).
+constexpr int kSumCols = 8, kSumRows = 128;
+template <class A, class P, int kParts>
+__global__ void column_sum_kernel(P* dw, P* db, const A* partial, int64_t splits, int64_t N) {
+  __shared__ A shared[kParts][kSumRows][kSumCols];
   wait_for_prior_grids();  // launched by launch_dependent
   const int64_t c = blockIdx.x * static_cast<int64_t>(kSumCols) + threadIdx.x;
-  for (int q = 0; q < parts; ++q) {
-    A st = A(0);
-    if (c < N)
-      for (int64_t s = threadIdx.y; s < splits; s += kSumRows) st += partial[(s * parts + q) * N + c];
-    if (q > 0) __syncthreads();  // the previous part's sums are read
-    shared[threadIdx.y][threadIdx.x] = st;
+  A st[kParts] = {};
+  if (c < N)
+    for (int64_t s = threadIdx.y; s < splits; s += kSumRows)
+#pragma unroll
+      for (int q = 0; q < kParts; ++q) st[q] += partial[(s * kParts + q) * N + c];
+#pragma unroll
+  for (int q = 0; q < kParts; ++q) shared[q][threadIdx.y][threadIdx.x] = st[q];
+  for (int half = kSumRows / 2; half > 0; half /= 2) {
     __syncthreads();
-    if (threadIdx.y > 0 || c >= N) continue;
-    A total = A(0);
-    for (int y = 0; y < kSumRows; ++y) total += shared[y][threadIdx.x];
-    if (q == 0 && dw) dw[c] = from_acc<P>(total);
-    if (q == 1 && db) db[c] = from_acc<P>(total);
-    if (q == 2 && dsum) dsum[c] = total;
+    if (threadIdx.y < half)
+#pragma unroll
+      for (int q = 0; q < kParts; ++q)
+        shared[q][threadIdx.y][threadIdx.x] += shared[q][threadIdx.y + half][threadIdx.x];
   }
+  if (threadIdx.y > 0 || c >= N) return;
+  if (dw) dw[c] = from_acc<P>(shared[0][0][threadIdx.x]);
+  if (kParts == 2 && db) db[c] = from_acc<P>(shared[kParts - 1][0][threadIdx.x]);
 }
 
-// dw, db and dsum (any undefined; dsum only with 3 parts) from partial [splits, 2 or 3, N] in A;
-// the kernel waits for the one before it (launch_dependent).
+// dw and db (either undefined; db too with one part) from partial [splits, 1 or 2, N] in A; the
+// kernel waits for the one before it (launch_dependent).
 template <class A, class P>
-void launch_column_sums(const Tensor& dw, const Tensor& db, const Tensor& dsum, const Tensor& partial,
-                        int64_t splits, int64_t N, cudaStream_t stream) {
-  auto ptr = [](const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; };
-  launch_dependent(column_sum_kernel<A, P>, dim3(static_cast<unsigned>(ceil_div<int64_t>(N, kSumCols))),
-                   dim3(kSumCols, kSumRows), stream, static_cast<P*>(ptr(dw)), static_cast<P*>(ptr(db)),
-                   static_cast<A*>(ptr(dsum)), static_cast<const A*>(partial.data_ptr()),
-                   static_cast<int>(partial.size(1)), splits, N);
+void launch_column_sums(const Tensor& dw, const Tensor& db, const Tensor& partial, int64_t splits, int64_t N,
+                        cudaStream_t stream) {
+  auto launch = [&](auto kernel) {
+    launch_dependent(kernel, dim3(static_cast<unsigned>(ceil_div<int64_t>(N, kSumCols))),
+                     dim3(kSumCols, kSumRows), stream,
+                     dw.defined() ? static_cast<P*>(dw.data_ptr()) : nullptr,
+                     db.defined() ? static_cast<P*>(db.data_ptr()) : nullptr,
+                     static_cast<const A*>(partial.data_ptr()), splits, N);
+  };
+  if (partial.size(1) == 1)
+    launch(column_sum_kernel<A, P, 1>);
+  else
+    launch(column_sum_kernel<A, P, 2>);
 }
 
 }  // namespace ember::cuda

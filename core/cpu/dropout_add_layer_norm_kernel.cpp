@@ -89,9 +89,8 @@ void forward_kernel(const Tensor& out, const Tensor& mean, const Tensor& rstd, c
 }
 
 void backward_kernel(const Tensor& dx, const Tensor& dres, const Tensor& dw, const Tensor& db,
-                     const Tensor& dx_sums, const Tensor& gy, const Tensor& x, const Tensor& residual,
-                     const Tensor& mean, const Tensor& rstd, const Tensor& weight, const Tensor& bits,
-                     double p) {
+                     const Tensor& gy, const Tensor& x, const Tensor& residual, const Tensor& mean,
+                     const Tensor& rstd, const Tensor& weight, const Tensor& bits, double p) {
   constexpr int64_t kMaxChunks = 64;
   const int64_t M = x.size(0), N = x.size(1);
   const int64_t chunk = std::max(rows_per_task(N), (M + kMaxChunks - 1) / kMaxChunks);
@@ -105,13 +104,12 @@ void backward_kernel(const Tensor& dx, const Tensor& dres, const Tensor& dw, con
     const auto scale = static_cast<C>(dropout ? ops::dropout_scale(p) : 1.0);
     std::vector<C> wbuf(N);
     const C* w = param_or(weight, N, wbuf);
-    Eigen::Array<C, Eigen::Dynamic, Eigen::Dynamic> pw, pb, pdx;  // [N, chunks]
+    Eigen::Array<C, Eigen::Dynamic, Eigen::Dynamic> pw, pb;  // [N, chunks]
     if (params) pw.setZero(N, chunks), pb.setZero(N, chunks);
-    if (dx_sums.defined()) pdx.setZero(N, chunks);
     parallel_for(0, chunks, 1, [&](int64_t kb, int64_t ke) {
       RowSum<C, true> row{x, residual, dropout, p, PhiloxState{}, bits, N};
       ArrayX<C> s(N), xhat(N), gxhat(N), ds(N);
-      std::vector<C> gbuf(N), obuf(N), sbuf(N);
+      std::vector<C> gbuf(N), obuf(N);
       for (int64_t k = kb; k < ke; ++k) {
         for (int64_t r = k * chunk; r < std::min(M, (k + 1) * chunk); ++r) {
           row(r, s);
@@ -130,13 +128,10 @@ void backward_kernel(const Tensor& dx, const Tensor& dres, const Tensor& dw, con
           for (int64_t j = 0; j < N; ++j)
             o[j] = ops::MaskedScale<C>{scale}(static_cast<C>(row.keep[j]), ds[j]);
           store_compute<C>(o, byte_ptr(dx, r * N), dx.dtype(), N);
-          if (dx_sums.defined())  // of the values as stored
-            pdx.col(k) +=
-                ConstArrayMap<C>(load_compute<C>(byte_ptr(dx, r * N), dx.dtype(), N, sbuf.data()), N);
         }
       }
     });
-    for (auto [out, part] : {std::pair{&dw, &pw}, std::pair{&db, &pb}, std::pair{&dx_sums, &pdx}}) {
+    for (auto [out, part] : {std::pair{&dw, &pw}, std::pair{&db, &pb}}) {
       if (!out->defined()) continue;
       const ArrayX<C> sum = part->rowwise().sum();
       store_compute<C>(sum.data(), out->data_ptr(), out->dtype(), N);

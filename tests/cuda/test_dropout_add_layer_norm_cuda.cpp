@@ -2,8 +2,7 @@
 // the four gradients in every float dtype, with a float32 residual for the 2-byte ones, rows that
 // are whole 16-byte vectors or not (odd lengths, an input one element off its alignment), one or
 // two register slots, several rows to a block, with and without weight and bias, in eval mode, and
-// rows long enough for the composite; the same values as the composite on the GPU; and dx's sums
-// over rows for the node before it.
+// rows long enough for the composite; and the same values as the composite on the GPU.
 #include "cuda_test_util.h"
 
 namespace ember::testing {
@@ -75,33 +74,6 @@ TEST_F(DropoutAddLayerNormCuda, MatchesTheCpu) {
     expect_same_as_cpu({dt, dt, 37, 768, true, false, false});
   }
   expect_same_as_cpu({kFloat32, kFloat32, 3, 9000, true, false, true});  // the composite's rows
-}
-
-// Its backward sums dx over rows for the node before it when that node asks (a linear whose output
-// x is, for its bias gradient): on either device, dx's sums as stored, with or without the
-// parameters' gradients beside them.
-TEST_F(DropoutAddLayerNormCuda, SumsDxOverRowsForTheNodeBeforeIt) {
-  for (ScalarType dt : {kFloat32, kFloat64, kFloat16, kBFloat16})
-    for (int64_t n : {768, 13, 1000, 6000})
-      for (bool params : {true, false}) {
-        SCOPED_TRACE(::testing::Message() << to_string(dt) << " n " << n << " params " << params);
-        Tensor x = random_tensor({37, n}, dt), res = random_tensor({37, n}, dt),
-               gy = random_tensor({37, n}, dt);
-        Tensor w = random_tensor({n}, kFloat32, 0.5, 1.5), b = random_tensor({n}, kFloat32);
-        for (Device d : {Device(kCPU), Device(kCUDA)}) {
-          RowSumsSeen seen;
-          Generator gen(3);
-          Tensor out = dropout_add_layer_norm(asking_for_row_sums(x.to(d).requires_grad_(), &seen), res.to(d),
-                                              w.to(d).requires_grad_(params), b.to(d).requires_grad_(params),
-                                              0.2, 1e-5, true, &gen);
-          out.backward(gy.to(d));
-          ASSERT_TRUE(seen.sums.defined()) << d;
-          EXPECT_EQ(seen.sums.dtype(), dt == kFloat64 ? kFloat64 : kFloat32);
-          EXPECT_CLOSE(seen.sums.cpu().to(kFloat64), seen.grad.cpu().to(kFloat64).sum({0}),
-                       Tolerance{1e-5, 1e-4})
-              << d;
-        }
-      }
 }
 
 // On the GPU the fused op is the composite: the same mask and, up to rounding, the same values

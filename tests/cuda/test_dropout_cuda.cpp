@@ -1,7 +1,8 @@
 // native_dropout on the GPU: for the same generator state the CUDA mask is the CPU one (and
 // bernoulli_'s on either device) in every float dtype, through the vectorized path (aligned
 // input), the element-wise one (an offset view) and a non-contiguous input; the values and the
-// backward (and its own backward) agree with the CPU; p = 1 gives zeros; device errors; gelu_dropout.
+// backward (and its own backward) agree with the CPU; p = 1 gives zeros; device errors; gelu_dropout,
+// and its gradient's row sums for the linear before it.
 #include <cmath>
 
 #include "cuda_test_util.h"
@@ -129,6 +130,40 @@ TEST_F(DropoutCuda, GeluDropoutMatchesTheCpu) {
       EXPECT_CLOSE(og.cpu(), oc, cuda_tolerance(dt));
       Tensor gc_x = autograd::grad({oc}, {xc}, {gy})[0], gg_x = autograd::grad({og}, {xg}, {gy.cuda()})[0];
       EXPECT_CLOSE(gg_x.cpu(), gc_x, cuda_tolerance(dt));
+    }
+}
+
+// gelu_dropout's backward sums the input gradient over rows for the node before it when that node
+// asks (a linear, for its bias gradient): on either device the gradient's sums as stored, through
+// the tiled kernel (rows of whole 16-byte vectors, several slices) and the fallbacks (an odd row, an
+// input one element off its alignment), with the same gradient as without them.
+TEST_F(DropoutCuda, GeluDropoutSumsItsGradientOverRowsForTheNodeBeforeIt) {
+  struct Case {
+    int64_t rows, n;
+    Tensor (*view)(const Tensor&);
+  };
+  for (ScalarType dt : kFloatDtypes)
+    for (const Case& c :
+         {Case{300, 264, same}, Case{5, 3072, same}, Case{37, 13, same}, Case{37, 24, offset_by_one}}) {
+      SCOPED_TRACE(::testing::Message() << to_string(dt) << " [" << c.rows << ", " << c.n << "]");
+      Tensor x = random_tensor({c.rows, c.n}, dt, -4, 4), gy = random_tensor({c.rows, c.n}, dt);
+      for (Device d : {Device(kCPU), Device(kCUDA)}) {
+        RowSumsSeen seen;
+        Generator gen(12);
+        Tensor xd = c.view(x.to(d)).detach().requires_grad_();
+        Tensor out = gelu_dropout(asking_for_row_sums(xd, &seen), 0.3, true, &gen);
+        out.backward(gy.to(d));
+        ASSERT_TRUE(seen.sums.defined()) << d;
+        EXPECT_EQ(seen.sums.dtype(), dt == kFloat64 ? kFloat64 : kFloat32);
+        // Summed in float32 over 300 rows: a few ulps of the largest partial sums.
+        EXPECT_CLOSE(seen.sums.cpu().to(kFloat64), seen.grad.cpu().to(kFloat64).sum({0}),
+                     Tolerance{1e-5, 1e-4})
+            << d;
+        Generator again(12);
+        Tensor xp = c.view(x.to(d)).detach().requires_grad_();
+        Tensor expected = autograd::grad({gelu_dropout(xp, 0.3, true, &again)}, {xp}, {gy.to(d)})[0];
+        EXPECT_CLOSE(seen.grad.cpu(), expected.cpu()) << d;
+      }
     }
 }
 
