@@ -1,7 +1,7 @@
 // CUDA kernels of native_dropout (and gelu_dropout, GELU before the mask) and their backwards. The forward
-// draws the mask (the Philox numbers bernoulli_ draws, core/ops/dropout_functors.h) and writes it with the
-// output in one pass: each thread step takes 8 elements (16-byte loads: one for 2-byte floats, two for
-// float, four for double), their two Philox blocks and, for gelu_dropout, one byte of the packed mask.
+// draws the mask (ops::DropoutMaskDraw's 16-bit Philox numbers, core/ops/dropout_functors.h) and writes it
+// with the output in one pass: each thread step takes 8 elements (16-byte loads: one for 2-byte floats,
+// two for float, four for double), their Philox block and, for gelu_dropout, one byte of the packed mask.
 // gelu_dropout's backward is the same kernel over (grad, x) with the mask read from those bits (or,
 // where the linear before it wants its bias gradient, a kernel over tiles of rows that also sums the
 // columns); native_dropout's is the generic elementwise launcher over (mask, grad). For f16 and bf16,

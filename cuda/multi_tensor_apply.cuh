@@ -28,7 +28,6 @@ namespace ember::cuda::mta {
 constexpr int kBlockSize = 512;
 constexpr int64_t kChunkSize = 65536;
 constexpr int kMaxBlocks = 2048;
-constexpr int kIlp = 2;  // packs a thread has in flight
 
 template <int D>
 struct TensorListMeta {
@@ -56,44 +55,33 @@ __device__ __forceinline__ bool loads(const Op& op, int d) {
     return true;
 }
 
-// Updates elements [i + k stride, i + k stride + N) of one chunk for each k < kIlp where that is
-// below n: N per thread, loaded and stored as one Pack per list (and list 0's copy, when C is not
-// void and copy is not null). Every load comes before the first store, so that kIlp packs' loads
-// are in flight at once (the compiler cannot hoist a load above a store that may alias it).
-template <int N, int kIlp, class S, class C, int D, class Op>
-__device__ __forceinline__ void update_packs(S* const (&ptr)[D], C* copy, int64_t i, int64_t stride,
-                                             int64_t n, const Op& op, const typename Op::PerTensor& c) {
-  Pack<S, N> r[kIlp][D] = {};
+// Updates elements [i, i + N) of one chunk: N per thread, loaded and stored as one Pack per list
+// (and list 0's copy, when C is not void and copy is not null).
+template <int N, class S, class C, int D, class Op>
+__device__ __forceinline__ void update_pack(S* const (&ptr)[D], C* copy, int64_t i, const Op& op,
+                                            const typename Op::PerTensor& c) {
+  Pack<S, N> r[D] = {};
 #pragma unroll
-  for (int k = 0; k < kIlp; ++k)
+  for (int d = 0; d < D; ++d)
+    if (ptr[d] && loads(op, d)) r[d] = *reinterpret_cast<const Pack<S, N>*>(ptr[d] + i);
 #pragma unroll
-    for (int d = 0; d < D; ++d)
-      if (i + k * stride < n && ptr[d] && loads(op, d))
-        r[k][d] = *reinterpret_cast<const Pack<S, N>*>(ptr[d] + i + k * stride);
+  for (int j = 0; j < N; ++j) {
+    S e[D];
 #pragma unroll
-  for (int k = 0; k < kIlp; ++k)
+    for (int d = 0; d < D; ++d) e[d] = r[d].v[j];
+    op(c, e);
 #pragma unroll
-    for (int j = 0; j < N; ++j) {
-      S e[D];
+    for (int d = 0; d < D; ++d) r[d].v[j] = e[d];
+  }
 #pragma unroll
-      for (int d = 0; d < D; ++d) e[d] = r[k][d].v[j];
-      op(c, e);
+  for (int d = 0; d < D; ++d)
+    if (ptr[d] && op.stores(d)) *reinterpret_cast<Pack<S, N>*>(ptr[d] + i) = r[d];
+  if constexpr (!std::is_void_v<C>) {
+    if (!copy) return;
+    Pack<C, N> out;
 #pragma unroll
-      for (int d = 0; d < D; ++d) r[k][d].v[j] = e[d];
-    }
-#pragma unroll
-  for (int k = 0; k < kIlp; ++k) {
-    if (i + k * stride >= n) break;
-#pragma unroll
-    for (int d = 0; d < D; ++d)
-      if (ptr[d] && op.stores(d)) *reinterpret_cast<Pack<S, N>*>(ptr[d] + i + k * stride) = r[k][d];
-    if constexpr (!std::is_void_v<C>) {
-      if (!copy) continue;
-      Pack<C, N> out;
-#pragma unroll
-      for (int j = 0; j < N; ++j) out.v[j] = static_cast<C>(r[k][0].v[j]);
-      *reinterpret_cast<Pack<C, N>*>(copy + i + k * stride) = out;
-    }
+    for (int j = 0; j < N; ++j) out.v[j] = static_cast<C>(r[0].v[j]);
+    *reinterpret_cast<Pack<C, N>*>(copy + i) = out;
   }
 }
 
@@ -119,11 +107,10 @@ __global__ void __launch_bounds__(kBlockSize) multi_tensor_kernel(TensorListMeta
   }
   const typename Op::PerTensor c = op.per_tensor(meta.steps[t]);
   if (aligned && n % kVec == 0) {
-    const int64_t stride = blockDim.x * kVec;
-    for (int64_t i = threadIdx.x * kVec; i < n; i += kIlp * stride)
-      update_packs<kVec, kIlp>(ptr, copy, i, stride, n, op, c);
+    for (int64_t i = threadIdx.x * kVec; i < n; i += blockDim.x * kVec)
+      update_pack<kVec>(ptr, copy, i, op, c);
   } else {
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) update_packs<1, 1>(ptr, copy, i, 0, n, op, c);
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) update_pack<1>(ptr, copy, i, op, c);
   }
 }
 

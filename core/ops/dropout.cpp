@@ -1,5 +1,5 @@
 // dropout's frontends: the fused forward (mask and output in one kernel, the mask drawn as
-// bernoulli_ draws it) and its backward, an op of its own so it differentiates again.
+// ops::DropoutMaskDraw defines it) and its backward, an op of its own so it differentiates again.
 #include "ember/core/ops/dropout.h"
 
 #include "ember/core/autograd_meta.h"
@@ -55,7 +55,7 @@ struct MaskedForward {
   PhiloxState rng;
 };
 MaskedForward masked_forward(const Tensor& x, double p, Generator* gen, bool gelu, bool keep_bits) {
-  // One generator offset per call, even for an empty x: as bernoulli_, so RNG replay agrees.
+  // One generator offset per call, even for an empty x, as bernoulli_ takes.
   const PhiloxState rng = (gen ? *gen : default_generator(x.device().type)).next();
   Tensor dense = dense_like(x);
   MaskedForward r{empty_like(dense), {}, {}, rng};

@@ -17,7 +17,8 @@ Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Generator*
 
 // (out, mask) with mask a bool tensor of x's shape, true where the element was kept (all true
 // when !training), as PyTorch's native_dropout; the backward is native_dropout_backward. The
-// mask is exactly bernoulli_(mask, 1 - p, gen), on every device, and takes one generator offset.
+// mask is ops::DropoutMaskDraw's (16 random bits an element), the same on every device, and
+// takes one generator offset, as bernoulli_ would.
 std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, bool training = true,
                                           Generator* gen = nullptr);
 

@@ -3,31 +3,38 @@
 // The per-element math of dropout (core/ops/dropout.h), written once for the CPU kernels and the
 // CUDA ones, so both devices keep the same elements and round the same way.
 
+#include <cmath>
+
+#include "ember/core/generator.h"
 #include "ember/core/ops/elementwise_functors.h"
-#include "ember/core/random_draw.h"
+#include "ember/core/philox.h"
 
 namespace ember::ops {
 
 // What the kept elements are multiplied by; 0 for p == 1, where nothing is kept (no 1 / 0).
 EMBER_HOST_DEVICE inline double dropout_scale(double p) { return p == 1 ? 0.0 : 1.0 / (1.0 - p); }
 
-// Elements per Philox block of dropout's keep mask.
-inline constexpr int kDropoutMaskBlock = random_draw::block_size<float>(RandomKind::Bernoulli);
+// Elements per Philox block of dropout's keep mask: 16 bits each, two a word.
+inline constexpr int kDropoutMaskBlock = 8;
 
-// Dropout's keep mask: bernoulli_'s draw for a bool mask with probability 1 - p
-// (core/random_draw.h, in float precision), so native_dropout keeps exactly what
-// bernoulli_(mask, 1 - p) sets. Made once per kernel: the threshold is double arithmetic.
+// Dropout's keep mask: element 8 b + j is kept when the 16-bit half j % 2 (the low one first) of
+// word j / 2 of Philox block b is below ceil((1 - p) 2^16), a keep probability within 2^-16 of
+// 1 - p (FlashAttention's dropout takes 8 bits). Half the Philox work per element of a float draw
+// (bernoulli_'s 24 bits, four a block), in kernels that Philox's instructions bound: gelu_dropout's
+// forward and dropout_add_layer_norm's. Made once per kernel: the threshold is double arithmetic.
 struct DropoutMaskDraw {
   PhiloxState rng;
-  uint32_t keep_below;  // element j is kept when Philox word j >> 8 is below this
+  uint32_t keep_below;  // in [0, 2^16]
 
   EMBER_HOST_DEVICE DropoutMaskDraw(PhiloxState rng_, double p)
-      : rng(rng_), keep_below(random_draw::bernoulli_threshold(1.0 - p)) {}
+      : rng(rng_),
+        keep_below(p > 0 ? (p < 1 ? static_cast<uint32_t>(ceil((1.0 - p) * 0x1p16)) : 0u) : 1u << 16) {}
 
   // Elements kDropoutMaskBlock * b + j, j in [first, last) of [0, kDropoutMaskBlock), into keep.
   EMBER_HOST_DEVICE void block(uint64_t b, int first, int last, bool* keep) const {
     const Philox4x32 r = philox_block(rng.seed, rng.offset, b);
-    for (int j = first; j < last; ++j) keep[j - first] = (r.v[j] >> 8) < keep_below;
+    for (int j = first; j < last; ++j)
+      keep[j - first] = ((r.v[j / 2] >> (16 * (j % 2))) & 0xffffu) < keep_below;
   }
 
   // Elements [first, first + n) of the flattened mask, whatever their Philox blocks: a row of a

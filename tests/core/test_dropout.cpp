@@ -1,7 +1,7 @@
-// native_dropout and native_dropout_backward on the CPU: the mask is bernoulli_'s draw from the
-// same generator state (and the generator moves as bernoulli_ moves it), the values in every
-// float dtype against the where() composite dropout used to be, p = 0 and 1, non-contiguous and
-// empty inputs, the backward and its own backward, autocast, and the errors.
+// native_dropout and native_dropout_backward on the CPU: the mask follows its Philox definition
+// and replays with the generator's state (which moves one offset, as bernoulli_ moves it), the
+// values in every float dtype against the where() composite dropout used to be, p = 0 and 1,
+// non-contiguous and empty inputs, the backward and its own backward, autocast, and the errors.
 #include <cmath>
 
 #include "ember/core/autocast_mode.h"
@@ -18,45 +18,34 @@ Tensor bools(IntArrayRef sizes, bool v) { return full(sizes, v ? 1 : 0, kInt64).
 // What dropout computed before it was fused: x * (1 / (1 - p)) where kept, else 0.
 Tensor composite(const Tensor& x, const Tensor& mask, double p) { return where(mask, x * (1 / (1 - p)), 0); }
 
-TEST(NativeDropout, MaskIsTheBernoulliDrawOfTheSameGeneratorState) {
-  // Sizes around the Philox block (4), the kernel's chunk (256) and its thread grain (4096).
-  for (int64_t n : {1, 2, 3, 5, 7, 255, 257, 4097, 100003})
-    for (double p : {0.1, 0.5, 0.9}) {
+// Element i is kept when the 16-bit half i % 2 of word (i % 8) / 2 of Philox block i / 8 under key
+// `seed` and stream `offset` is below ceil((1 - p) 2^16) (core/ops/dropout_functors.h), for sizes
+// around the Philox block (8), the kernel's chunk (256) and its thread grain (4096).
+TEST(NativeDropout, MaskFollowsThePhiloxDefinition) {
+  const uint64_t seed = 0x1234567890ull, offset = 3;
+  for (int64_t n : {1, 7, 9, 255, 257, 4097})
+    for (double p : {0.1, 0.4, 0.9}) {
       SCOPED_TRACE("n " + std::to_string(n) + " p " + std::to_string(p));
-      Generator a(42), b(42);
-      a.set_state({42, 5});
-      b.set_state({42, 5});
-      Tensor ref = empty({n}, kBool);
-      bernoulli_(ref, 1 - p, &a);
-      auto [out, mask] = native_dropout(random_tensor({n}, kFloat32), p, true, &b);
-      EXPECT_CLOSE(mask, ref);
-      EXPECT_EQ(b.get_state().offset, a.get_state().offset);  // one offset each, as bernoulli_
-      EXPECT_EQ(b.get_state().offset, 6u);
+      Generator g(seed);
+      g.set_state({seed, offset});
+      auto [out, mask] = native_dropout(ones({n}, kFloat64), p, true, &g);
+      EXPECT_EQ(g.get_state().offset, offset + 1);  // one offset, as bernoulli_
+      const auto threshold = static_cast<uint32_t>(std::ceil((1 - p) * 65536));
+      Tensor expected = empty({n}, kBool);
+      for (int64_t i = 0; i < n; ++i) {
+        Philox4x32 r = philox_block(seed, offset, static_cast<uint64_t>(i / 8));
+        expected[i].fill_(((r.v[i % 8 / 2] >> (16 * (i % 2))) & 0xffff) < threshold ? 1 : 0);
+      }
+      EXPECT_CLOSE(mask, expected);
+      EXPECT_CLOSE(out, where(expected, ones({n}, kFloat64) * (1 / (1 - p)), 0), Tolerance{0, 0});
     }
-  // The default generator too: replaying its state replays the mask.
+  // The default generator: replaying its state replays the mask.
   manual_seed(77);
   Tensor x = random_tensor({33, 17}, kFloat32);
   PhiloxState s = default_generator().get_state();
-  Tensor ref = empty({33, 17}, kBool);
-  bernoulli_(ref, 0.75);
+  Tensor first = std::get<1>(native_dropout(x, 0.25));
   default_generator().set_state(s);
-  EXPECT_CLOSE(std::get<1>(native_dropout(x, 0.25)), ref);
-}
-
-TEST(NativeDropout, MaskFollowsThePhiloxDefinition) {
-  // Element i is kept when the float uniform of Philox block i / 4 (24 bits of word i % 4) under
-  // key `seed` and stream `offset` is below 1 - p (core/random_draw.h), in every dtype of x.
-  const uint64_t seed = 0x1234567890ull, offset = 3;
-  const double p = 0.4;
-  Generator g(seed);
-  g.set_state({seed, offset});
-  auto [out, mask] = native_dropout(ones({9}, kFloat64), p, true, &g);
-  for (int64_t i = 0; i < 9; ++i) {
-    Philox4x32 r = philox_block(seed, offset, static_cast<uint64_t>(i / 4));
-    const bool keep = uniform_float(r.v[i % 4]) < 1 - p;
-    EXPECT_EQ(mask[i].item<bool>(), keep) << i;
-    EXPECT_EQ(out[i].item<double>(), keep ? 1 / (1 - p) : 0.0) << i;
-  }
+  EXPECT_CLOSE(std::get<1>(native_dropout(x, 0.25)), first);
 }
 
 TEST(NativeDropout, ValuesInEveryDtypeMatchTheComposite) {
