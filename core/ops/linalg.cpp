@@ -149,7 +149,9 @@ Tensor addmm_bias(const Tensor& bias, const Tensor& a, const Tensor& b, const Te
         [sa, sb, bias_sizes, a_sizes, M, K, b_cm, bias_dt,
          b_dt](const GradContext& g) -> std::vector<Tensor> {
           const Tensor grad = g.grad().reshape({M, g.grad().size(-1)});
-          Tensor ga = g.needs(1) ? product_grad_a(g, grad, g(sb).t(), a_sizes) : Tensor();
+          // a's gradient last: the next backward reads it, still in L2 (an H100's DALN backward
+          // took 9% longer after the weight's product than after the input's).
+          auto grad_a = [&] { return g.needs(1) ? product_grad_a(g, grad, g(sb).t(), a_sizes) : Tensor(); };
           // The bias gradient, where the gradient's producer summed it (BackwardExtras).
           const Tensor sums = GradMode::is_enabled() ? Tensor() : g.grad_row_sums(0);
           if (g.needs(0) && g.needs(2) && b_cm && bias_dt == b_dt && !GradMode::is_enabled()) {
@@ -160,17 +162,16 @@ Tensor addmm_bias(const Tensor& bias, const Tensor& a, const Tensor& b, const Te
               Tensor gw = empty({grad_t.size(0), x.size(1)}, x.options().dtype(b_dt));
               Tensor gbias = sums.defined() ? Tensor() : empty({grad_t.size(0)}, x.options().dtype(bias_dt));
               mm_row_sums_stub(x.device())(gw, gbias, grad_t, x);
-              return {sums.defined() ? sums.to(bias_dt).view(bias_sizes) : gbias.view(bias_sizes), ga,
+              return {sums.defined() ? sums.to(bias_dt).view(bias_sizes) : gbias.view(bias_sizes), grad_a(),
                       gw.t()};
             }
           }
-          Tensor gbias;
+          Tensor gbias, gw;
           if (g.needs(0))
             gbias = sums.defined() ? sums.to(bias_dt).view(bias_sizes) : sum_to(grad, bias_sizes).to(bias_dt);
-          return {gbias, ga,
-                  g.needs(2)
-                      ? mat2_grad(g(sa).reshape({1, M, K}), grad.unsqueeze(0), b_cm).squeeze(0).to(b_dt)
-                      : Tensor()};
+          if (g.needs(2))
+            gw = mat2_grad(g(sa).reshape({1, M, K}), grad.unsqueeze(0), b_cm).squeeze(0).to(b_dt);
+          return {gbias, grad_a(), gw};
         });
     if (bias.requires_grad()) out.grad_fn()->want_grad_row_sums(0);
   }
