@@ -1,4 +1,4 @@
-// sdpa_fused_stub's CUDA kernels through cudnn_frontend's SDPA graphs. One graph per problem
+// scaled_dot_product_attention through cudnn_frontend's SDPA graphs. One graph per problem
 // (shapes, strides, dtype, mask shape, causal, dropout) and direction, built once per thread
 // (cuDNN's plans are not safe to share between threads) and kept, also when cuDNN declined it,
 // so a declined problem is asked once. The forward for training builds the backward graph too:
@@ -24,6 +24,10 @@ std::string cudnn_sdp_last_rejection() { return t_last_rejection; }
 
 namespace ember::cuda {
 bool cudnn_sdp_available() { return false; }
+std::optional<SdpaFused> cudnn_attention_forward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                                 bool, double, double, PhiloxState, bool) {
+  return std::nullopt;
+}
 }  // namespace ember::cuda
 
 #else
@@ -42,6 +46,7 @@ bool cudnn_sdp_available() { return false; }
 #include "ember/core/factories.h"
 #include "ember/core/memory_format.h"
 #include "ember/core/ops/attention.h"
+#include "ember/cuda/attention_layout.h"
 #include "ember/cuda/cudnn_handle.h"
 #include "ember/cuda/handle_pool.h"
 #include "ember/cuda/philox_tensor.h"
@@ -87,18 +92,6 @@ struct Built {
 };
 
 std::vector<int64_t> vec(IntArrayRef a) { return {a.begin(), a.end()}; }
-
-// Dense strides for `sizes` ordered as `like`'s strides order its dims: the output of q
-// [B, L, H, E] viewed as [B, H, L, E] is then [B, L, H, Ev] in memory, so that the heads' merge
-// after attention is a view; the gradients of q, k, v are laid out as they are.
-DimVector strides_like(IntArrayRef sizes, const Tensor& like) {
-  const IntArrayRef strides = like.strides();
-  return dense_strides_like(sizes, {strides});
-}
-
-Tensor empty_like_dense(IntArrayRef sizes, const Tensor& like, ScalarType dtype) {
-  return empty_strided(sizes, strides_like(sizes, like), TensorOptions(dtype).device(like.device()));
-}
 
 TensorAttr operand(Graph& g, Uid uid, const char* name, IntArrayRef sizes, IntArrayRef strides) {
   return g.tensor(fe::graph::Tensor_attributes()
@@ -199,7 +192,8 @@ Built build_backward(const Layouts& t, bool causal, double scale, double dropout
         .first->set_uid(uids[i])
         .set_output(true)
         .set_dim(vec(sizes))
-        .set_stride(t.packed ? vec(grads[i].second->strides()) : vec(strides_like(sizes, *grads[i].second)));
+        .set_stride(t.packed ? vec(grads[i].second->strides())
+                             : vec(dense_strides_like(sizes, {grads[i].second->strides()})));
   }
   finish(g, built);
   return built;
@@ -248,46 +242,16 @@ void execute(const Built& built, std::unordered_map<int64_t, void*>& pack, Devic
               __FILE__, ":", __LINE__, ")");
 }
 
-// [3, q's sizes] with q's strides after the step from q to k: the block that q, k and v span when
-// they are chunks of one projection ([B, L, 3, H, E] from a [B, L, 3 H E] linear).
-std::pair<DimVector, DimVector> block_of(const Tensor& q, const Tensor& k) {
-  DimVector sizes{3}, strides{k.storage_offset() - q.storage_offset()};
-  for (int64_t d = 0; d < q.dim(); ++d) sizes.push_back(q.size(d)), strides.push_back(q.stride(d));
-  return {sizes, strides};
-}
-
-// Whether q, k and v are such chunks: one storage, the same sizes and strides, k and v at equal
-// steps after q, the block dense. Their gradients can then fill one buffer laid out the same
-// way, which the chunking's backward takes as it is instead of concatenating (core/views.cpp).
-bool packed(const Tensor& q, const Tensor& k, const Tensor& v) {
-  if (q.impl().storage().get() != k.impl().storage().get() ||
-      q.impl().storage().get() != v.impl().storage().get() || !q.sizes().equals(k.sizes()) ||
-      !q.sizes().equals(v.sizes()) || !q.strides().equals(k.strides()) || !q.strides().equals(v.strides()))
-    return false;
-  const int64_t step = k.storage_offset() - q.storage_offset();
-  if (step <= 0 || v.storage_offset() - k.storage_offset() != step) return false;
-  auto [sizes, strides] = block_of(q, k);
-  return is_non_overlapping_and_dense(sizes, strides);
-}
-
 // The backward graph of a forward's layouts: packed gradients when q, k, v allow and cuDNN
 // takes them, else dense ones; t.packed says which.
 const Built& backward_graph(Layouts& t, bool causal, double scale, double dropout_p) {
-  t.packed = packed(t.q, t.k, t.v);
+  t.packed = qkv_packed(t.q, t.k, t.v);
   if (t.packed) {
     const Built& packed = graph_for(t, causal, scale, dropout_p, true, true);
     if (packed.ok()) return packed;
     t.packed = false;
   }
   return graph_for(t, causal, scale, dropout_p, true, true);
-}
-
-// cuDNN reads 16-byte rows: aligned pointers, and strides (but the last) in multiples of 8.
-bool aligned(const Tensor& t) {
-  if (reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 != 0 || t.stride(3) != 1) return false;
-  for (int d = 0; d < 3; ++d)
-    if (t.size(d) > 1 && t.stride(d) % 8 != 0) return false;
-  return true;
 }
 
 // The mask as cuDNN adds it: in the inputs' dtype, 4-D, dense but for a query dim it broadcasts
@@ -306,54 +270,18 @@ Tensor bias_from(const Tensor& mask, ScalarType dt, int64_t L) {
 // that no two draws share numbers.
 constexpr int kCudnnOffsetShift = 32;
 
-std::optional<SdpaFused> sdpa_fused_cuda(const Tensor& q, const Tensor& k, const Tensor& v,
-                                         const Tensor& mask, bool is_causal, double scale, double dropout_p,
-                                         PhiloxState rng, bool training) {
-  const ScalarType dt = q.dtype();
-  if (!cudnn_sdp_enabled() || (dt != kFloat16 && dt != kBFloat16) || dropout_p >= 1) return std::nullopt;
-  const int64_t B = q.size(0), H = q.size(1), L = q.size(2), E = q.size(3), S = k.size(2), Ev = v.size(3);
-  if (k.size(0) != B || v.size(0) != B || k.size(1) != H || v.size(1) != H || L == 0 || S == 0 ||
-      E % 8 != 0 || Ev % 8 != 0 || !aligned(q) || !aligned(k) || !aligned(v))
-    return std::nullopt;
-  detail::check_on_current_device(kOp, q.device());
-
-  Layouts t{q, k, v, empty_like_dense({B, H, L, Ev}, q, dt), Tensor(), Tensor()};
-  if (training) t.stats = empty({B, H, L, 1}, TensorOptions(kFloat32).device(q.device()));
-  if (mask.defined()) t.bias = bias_from(mask, dt, L);
-  const Built& fwd = graph_for(t, is_causal, scale, dropout_p, training, false);
-  if (!fwd.ok() || (training && !backward_graph(t, is_causal, scale, dropout_p).ok())) return std::nullopt;
-
-  SdpaFused f{t.out, t.stats, t.bias,
-              dropout_p > 0 ? philox_tensor(rng, q.device(), kCudnnOffsetShift) : Tensor()};
-  std::unordered_map<int64_t, void*> pack = {
-      {kQ, q.data_ptr()}, {kK, k.data_ptr()}, {kV, v.data_ptr()}, {kO, f.out.data_ptr()}};
-  if (training) pack[kStats] = f.stats.data_ptr();
-  if (f.bias.defined()) pack[kBias] = f.bias.data_ptr();
-  if (f.rng.defined()) pack[kSeed] = f.rng.data_ptr(), pack[kOffset] = f.rng.data_ptr<int64_t>() + 1;
-  execute(fwd, pack, q.device());
-  return f;
-}
-
-std::array<Tensor, 3> sdpa_fused_backward_cuda(const Tensor& grad_out, const Tensor& q, const Tensor& k,
+std::array<Tensor, 3> cudnn_attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k,
                                                const Tensor& v, const SdpaFused& fwd, bool is_causal,
                                                double scale, double dropout_p) {
   detail::check_on_current_device(kOp, q.device());
   // The output's gradient in the output's layout, as the graph declares it.
   Tensor go = grad_out;
-  if (go.strides() != fwd.out.strides() || !aligned(go))
+  if (go.strides() != fwd.out.strides() || !rows_aligned(go))
     go = empty_strided(fwd.out.sizes(), fwd.out.strides(), fwd.out.options()).copy_(grad_out);
   Layouts t{q, k, v, fwd.out, fwd.stats, fwd.bias};
   const Built& bwd = backward_graph(t, is_causal, scale, dropout_p);
   EMBER_CHECK(bwd.ok(), kOp, ": cuDNN declined the backward its forward ran: ", bwd.rejection);
-  std::array<Tensor, 3> grads;
-  if (t.packed) {
-    auto [sizes, strides] = block_of(q, k);
-    Tensor block = empty_strided(sizes, strides, q.options());
-    grads = {block.select(0, 0), block.select(0, 1), block.select(0, 2)};
-  } else {
-    grads = {empty_like_dense(q.sizes(), q, q.dtype()), empty_like_dense(k.sizes(), k, k.dtype()),
-             empty_like_dense(v.sizes(), v, v.dtype())};
-  }
+  std::array<Tensor, 3> grads = empty_qkv_grads(q, k, v, t.packed);
   std::unordered_map<int64_t, void*> pack = {{kQ, q.data_ptr()},
                                              {kK, k.data_ptr()},
                                              {kV, v.data_ptr()},
@@ -369,10 +297,40 @@ std::array<Tensor, 3> sdpa_fused_backward_cuda(const Tensor& grad_out, const Ten
   return grads;
 }
 
-KernelRegistrar<SdpaFusedFn> reg_forward(sdpa_fused_stub, kCUDA, &sdpa_fused_cuda);
-KernelRegistrar<SdpaFusedBackwardFn> reg_backward(sdpa_fused_backward_stub, kCUDA, &sdpa_fused_backward_cuda);
-
 }  // namespace
+
+std::optional<SdpaFused> cudnn_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                 const Tensor& mask, bool is_causal, double scale,
+                                                 double dropout_p, PhiloxState rng, bool training) {
+  const ScalarType dt = q.dtype();
+  if (!cudnn_sdp_enabled() || (dt != kFloat16 && dt != kBFloat16) || dropout_p >= 1) return std::nullopt;
+  const int64_t B = q.size(0), H = q.size(1), L = q.size(2), E = q.size(3), S = k.size(2), Ev = v.size(3);
+  if (k.size(0) != B || v.size(0) != B || k.size(1) != H || v.size(1) != H || L == 0 || S == 0 ||
+      E % 8 != 0 || Ev % 8 != 0 || !rows_aligned(q) || !rows_aligned(k) || !rows_aligned(v))
+    return std::nullopt;
+  detail::check_on_current_device(kOp, q.device());
+
+  Layouts t{q, k, v, empty_like_dense({B, H, L, Ev}, q, dt), Tensor(), Tensor()};
+  if (training) t.stats = empty({B, H, L, 1}, TensorOptions(kFloat32).device(q.device()));
+  if (mask.defined()) t.bias = bias_from(mask, dt, L);
+  const Built& fwd = graph_for(t, is_causal, scale, dropout_p, training, false);
+  if (!fwd.ok() || (training && !backward_graph(t, is_causal, scale, dropout_p).ok())) return std::nullopt;
+
+  SdpaFused f{t.out,
+              t.stats,
+              t.bias,
+              dropout_p > 0 ? philox_tensor(rng, q.device(), kCudnnOffsetShift) : Tensor(),
+              "_scaled_dot_product_cudnn_attention",
+              &cudnn_attention_backward};
+  std::unordered_map<int64_t, void*> pack = {
+      {kQ, q.data_ptr()}, {kK, k.data_ptr()}, {kV, v.data_ptr()}, {kO, f.out.data_ptr()}};
+  if (training) pack[kStats] = f.stats.data_ptr();
+  if (f.bias.defined()) pack[kBias] = f.bias.data_ptr();
+  if (f.rng.defined()) pack[kSeed] = f.rng.data_ptr(), pack[kOffset] = f.rng.data_ptr<int64_t>() + 1;
+  execute(fwd, pack, q.device());
+  return f;
+}
+
 }  // namespace ember::cuda
 
 #endif

@@ -1,8 +1,8 @@
 // Frontend of scaled_dot_product_attention: shape, dtype and mask checks, then the device's fused
-// kernel with its own backward where it applies (cuDNN's on CUDA), else batch broadcasting as
-// views and the device's forward kernel. That kernel's backward recomputes the attention weights
-// with ember ops (as PyTorch's math backend), so it differentiates again; with dropout under grad
-// mode the whole op runs as that composite.
+// kernel with its own backward where it applies (on CUDA: ember's for short sequences, or cuDNN's),
+// else batch broadcasting as views and the device's forward kernel. That kernel's backward
+// recomputes the attention weights with ember ops (as PyTorch's math backend), so it differentiates
+// again; with dropout under grad mode the whole op runs as that composite.
 #include "ember/core/ops/attention.h"
 
 #include <cmath>
@@ -23,9 +23,7 @@
 namespace ember {
 
 constinit DispatchStub<SdpaFn> sdpa_stub("scaled_dot_product_attention");
-constinit DispatchStub<SdpaFusedFn> sdpa_fused_stub("_scaled_dot_product_cudnn_attention");
-constinit DispatchStub<SdpaFusedBackwardFn> sdpa_fused_backward_stub(
-    "_scaled_dot_product_cudnn_attention_backward");
+constinit DispatchStub<SdpaFusedFn> sdpa_fused_stub("_scaled_dot_product_fused_attention");
 
 namespace {
 
@@ -88,14 +86,14 @@ void record_attention(const Tensor& out, const Tensor& query, const Tensor& key,
          });
 }
 
-// The fused kernel's backward, recorded under PyTorch's name for it. It takes the forward's
+// The fused kernel's backward, recorded under PyTorch's name for that kernel. It takes the forward's
 // statistics and dropout state; a second derivative (grad mode on in the backward) runs the
 // composite instead, which cannot replay the fused kernel's dropout.
 void record_fused(const SdpaFused& f, const Tensor& query, const Tensor& key, const Tensor& value,
                   const Tensor& attn_mask, bool is_causal, double scale, double dropout_p, ScalarType cd) {
   SavedTensor sq(query, false), sk(key, false), sv(value, false), so(f.out, true), sm(attn_mask, false);
-  const SdpaFused kept{Tensor(), f.stats, f.bias, f.rng};
-  record("_scaled_dot_product_cudnn_attention", {query, key, value, attn_mask}, {f.out},
+  const SdpaFused kept{Tensor(), f.stats, f.bias, f.rng, f.op, f.backward};
+  record(f.op, {query, key, value, attn_mask}, {f.out},
          [=](const GradContext& g) -> std::vector<Tensor> {
            Tensor q = g(sq), k = g(sk), v = g(sv);
            if (GradMode::is_enabled()) {
@@ -106,8 +104,7 @@ void record_fused(const SdpaFused& f, const Tensor& query, const Tensor& key, co
            }
            SdpaFused fwd = kept;
            fwd.out = g(so);
-           auto [dq, dk, dv] =
-               sdpa_fused_backward_stub(q.device())(g.grad(), q, k, v, fwd, is_causal, scale, dropout_p);
+           auto [dq, dk, dv] = fwd.backward(g.grad(), q, k, v, fwd, is_causal, scale, dropout_p);
            return {dq, dk, dv, Tensor()};
          });
 }

@@ -28,28 +28,32 @@ using SdpaFn = void (*)(const Tensor& out, const Tensor& q, const Tensor& k, con
                         const Tensor& mask, bool is_causal, double scale, double dropout_p, PhiloxState rng);
 extern DispatchStub<SdpaFn> sdpa_stub;
 
-// A device's fused attention with a backward of its own (cuDNN's flash attention on CUDA), taken
-// before sdpa_stub where it applies. The forward keeps what its backward needs: the softmax
-// statistics and, with dropout, the draw's state on the device, from which the backward
-// regenerates the mask.
+// A device's fused attention with a backward of its own (on CUDA: ember's kernel for short
+// sequences, else cuDNN's flash attention), taken before sdpa_stub where it applies. The forward
+// keeps what its backward needs: the softmax statistics and, with dropout, the draw's state on the
+// device, from which the backward regenerates the mask.
+struct SdpaFused;
+
+// dq, dk, dv, laid out as q, k and v, from the output's gradient and the forward's SdpaFused.
+using SdpaFusedBackwardFn = std::array<Tensor, 3> (*)(const Tensor& grad_out, const Tensor& q,
+                                                      const Tensor& k, const Tensor& v, const SdpaFused& fwd,
+                                                      bool is_causal, double scale, double dropout_p);
+
 struct SdpaFused {
   Tensor out;    // [B, H, L, Ev]
   Tensor stats;  // float32 [B, H, L, 1]: the log-sum-exp of each row of scores
   Tensor bias;   // the mask as the kernel took it (undefined: none)
   Tensor rng;    // int64 [2] on the device: the dropout draw's seed and offset (undefined: none)
+  const char* op;                // PyTorch's name for the kernel that ran: the autograd node's
+  SdpaFusedBackwardFn backward;  // the backward of that kernel
 };
 
 // q, k, v are 4-D [B, H, L or S, E or Ev] with unit stride in the last dim; mask is undefined,
 // bool or in float32, broadcastable to [B, H, L, S] and not requiring grad. Returns nothing, and
-// does nothing, where the fused kernel does not apply. `training` asks for the statistics.
+// does nothing, where no fused kernel applies. `training` asks for the statistics.
 using SdpaFusedFn = std::optional<SdpaFused> (*)(const Tensor& q, const Tensor& k, const Tensor& v,
                                                  const Tensor& mask, bool is_causal, double scale,
                                                  double dropout_p, PhiloxState rng, bool training);
-// dq, dk, dv, laid out as q, k and v, from the output's gradient and the forward's SdpaFused.
-using SdpaFusedBackwardFn = std::array<Tensor, 3> (*)(const Tensor& grad_out, const Tensor& q,
-                                                      const Tensor& k, const Tensor& v, const SdpaFused& fwd,
-                                                      bool is_causal, double scale, double dropout_p);
 extern DispatchStub<SdpaFusedFn> sdpa_fused_stub;
-extern DispatchStub<SdpaFusedBackwardFn> sdpa_fused_backward_stub;
 
 }  // namespace ember

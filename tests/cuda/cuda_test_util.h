@@ -27,4 +27,13 @@ inline Tolerance cuda_tolerance(ScalarType t) {
   }
 }
 
+// max |got - want| within `frac` of max |want| (want on the CPU, float64), or 1e-6 where want is
+// about zero: the error of f16/bf16 products grows with the values, not elementwise.
+inline ::testing::AssertionResult close_to(const Tensor& got, const Tensor& want, double frac) {
+  const double err = (got.cpu().to(kFloat64) - want).abs().max().item<double>();
+  const double scale = want.abs().max().item<double>();
+  if (err <= frac * scale + 1e-6) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "max error " << err << " over " << frac << " x max " << scale;
+}
+
 }  // namespace ember::testing

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <ember/cuda/attention_flash.h>
 #include <ember/cuda/conv_cudnn.h>
 #include <ember/ember.h>
 
@@ -124,6 +125,37 @@ void elementwise_cases() {
     run(std::string("gelu fwd+bwd 256M ") + dtype_name(dt), 5 * bytes, "tbps",
         [&] { autograd::grad({gelu(x)}, {x}, {b}); });
   }
+}
+
+// BERT-base's attention at b32 s128 in bf16: q, k, v [32, 12, 128, 64] chunked from a packed
+// [32, 128, 2304] projection, as nn::MultiheadAttention's, forward and forward plus backward, without and
+// with dropout; "cudnn" runs cuDNN's kernels instead of ember's for short sequences. TFLOP/s counts the
+// products only (2 in the forward, 5 in the backward).
+void attention_cases() {
+  const int64_t B = 32, L = 128, H = 12, E = 64;
+  const TensorOptions o = TensorOptions(kBFloat16).device(kCUDA);
+  Tensor qkv = randn({B, L, 3 * H * E}, o).requires_grad_(), go = randn({B, H, L, E}, o);
+  auto sdpa = [&](double p) {
+    std::vector<Tensor> h = qkv.chunk(3, -1);
+    for (Tensor& t : h) t = t.view({B, L, H, E}).transpose(1, 2);
+    return scaled_dot_product_attention(h[0], h[1], h[2], {}, p);
+  };
+  const double flops = 4.0 * B * H * L * L * E;
+  for (bool cudnn : {false, true})
+    for (double p : {0.0, 0.1}) {
+      const std::string name =
+          "attention b32 h12 s128 d64 bf16 p" + std::string(p > 0 ? "0.1" : "0") + (cudnn ? " cudnn" : "");
+      cuda::enable_flash_sdp(!cudnn);
+      run("sdpa fwd " + name, flops, "tflops", [&] {
+        NoGradGuard no_grad;
+        sdpa(p);
+      });
+      run("sdpa fwd+bwd " + name, 3.5 * flops, "tflops", [&] {
+        qkv.set_grad(Tensor());
+        sdpa(p).backward(go);
+      });
+    }
+  cuda::enable_flash_sdp(true);
 }
 
 // dropout (p = 0.1, as BERT's) forward + backward: the forward reads x and writes out and the
@@ -268,6 +300,7 @@ int main(int argc, char** argv) {
   linear_cases();
   elementwise_cases();
   dropout_cases();
+  attention_cases();
   rowwise_cases();
   batch_norm_cases();
   conv_cases();

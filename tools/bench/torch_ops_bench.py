@@ -94,6 +94,30 @@ def dropout_cases():
             lambda: torch.autograd.grad(F.dropout(x, 0.1, training=True), (x,), dy))
 
 
+def attention_cases():
+    # BERT-base's attention at b32 s128 in bf16: q, k, v chunked from a packed projection, forward
+    # and forward plus backward, without and with dropout (PyTorch picks its flash kernel).
+    B, L, H, E = 32, 128, 12, 64
+    qkv = torch.randn(B, L, 3 * H * E, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    go = torch.randn(B, H, L, E, device=dev, dtype=torch.bfloat16)
+    def sdpa(p):
+        heads = [t.view(B, L, H, E).transpose(1, 2) for t in qkv.chunk(3, -1)]
+        return F.scaled_dot_product_attention(*heads, dropout_p=p)
+    flops = 4.0 * B * H * L * L * E
+    for p in (0.0, 0.1):
+        name = f"attention b32 h12 s128 d64 bf16 p{'0.1' if p else '0'}"
+
+        def fwd():
+            with torch.no_grad():
+                sdpa(p)
+        run(f"sdpa fwd {name}", flops, "tflops", fwd)
+
+        def fwd_bwd():
+            qkv.grad = None
+            sdpa(p).backward(go)
+        run(f"sdpa fwd+bwd {name}", 3.5 * flops, "tflops", fwd_bwd)
+
+
 def rowwise_cases():
     for dt in (torch.float32, torch.bfloat16):
         x = torch.randn(32768, 1024, device=dev, dtype=dt, requires_grad=True)
@@ -173,6 +197,7 @@ if __name__ == "__main__":
     linear_cases()
     elementwise_cases()
     dropout_cases()
+    attention_cases()
     rowwise_cases()
     batch_norm_cases()
     conv_cases()

@@ -16,6 +16,7 @@
 //   transformer_bench [--layers 12] [--batch 32] [--seq 512] [--d-model 768] [--heads 12]
 //                     [--ffn 3072] [--vocab 30522] [--warmup 3] [--iters 10] [--device cuda]
 //                     [--modes f32,f32-ckpt,bf16,bf16-ckpt,f16,f16-ckpt] [--profile [--trace PREFIX]]
+//                     [--no-flash-sdp]
 // --profile: after the timed steps of each mode, one more step runs under profiler::Profile and its
 // tables (top 25 kernels and ops by self device time, self host time on the CPU; then the top 40 by kernel
 // and input shapes) go to stderr, next to torch_transformer_bench.py --profile; --trace PREFIX also writes
@@ -29,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include <ember/cuda/attention_flash.h>
 #include <ember/cuda/caching_allocator.h>
 #include <ember/cuda/graph.h>
 #include <ember/cuda/nvtx.h>
@@ -45,7 +47,7 @@ namespace {
 struct Config {
   int64_t layers = 12, batch = 32, seq = 512, d_model = 768, heads = 12, ffn = 3072, vocab = 30522;
   int warmup = 3, iters = 10;
-  bool profile = false;
+  bool profile = false, no_flash_sdp = false;
   std::string trace;
   std::string device = "cuda";
   std::string modes = "f32,f32-ckpt,bf16,bf16-ckpt,f16,f16-ckpt";
@@ -67,6 +69,8 @@ std::optional<Config> parse(int argc, char** argv) {
       .option("--device", &c.device, "cuda or cpu")
       .option("--modes", &c.modes, "comma-separated modes")
       .flag("--profile", &c.profile, "profile one more step per mode (table to stderr)")
+      .flag("--no-flash-sdp", &c.no_flash_sdp,
+            "attention through cuDNN's kernels, not ember's for short sequences (cuda::enable_flash_sdp)")
       .option("--trace", &c.trace,
               "with --profile, also write that step as a Chrome trace to PREFIX-<mode>.json");
   if (!args.parse(argc, argv)) return std::nullopt;
@@ -185,6 +189,7 @@ int main(int argc, char** argv) {
     if (!parsed) return 0;
     const Config& c = *parsed;
     Device device(c.device);
+    if (c.no_flash_sdp) cuda::enable_flash_sdp(false);
     std::stringstream modes(c.modes);
     for (std::string mode; std::getline(modes, mode, ',');) run_mode(c, device, mode);
   } catch (const Error& e) {
