@@ -96,8 +96,10 @@ TEST_F(FusedBackwardCuda, SoftmaxLargeBatchAndOtherDims) {
       for (bool log : {false, true}) {
         SCOPED_TRACE(::testing::PrintToString(c.shape) + " dim " + std::to_string(c.dim) + " " +
                      std::string(to_string(dt)) + (log ? " log" : ""));
+        // bf16 twice as loose: each device rounds its own forward output y, and one ulp of a y near
+        // -1 moves log_softmax's dx = dy - exp(y) sum(dy) by up to 0.016 where dx is near 0.
         expect_grads_match(softmax_fn(c.dim, log), {random_tensor(c.shape, dt, -4, 4)}, {true},
-                           random_tensor(c.shape, dt));
+                           random_tensor(c.shape, dt), dt == kBFloat16 ? 2 : 1);
       }
     }
   }
