@@ -142,6 +142,19 @@ void BM_op_call_no_grad(benchmark::State& state) {
 }
 BENCHMARK(BM_op_call_no_grad)->Unit(benchmark::kMicrosecond);
 
+// The host cost of the backward engine: 64 small ops recorded and differentiated, 65 nodes an
+// iteration. The time includes the forward's recording, about half of it (this machine, 2 cores:
+// 105 us, 58 us without the backward: 0.7 us a node).
+void BM_backward_chain(benchmark::State& state) {
+  Tensor a = ember::ones({4}).requires_grad_(), b = ember::ones({4});
+  for (auto _ : state) {
+    Tensor x = a;
+    for (int i = 0; i < 64; ++i) x = x + b;
+    benchmark::DoNotOptimize(ember::autograd::grad({x.sum()}, {a}));
+  }
+}
+BENCHMARK(BM_backward_chain)->Unit(benchmark::kMicrosecond);
+
 #if defined(__AVX512F__)
 // 16 independent FMA chains per thread on 512-bit registers: the f32 arithmetic ceiling.
 void BM_peak_fma(benchmark::State& state) {
