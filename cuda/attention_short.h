@@ -3,7 +3,7 @@
 // Fused attention for short sequences, forward and backward with dropout: one block per (batch,
 // head) holds all of its queries, keys and values in shared memory, so its backward needs no
 // atomics, no second pass and no conversion of an accumulated dq (cuDNN's backward at BERT's
-// s128 runs four kernels). sdpa_fused_stub takes it before cuDNN's where it applies
+// s128 runs three kernels). sdpa_fused_stub takes it before cuDNN's where it applies
 // (cuda/attention_fused.cpp); its node is named as PyTorch's flash kernel's.
 
 #include <array>
