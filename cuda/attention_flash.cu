@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "ember/cuda/attention_flash.h"
+#include "ember/cuda/attention_layout.h"
 #include "ember/cuda/launch.cuh"
 
 namespace ember::cuda {
@@ -187,15 +188,6 @@ void launch(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v
   EMBER_CUDA_LAUNCH_CHECK();
 }
 
-// Rows start 16-byte aligned: aligned base, row and batch strides in whole 16-byte vectors.
-bool aligned_rows(const Tensor& t) {
-  if (reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 != 0) return false;
-  const int64_t vec = 16 / static_cast<int64_t>(t.element_size());
-  for (int64_t d = 0; d < t.dim() - 1; ++d)
-    if (t.size(d) > 1 && t.stride(d) % vec != 0) return false;
-  return true;
-}
-
 }  // namespace
 
 bool flash_attention_forward(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -203,8 +195,8 @@ bool flash_attention_forward(const Tensor& out, const Tensor& q, const Tensor& k
   const ScalarType dt = q.dtype();
   const int64_t nb = q.dim() - 2, L = q.size(-2), S = k.size(-2), E = q.size(-1);
   if (!flash_sdp_enabled() || !is_reduced_float(dt) || (E != 64 && E != 128) || k.size(-1) != E ||
-      v.size(-1) != E || L == 0 || S == 0 || nb > kMaxBatchDims || q.stride(-1) != 1 || k.stride(-1) != 1 ||
-      v.stride(-1) != 1 || !aligned_rows(q) || !aligned_rows(k) || !aligned_rows(v))
+      v.size(-1) != E || L == 0 || S == 0 || nb > kMaxBatchDims || !rows_aligned(q) || !rows_aligned(k) ||
+      !rows_aligned(v))
     return false;
   BatchIndex index{};
   index.nb = static_cast<int>(nb);

@@ -23,9 +23,11 @@ class AttentionCudnn : public CudaTest {
     CudaTest::SetUp();
     if (!cuda::cudnn_sdp_available()) GTEST_SKIP() << "built without cudnn_frontend";
     cuda::enable_cudnn_sdp(true);
+    flash_ = cuda::flash_sdp_enabled();
     cuda::enable_flash_sdp(false);
   }
-  void TearDown() override { cuda::enable_flash_sdp(true); }
+  void TearDown() override { cuda::enable_flash_sdp(flash_); }
+  bool flash_ = true;
 };
 
 struct Case {
