@@ -10,6 +10,7 @@
 #include "ember/core/ops/loss.h"
 #include "ember/core/ops/loss_functors.h"
 #include "ember/cuda/device_error.cuh"
+#include "ember/cuda/layer_norm_util.cuh"
 #include "ember/cuda/nn_kernel_util.cuh"
 #include "ember/cuda/offset_calc.cuh"
 
@@ -345,9 +346,60 @@ __global__ void cross_entropy_backward_kernel(T* gx, const Acc<T>* ge, bool ge_s
   }
 }
 
-void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& grad, const Tensor& input, const Tensor& lse,
-                                 const Tensor& target, const Tensor& weight, const Tensor& weight_sum,
-                                 int64_t ignore_index, double label_smoothing) {
+// D == 1 with the gradient's sums over rows (the bias gradient of the linear before it): blocks of
+// kSumGroups x kSumRowThreads threads take kSumGroups * kStep columns of a slice of rows, each
+// thread kStep columns of every kSumRowThreads-th row; the block adds its column sums up in shared
+// memory into partial[slice], which launch_column_sums then adds over slices. gx rows 16-byte
+// aligned (padded); the input's need not be.
+constexpr int kSumGroups = 32, kSumRowThreads = 8, kStep = 8;
+
+template <class T>
+__global__ void __launch_bounds__(kSumGroups* kSumRowThreads)
+    cross_entropy_backward_sums_kernel(T* gx, int64_t ldg, Acc<T>* partial, const Acc<T>* ge, bool ge_scalar,
+                                       const T* in, int64_t ldx, const Acc<T>* lse, const int64_t* target,
+                                       const Acc<T>* w, const Acc<T>* wsum, int64_t rows, int64_t nc,
+                                       int64_t slice_rows, int64_t ignore_index, Acc<T> keep, Acc<T> u) {
+  using A = Acc<T>;
+  constexpr int kVec = 16 / sizeof(T);
+  const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * kSumGroups + threadIdx.x) * kStep;
+  A sum[kStep] = {};
+  const int64_t end = min(rows, (blockIdx.y + 1) * slice_rows);
+  for (int64_t r = blockIdx.y * slice_rows + threadIdx.y; r < end && c0 < nc; r += kSumRowThreads) {
+    const int64_t tg = target[r];
+    const bool ignored = tg == ignore_index || !is_class(tg, nc);
+    const GradRow<A> f = ignored ? GradRow<A>{} : grad_row(ge[ge_scalar ? 0 : r], w, wsum, nc, tg, keep, u);
+    const A l = lse[r];
+    const T* x = in + r * ldx;
+    Vec<T, kStep> o;
+#pragma unroll
+    for (int e = 0; e < kStep; ++e) {
+      const int64_t c = c0 + e;
+      A v = A(0);
+      if (!ignored && c < nc) {
+        v = exp_(to_acc(x[c]) - l) * f.scale - f.uniform * (w ? w[c] : A(1));
+        if (c == tg) v -= f.at_target;
+      }
+      o.v[e] = from_acc<T>(v);
+      sum[e] += to_acc(o.v[e]);
+    }
+    T* g = gx + r * ldg + c0;
+    if (c0 + kStep <= nc) {
+#pragma unroll
+      for (int k = 0; k < kStep / kVec; ++k)
+        reinterpret_cast<Vec<T, kVec>*>(g)[k] = reinterpret_cast<const Vec<T, kVec>*>(&o)[k];
+    } else {
+#pragma unroll
+      for (int e = 0; e < kStep; ++e)
+        if (c0 + e < nc) g[e] = o.v[e];
+    }
+  }
+  store_block_column_sums<kSumGroups, kSumRowThreads>(sum, partial, nc);
+}
+
+void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& sums, const Tensor& grad,
+                                 const Tensor& input, const Tensor& lse, const Tensor& target,
+                                 const Tensor& weight, const Tensor& weight_sum, int64_t ignore_index,
+                                 double label_smoothing) {
   const int64_t N = input.size(0), nc = input.size(1), D = input.size(2);
   cudaStream_t stream = current_stream();
   visit_float_dtype("cross_entropy", gx.dtype(), [&](auto tag) {
@@ -370,6 +422,18 @@ void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& grad, const Ten
       EMBER_CUDA_LAUNCH_CHECK();
       return;
     }
+    if (sums.defined() && reinterpret_cast<uintptr_t>(pgx) % 16 == 0 && gx.stride(0) * sizeof(T) % 16 == 0) {
+      const auto kernel = cross_entropy_backward_sums_kernel<T>;
+      const auto tiles = static_cast<unsigned>(ceil_div<int64_t>(nc, kSumGroups * kStep));
+      const auto [slices, slice_rows] = row_slices(reinterpret_cast<const void*>(kernel),
+                                                   kSumGroups * kSumRowThreads, tiles, N, kSumRowThreads);
+      Tensor partial = empty({slices, 1, nc}, sums.options());
+      kernel<<<dim3(tiles, static_cast<unsigned>(slices)), dim3(kSumGroups, kSumRowThreads), 0, stream>>>(
+          pgx, gx.stride(0), static_cast<A*>(partial.data_ptr()), pge, ge_scalar, px, input.stride(0), plse,
+          ptg, pw, pws, N, nc, slice_rows, ignore_index, keep, u);
+      EMBER_CUDA_LAUNCH_CHECK();
+      return launch_column_sums<A, A>(sums, Tensor(), partial, slices, nc, stream);
+    }
     // Vectors whatever the rows' alignment (map_row splices the input's to gx's).
     constexpr int VEC = 16 / sizeof(T);
     launch_rows<VEC>(N, nc, [&](auto warp_per_row, unsigned grid, int threads) {
@@ -377,6 +441,7 @@ void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& grad, const Ten
           <<<grid, threads, 0, stream>>>(pgx, gx.stride(0), pge, ge_scalar, px, input.stride(0), plse, ptg,
                                          pw, pws, N, nc, ignore_index, keep, u);
     });
+    if (sums.defined()) sums.copy_(gx.select(2, 0).sum({0}, false, sums.dtype()));
   });
 }
 
