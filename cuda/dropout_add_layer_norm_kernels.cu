@@ -5,8 +5,9 @@
 // from there. A block holds several teams when rows are short (about 384 threads), so that enough
 // rows are in flight. The forward also writes the mask as bits, a byte per chunk; the backward
 // reads them (drawing Philox numbers costs more than the row's loads), and each thread adds its
-// columns' terms of dw and db over its rows in registers; the block's teams add theirs in shared
-// memory, in a fixed order, and layer_norm's column-sum kernel adds up the blocks.
+// columns' terms of dw and db (and of dx, when the linear before asks for its bias gradient) over
+// its rows in registers; the block's teams add theirs in shared memory, in a fixed order, and
+// layer_norm's column-sum kernel adds up the blocks.
 #include "ember/core/factories.h"
 #include "ember/core/ops/dropout_add_layer_norm.h"
 #include "ember/core/ops/dropout_functors.h"
@@ -209,22 +210,25 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
   }
 }
 
-template <class T, class R, class P, int kSlots, int kMinBlocks>  // as forward_kernel's
+// kParts 2: partial gets [dw | db] per block; 3: [dw | db | dx].
+template <class T, class R, class P, int kSlots, int kMinBlocks, int kParts>  // as forward_kernel's
 __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kMinBlocks)
     backward_kernel(T* dx, R* dres, Acc<T>* partial, const T* gy, const T* x, const R* res,
                     const Acc<T>* mean, const Acc<T>* rstd, const P* w, Rows<Acc<T>> r) {
   using A = Acc<T>;
   __shared__ RowSums<A> shared[2][kWarpSize];
-  __shared__ A team_sums[2][kMaxTeamColumns];
+  __shared__ A team_sums[kParts][kMaxTeamColumns];
   const A scale = static_cast<A>(r.dropout ? ops::dropout_scale(r.p) : 1.0);
   const A inv_n = A(1) / static_cast<A>(r.N);
   const int t = r.t(), teams = r.teams();
   const int64_t chunks = r.chunks();
-  A pw[kSlots][kChunk], pb[kSlots][kChunk];  // this thread's columns of dw and db
+  A part[kParts][kSlots][kChunk];  // this thread's columns of dw, db (and dx)
 #pragma unroll
-  for (int k = 0; k < kSlots; ++k)
+  for (int q = 0; q < kParts; ++q)
 #pragma unroll
-    for (int j = 0; j < kChunk; ++j) pw[k][j] = pb[k][j] = A(0);
+    for (int k = 0; k < kSlots; ++k)
+#pragma unroll
+      for (int j = 0; j < kChunk; ++j) part[q][k][j] = A(0);
   wait_for_prior_grids();  // launched by launch_dependent
   int parity = 0;
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * teams; base < r.rows;
@@ -248,7 +252,7 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
         xhat[k][j] = c * kChunk + j < r.N ? (xhat[k][j] - mu) * rs : A(0);
         gxhat[k][j] = w ? g[j] * wv[j] : g[j];
         sums.a += gxhat[k][j], sums.b += gxhat[k][j] * xhat[k][j];
-        pw[k][j] += g[j] * xhat[k][j], pb[k][j] += g[j];
+        part[0][k][j] += g[j] * xhat[k][j], part[1][k][j] += g[j];
       }
     }
     sums = team_allreduce(sums, RowSumsCombine{}, r.team_threads, shared, parity);
@@ -264,6 +268,7 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
       for (int j = 0; j < kChunk; ++j) {
         ds[j] = gxhat[k][j] * rs + (c0 + xhat[k][j] * c1);
         d[j] = ops::MaskedScale<A>{scale}(keep[k][j] ? A(1) : A(0), ds[j]);
+        if constexpr (kParts == 3) part[2][k][j] += to_acc(from_acc<T>(d[j]));  // dx as stored
       }
       if (dres) store_chunk(dres + row * r.N, c * kChunk, r.N, r.vec, ds);
       if (dx) store_chunk(dx + row * r.N, c * kChunk, r.N, r.vec, d);
@@ -272,7 +277,7 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
   allow_dependent_grids();  // the column-sum kernel
   if (!partial) return;
   // Team by team into shared memory (one team per block when rows are long: straight out).
-  A* out = partial + static_cast<int64_t>(blockIdx.x) * 2 * r.N;
+  A* out = partial + static_cast<int64_t>(blockIdx.x) * kParts * r.N;
   for (int team = 0; team < teams; ++team) {
     if (team > 0) __syncthreads();
     if (r.team() != team) continue;
@@ -283,12 +288,12 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
       for (int j = 0; j < kChunk; ++j) {
         const int64_t col = c * kChunk + j;
         if (c >= chunks || col >= r.N) continue;
-        if (teams == 1) {
-          out[col] = pw[k][j], out[r.N + col] = pb[k][j];
-        } else {
-          const A before_w = team > 0 ? team_sums[0][col] : A(0),
-                  before_b = team > 0 ? team_sums[1][col] : A(0);
-          team_sums[0][col] = before_w + pw[k][j], team_sums[1][col] = before_b + pb[k][j];
+#pragma unroll
+        for (int q = 0; q < kParts; ++q) {
+          if (teams == 1)
+            out[q * r.N + col] = part[q][k][j];
+          else
+            team_sums[q][col] = (team > 0 ? team_sums[q][col] : A(0)) + part[q][k][j];
         }
       }
     }
@@ -296,7 +301,8 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
   if (teams == 1) return;
   __syncthreads();
   for (int64_t col = threadIdx.x; col < r.N; col += blockDim.x)
-    out[col] = team_sums[0][col], out[r.N + col] = team_sums[1][col];
+#pragma unroll
+    for (int q = 0; q < kParts; ++q) out[q * r.N + col] = team_sums[q][col];
 }
 
 // The team and block shape for rows of N: kSlots chunks per thread, and teams of whole warps.
@@ -382,9 +388,10 @@ void forward_cuda(const Tensor& out, const Tensor& mean, const Tensor& rstd, con
               });
 }
 
-void backward_cuda(const Tensor& dx, const Tensor& dres, const Tensor& dw, const Tensor& db, const Tensor& gy,
-                   const Tensor& x, const Tensor& residual, const Tensor& mean, const Tensor& rstd,
-                   const Tensor& weight, const Tensor& bits, double p) {
+void backward_cuda(const Tensor& dx, const Tensor& dres, const Tensor& dw, const Tensor& db,
+                   const Tensor& dx_sums, const Tensor& gy, const Tensor& x, const Tensor& residual,
+                   const Tensor& mean, const Tensor& rstd, const Tensor& weight, const Tensor& bits,
+                   double p) {
   const Tensor& param = weight.defined() ? weight : dw.defined() ? dw : db;
   const Shape sh = shape_for(x.size(1));
   visit_types("dropout_add_layer_norm_backward", x, residual, param.defined() ? param.dtype() : x.dtype(),
@@ -399,24 +406,36 @@ void backward_cuda(const Tensor& dx, const Tensor& dres, const Tensor& dw, const
                 const Rows<A> r =
                     rows_of<A>(x, sh, {pdx, pdres, gy.data_ptr(), x.data_ptr(), residual.data_ptr(), pw},
                                bits.defined(), p, PhiloxState{}, bits);
-                const bool params = dw.defined() || db.defined();
+                const bool sums = dw.defined() || db.defined() || dx_sums.defined();
                 cudaStream_t stream = current_stream();
                 const int threads = sh.teams * sh.team_threads;
-                with_slots(sh.slots, [&](auto slots) {
-                  constexpr int kSlots = decltype(slots)::value;
-                  const auto kernel = threads <= kBlockThreads ? backward_kernel<T, R, P, kSlots, 2>
-                                                               : backward_kernel<T, R, P, kSlots, 1>;
+                auto launch = [&](auto kernel, int parts) {
                   const int64_t splits = std::max<int64_t>(
                       1, std::min<int64_t>(ceil_div<int64_t>(r.rows, sh.teams),
                                            resident_blocks(reinterpret_cast<const void*>(kernel), threads)));
-                  Tensor partial = params ? empty({splits, 2, r.N}, mean.options()) : Tensor();
+                  Tensor partial = sums ? empty({splits, parts, r.N}, mean.options()) : Tensor();
                   kernel<<<static_cast<unsigned>(splits), threads, 0, stream>>>(
-                      pdx, pdres, params ? static_cast<A*>(partial.data_ptr()) : nullptr,
+                      pdx, pdres, sums ? static_cast<A*>(partial.data_ptr()) : nullptr,
                       static_cast<const T*>(gy.data_ptr()), static_cast<const T*>(x.data_ptr()),
                       static_cast<const R*>(residual.data_ptr()), static_cast<const A*>(mean.data_ptr()),
                       static_cast<const A*>(rstd.data_ptr()), pw, r);
                   EMBER_CUDA_LAUNCH_CHECK();
-                  if (params) launch_column_sums<A, P>(dw, db, partial, splits, r.N, stream);
+                  if (!sums) return;
+                  if (parts == 3)
+                    launch_column_sums<A, P>({dw, db, dx_sums}, partial, splits, r.N, stream);
+                  else
+                    launch_column_sums<A, P>({dw, db}, partial, splits, r.N, stream);
+                };
+                with_slots(sh.slots, [&](auto slots) {
+                  constexpr int kSlots = decltype(slots)::value;
+                  if (dx_sums.defined())
+                    launch(threads <= kBlockThreads ? backward_kernel<T, R, P, kSlots, 2, 3>
+                                                    : backward_kernel<T, R, P, kSlots, 1, 3>,
+                           3);
+                  else
+                    launch(threads <= kBlockThreads ? backward_kernel<T, R, P, kSlots, 2, 2>
+                                                    : backward_kernel<T, R, P, kSlots, 1, 2>,
+                           2);
                 });
               });
 }

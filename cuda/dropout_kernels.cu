@@ -192,7 +192,7 @@ void gelu_dropout_backward_cuda(const Tensor& grad_input, const Tensor& sums, co
           bits.data_ptr<uint8_t>(), f, static_cast<const T*>(grad_output.data_ptr()),
           static_cast<const T*>(x.data_ptr()));
       EMBER_CUDA_LAUNCH_CHECK();
-      return launch_column_sums<A, A>(sums, Tensor(), partial, slices, N, stream);
+      return launch_column_sums<A, A>({sums}, partial, slices, N, stream);
     }
     launch_masked_map<T>(grad_input, Tensor(), Tensor(),
                          ops::DropoutKeepSource{{}, p, bits.data_ptr<uint8_t>()}, f, grad_output, x);

@@ -2,9 +2,11 @@
 
 // What layer_norm's kernels share with the ops that end in a layer norm (dropout_add_layer_norm):
 // the parameters' type, the row sums of the backward, and the last kernel of a backward, which adds
-// up the weight's and bias's per-block column sums (gelu_dropout's backward adds up its own with it).
+// up the per-block column sums of the weight's and bias's gradients (and of other gradients that
+// a backward sums over rows on the way: the bias gradient of the linear before it).
 
 #include <algorithm>
+#include <initializer_list>
 #include <utility>
 
 #include "ember/core/tensor.h"
@@ -40,14 +42,21 @@ struct RowSumsCombine {
   }
 };
 
-// dw[c] and db[c] (of type P) = the sums over the `splits` blocks of partial [splits, kParts, N]
-// ([dw | db]; kParts 1: [dw] alone, gelu_dropout's column sums): a block of threads (kSumCols,
-// kSumRows) takes kSumCols columns (one 32-byte sector of floats) down all the splits, so that
-// N / kSumCols blocks spread over the SMs, each thread with a few rows of independent loads; its
-// rows' sums meet in a tree (a fixed order: the result does not vary from run to run).
+// Where column_sum_kernel writes part q's sums (nullptr: nowhere).
+template <class P>
+struct ColumnSumOutputs {
+  P* part[3];
+};
+
+// out.part[q][c] (of type P) = the sums over the `splits` blocks of partial [splits, kParts, N]
+// (layer_norm's [dw | db], dropout_add_layer_norm's [dw | db | dx's sums], or one part: the sums of a
+// gradient over rows): a block of threads (kSumCols, kSumRows) takes kSumCols columns (one 32-byte
+// sector of floats) down all the splits, so that N / kSumCols blocks spread over the SMs, each
+// thread with a few rows of independent loads; its rows' sums meet in a tree (a fixed order: the
+// result does not vary from run to run).
 constexpr int kSumCols = 8, kSumRows = 128;
 template <class A, class P, int kParts>
-__global__ void column_sum_kernel(P* dw, P* db, const A* partial, int64_t splits, int64_t N) {
+__global__ void column_sum_kernel(ColumnSumOutputs<P> out, const A* partial, int64_t splits, int64_t N) {
   __shared__ A shared[kParts][kSumRows][kSumCols];
   wait_for_prior_grids();  // launched by launch_dependent
   const int64_t c = blockIdx.x * static_cast<int64_t>(kSumCols) + threadIdx.x;
@@ -66,8 +75,9 @@ __global__ void column_sum_kernel(P* dw, P* db, const A* partial, int64_t splits
         shared[q][threadIdx.y][threadIdx.x] += shared[q][threadIdx.y + half][threadIdx.x];
   }
   if (threadIdx.y > 0 || c >= N) return;
-  if (dw) dw[c] = from_acc<P>(shared[0][0][threadIdx.x]);
-  if (kParts == 2 && db) db[c] = from_acc<P>(shared[kParts - 1][0][threadIdx.x]);
+#pragma unroll
+  for (int q = 0; q < kParts; ++q)
+    if (out.part[q]) out.part[q][c] = from_acc<P>(shared[q][0][threadIdx.x]);
 }
 
 // The end of a kernel that sums columns over slices of rows, with blocks of kGroups x kRowThreads
@@ -100,22 +110,25 @@ inline std::pair<int64_t, int64_t> row_slices(const void* kernel, int threads, i
   return {ceil_div(rows, slice_rows), slice_rows};
 }
 
-// dw and db (either undefined; db too with one part) from partial [splits, 1 or 2, N] in A; the
-// kernel waits for the one before it (launch_dependent).
+// outs[q] (undefined: not wanted) from partial [splits, outs.size(), N] in A, in P; the kernel waits
+// for the one before it (launch_dependent).
 template <class A, class P>
-void launch_column_sums(const Tensor& dw, const Tensor& db, const Tensor& partial, int64_t splits, int64_t N,
+void launch_column_sums(std::initializer_list<Tensor> outs, const Tensor& partial, int64_t splits, int64_t N,
                         cudaStream_t stream) {
+  ColumnSumOutputs<P> out{};
+  int q = 0;
+  for (const Tensor& t : outs) out.part[q++] = t.defined() ? static_cast<P*>(t.data_ptr()) : nullptr;
   auto launch = [&](auto kernel) {
     launch_dependent(kernel, dim3(static_cast<unsigned>(ceil_div<int64_t>(N, kSumCols))),
-                     dim3(kSumCols, kSumRows), stream,
-                     dw.defined() ? static_cast<P*>(dw.data_ptr()) : nullptr,
-                     db.defined() ? static_cast<P*>(db.data_ptr()) : nullptr,
-                     static_cast<const A*>(partial.data_ptr()), splits, N);
+                     dim3(kSumCols, kSumRows), stream, out, static_cast<const A*>(partial.data_ptr()), splits,
+                     N);
   };
-  if (partial.size(1) == 1)
+  if (q == 1)
     launch(column_sum_kernel<A, P, 1>);
-  else
+  else if (q == 2)
     launch(column_sum_kernel<A, P, 2>);
+  else
+    launch(column_sum_kernel<A, P, 3>);
 }
 
 }  // namespace ember::cuda

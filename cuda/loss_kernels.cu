@@ -432,7 +432,7 @@ void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& sums, const Ten
           pgx, gx.stride(0), static_cast<A*>(partial.data_ptr()), pge, ge_scalar, px, input.stride(0), plse,
           ptg, pw, pws, N, nc, slice_rows, ignore_index, keep, u);
       EMBER_CUDA_LAUNCH_CHECK();
-      return launch_column_sums<A, A>(sums, Tensor(), partial, slices, nc, stream);
+      return launch_column_sums<A, A>({sums}, partial, slices, nc, stream);
     }
     // Vectors whatever the rows' alignment (map_row splices the input's to gx's).
     constexpr int VEC = 16 / sizeof(T);

@@ -569,7 +569,7 @@ void launch_layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor
            stream>>>(static_cast<A*>(partial.data_ptr()), pgy, px, pm, pr, rows, N, chunk);
     EMBER_CUDA_LAUNCH_CHECK();
   }
-  launch_column_sums<A, P>(dw, db, partial, splits, N, stream);
+  launch_column_sums<A, P>({dw, db}, partial, splits, N, stream);
 }
 
 void layer_norm_backward_cuda(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& gy,

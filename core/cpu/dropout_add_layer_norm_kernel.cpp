@@ -89,8 +89,9 @@ void forward_kernel(const Tensor& out, const Tensor& mean, const Tensor& rstd, c
 }
 
 void backward_kernel(const Tensor& dx, const Tensor& dres, const Tensor& dw, const Tensor& db,
-                     const Tensor& gy, const Tensor& x, const Tensor& residual, const Tensor& mean,
-                     const Tensor& rstd, const Tensor& weight, const Tensor& bits, double p) {
+                     const Tensor& dx_sums, const Tensor& gy, const Tensor& x, const Tensor& residual,
+                     const Tensor& mean, const Tensor& rstd, const Tensor& weight, const Tensor& bits,
+                     double p) {
   constexpr int64_t kMaxChunks = 64;
   const int64_t M = x.size(0), N = x.size(1);
   const int64_t chunk = std::max(rows_per_task(N), (M + kMaxChunks - 1) / kMaxChunks);
@@ -137,6 +138,7 @@ void backward_kernel(const Tensor& dx, const Tensor& dres, const Tensor& dw, con
       store_compute<C>(sum.data(), out->data_ptr(), out->dtype(), N);
     }
   });
+  if (dx_sums.defined()) dx_sums.copy_(dx.sum({0}, false, mean.dtype()));
 }
 
 KernelRegistrar<DropoutAddLayerNormFn> reg_forward(dropout_add_layer_norm_stub, kCPU, &forward_kernel);

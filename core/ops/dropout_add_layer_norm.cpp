@@ -100,16 +100,19 @@ Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& residual_in, const 
            TensorOptions po = TensorOptions(pd).device(x.device());
            Tensor dw = g.needs(2) ? empty(wsizes, po) : Tensor();
            Tensor db = g.needs(3) ? empty(wsizes, po) : Tensor();
+           // The bias gradient of the linear before it, summed where dx is written (BackwardExtras).
+           Tensor dx_sums = g.needs(0) && g.row_sums_wanted(0) && M > 0 ? empty(wsizes, po) : Tensor();
            if (M == 0) {
              for (Tensor* t : {&dw, &db})
                if (t->defined()) t->zero_();
            } else {
              auto rows = [&](const Tensor& t) { return t.defined() ? t.view({M, N}) : t; };
              dropout_add_layer_norm_backward_stub(x.device())(
-                 rows(dx), rows(dres), dw, db, gy.to(x.dtype()).contiguous().view({M, N}),
+                 rows(dx), rows(dres), dw, db, dx_sums, gy.to(x.dtype()).contiguous().view({M, N}),
                  x.contiguous().view({M, N}), residual.contiguous().view({M, N}), g(smean), g(srstd),
                  w.defined() ? w.to(pd).contiguous() : w, g(sbits), p);
            }
+           if (dx_sums.defined()) g.set_row_sums(0, dx_sums);
            return {dx, dres, dw, db};
          });
   return out;

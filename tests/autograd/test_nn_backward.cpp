@@ -216,6 +216,36 @@ TEST(NnBackward, DropoutAddLayerNormTakesABf16InputAndAFloat32Residual) {
   }
 }
 
+// The backward sums x's gradient over rows for the node before it when that node asks (a linear,
+// for its bias gradient): the sums of the gradient it returns, and a linear's bias gradient equal to
+// the composite's.
+TEST(NnBackward, DropoutAddLayerNormSumsItsInputGradientForTheLinearBeforeIt) {
+  Tensor x = random_tensor({3, 5, 8}, kFloat64), res = random_tensor({3, 5, 13}, kFloat64);
+  Tensor gy = random_tensor({3, 5, 13}, kFloat64);
+  std::vector<Tensor> a = leaves({x, random_tensor({13, 8}, kFloat64), random_tensor({13}, kFloat64)});
+  std::vector<Tensor> r = leaves({x, a[1], a[2]});
+  const Tensor w = random_tensor({13}, kFloat64);
+  RowSumsSeen seen;
+  Generator ga(4), gr(4), gs(4);
+  Tensor hs = asking_for_row_sums(x.detach().requires_grad_(), &seen);
+  (dropout_add_layer_norm(hs, res.narrow(2, 0, 8), w.narrow(0, 0, 8), Tensor(), 0.3, 1e-5, true, &gs) *
+   gy.narrow(2, 0, 8))
+      .sum()
+      .backward();
+  ASSERT_TRUE(seen.sums.defined());
+  EXPECT_CLOSE(seen.sums, seen.grad.sum({0, 1}), Tolerance{1e-12, 1e-12});
+  (dropout_add_layer_norm(nn::functional::linear(a[0], a[1], a[2]), res, w, Tensor(), 0.3, 1e-5, true, &ga) *
+   gy)
+      .sum()
+      .backward();
+  Tensor hr = nn::functional::linear(r[0], r[1], r[2]);
+  (dropout_add_layer_norm_ref({hr, res, w, Tensor()}, 0.3, 1e-5, &gr) * gy).sum().backward();
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE("gradient of linear input " + std::to_string(i));
+    EXPECT_CLOSE(a[i].grad(), r[i].grad(), Tolerance{1e-12, 1e-12});
+  }
+}
+
 // Not training, or p = 0: layer_norm of the plain sum, and no generator offset taken (as dropout,
 // so RNG replay agrees with the composite); training with p > 0 takes exactly one.
 TEST(NnBackward, DropoutAddLayerNormWithoutDropoutIsLayerNormOfTheSum) {

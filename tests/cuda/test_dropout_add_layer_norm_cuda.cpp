@@ -2,7 +2,8 @@
 // the four gradients in every float dtype, with a float32 residual for the 2-byte ones, rows that
 // are whole 16-byte vectors or not (odd lengths, an input one element off its alignment), one or
 // two register slots, several rows to a block, with and without weight and bias, in eval mode, and
-// rows long enough for the composite; and the same values as the composite on the GPU.
+// rows long enough for the composite; the row sums of the input gradient for the linear before it;
+// and the same values as the composite on the GPU.
 #include "cuda_test_util.h"
 
 namespace ember::testing {
@@ -74,6 +75,35 @@ TEST_F(DropoutAddLayerNormCuda, MatchesTheCpu) {
     expect_same_as_cpu({dt, dt, 37, 768, true, false, false});
   }
   expect_same_as_cpu({kFloat32, kFloat32, 3, 9000, true, false, true});  // the composite's rows
+}
+
+// The backward sums the input gradient over rows for the node before it when that node asks (a
+// linear, for its bias gradient): on either device the gradient's sums as stored, in the weight's
+// dtype, for rows of four teams a block, odd rows, one team a block and two register slots.
+TEST_F(DropoutAddLayerNormCuda, SumsItsInputGradientOverRowsForTheNodeBeforeIt) {
+  for (ScalarType dt : {kFloat32, kFloat64, kFloat16, kBFloat16})
+    for (int64_t n : {768, 13, 4000, 6000})
+      for (bool affine : {true, false}) {
+        SCOPED_TRACE(::testing::Message() << to_string(dt) << " n " << n << " affine " << affine);
+        Tensor x = random_tensor({300, n}, dt), res = random_tensor({300, n}, dt),
+               gy = random_tensor({300, n}, dt);
+        Tensor w = affine ? random_tensor({n}, kFloat32, 0.5, 1.5) : Tensor();
+        for (Device d : {Device(kCPU), Device(kCUDA)}) {
+          RowSumsSeen seen;
+          Generator gen(3);
+          Tensor xd = x.to(d).requires_grad_();
+          Tensor wd = affine ? w.to(d).requires_grad_() : w;
+          dropout_add_layer_norm(asking_for_row_sums(xd, &seen), res.to(d), wd, Tensor(), 0.2, 1e-5, true,
+                                 &gen)
+              .backward(gy.to(d));
+          ASSERT_TRUE(seen.sums.defined()) << d;
+          if (affine) EXPECT_EQ(seen.sums.dtype(), kFloat32) << d;
+          // Summed in float32 over 300 rows: a few ulps of the largest partial sums.
+          EXPECT_CLOSE(seen.sums.cpu().to(kFloat64), seen.grad.cpu().to(kFloat64).sum({0}),
+                       Tolerance{1e-5, 1e-4})
+              << d;
+        }
+      }
 }
 
 // On the GPU the fused op is the composite: the same mask and, up to rounding, the same values
