@@ -236,7 +236,7 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
     const int64_t row = base + r.team();
     const bool live = row < r.rows;
     A xhat[kSlots][kChunk], gxhat[kSlots][kChunk];
-    bool keep[kSlots][kChunk];
+    unsigned kept[kSlots];  // the keep flags as bits: 8 registers fewer a slot than bools
     RowSums<A> sums = RowSums<A>::identity();
     const A mu = live ? mean[row] : A(0), rs = live ? rstd[row] : A(0);
 #pragma unroll
@@ -244,7 +244,11 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
       const int64_t c = t + static_cast<int64_t>(k) * r.team_threads;
       if (!live || c >= chunks) continue;
       A g[kChunk], wv[kChunk];
-      chunk_sum<true>(r, x, res, row, c, scale, xhat[k], keep[k]);
+      bool keep[kChunk];
+      chunk_sum<true>(r, x, res, row, c, scale, xhat[k], keep);
+      kept[k] = 0;
+#pragma unroll
+      for (int j = 0; j < kChunk; ++j) kept[k] |= static_cast<unsigned>(keep[j]) << j;
       load_chunk(g, gy + row * r.N, c * kChunk, r.N, r.vec);
       if (w) load_chunk(wv, w, c * kChunk, r.N, r.vec);
 #pragma unroll
@@ -267,7 +271,7 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
 #pragma unroll
       for (int j = 0; j < kChunk; ++j) {
         ds[j] = gxhat[k][j] * rs + (c0 + xhat[k][j] * c1);
-        d[j] = ops::MaskedScale<A>{scale}(keep[k][j] ? A(1) : A(0), ds[j]);
+        d[j] = ops::MaskedScale<A>{scale}(kept[k] >> j & 1u ? A(1) : A(0), ds[j]);
         if constexpr (kParts == 3) part[2][k][j] += to_acc(from_acc<T>(d[j]));  // dx as stored
       }
       if (dres) store_chunk(dres + row * r.N, c * kChunk, r.N, r.vec, ds);
@@ -392,7 +396,7 @@ void backward_cuda(const Tensor& dx, const Tensor& dres, const Tensor& dw, const
                    const Tensor& dx_sums, const Tensor& gy, const Tensor& x, const Tensor& residual,
                    const Tensor& mean, const Tensor& rstd, const Tensor& weight, const Tensor& bits,
                    double p) {
-  const Tensor& param = weight.defined() ? weight : dw.defined() ? dw : db;
+  const Tensor& param = weight.defined() ? weight : dw.defined() ? dw : db.defined() ? db : dx_sums;
   const Shape sh = shape_for(x.size(1));
   visit_types("dropout_add_layer_norm_backward", x, residual, param.defined() ? param.dtype() : x.dtype(),
               [&](auto tt, auto rt, auto pt) {

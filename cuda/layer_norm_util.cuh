@@ -6,6 +6,7 @@
 // a backward sums over rows on the way: the bias gradient of the linear before it).
 
 #include <algorithm>
+#include <bit>
 #include <initializer_list>
 #include <utility>
 
@@ -50,10 +51,12 @@ struct ColumnSumOutputs {
 
 // out.part[q][c] (of type P) = the sums over the `splits` blocks of partial [splits, kParts, N]
 // (layer_norm's [dw | db], dropout_add_layer_norm's [dw | db | dx's sums], or one part: the sums of a
-// gradient over rows): a block of threads (kSumCols, kSumRows) takes kSumCols columns (one 32-byte
-// sector of floats) down all the splits, so that N / kSumCols blocks spread over the SMs, each
-// thread with a few rows of independent loads; its rows' sums meet in a tree (a fixed order: the
-// result does not vary from run to run).
+// gradient over rows): a block of threads (kSumCols, up to kSumRows, a power of two) takes kSumCols
+// columns (one 32-byte sector of floats) down all the splits, so that N / kSumCols blocks spread
+// over the SMs, each thread with a few rows of independent loads; its rows' sums meet in a tree (a
+// fixed order: the result does not vary from run to run). Fewer splits than kSumRows take as many
+// row threads as they need: a wide row's few splits (cross_entropy over 30522 words) would leave
+// most of 128 idle in thousands of blocks.
 constexpr int kSumCols = 8, kSumRows = 128;
 template <class A, class P, int kParts>
 __global__ void column_sum_kernel(ColumnSumOutputs<P> out, const A* partial, int64_t splits, int64_t N) {
@@ -62,12 +65,12 @@ __global__ void column_sum_kernel(ColumnSumOutputs<P> out, const A* partial, int
   const int64_t c = blockIdx.x * static_cast<int64_t>(kSumCols) + threadIdx.x;
   A st[kParts] = {};
   if (c < N)
-    for (int64_t s = threadIdx.y; s < splits; s += kSumRows)
+    for (int64_t s = threadIdx.y; s < splits; s += blockDim.y)
 #pragma unroll
       for (int q = 0; q < kParts; ++q) st[q] += partial[(s * kParts + q) * N + c];
 #pragma unroll
   for (int q = 0; q < kParts; ++q) shared[q][threadIdx.y][threadIdx.x] = st[q];
-  for (int half = kSumRows / 2; half > 0; half /= 2) {
+  for (int half = static_cast<int>(blockDim.y) / 2; half > 0; half /= 2) {
     __syncthreads();
     if (threadIdx.y < half)
 #pragma unroll
@@ -118,10 +121,11 @@ void launch_column_sums(std::initializer_list<Tensor> outs, const Tensor& partia
   ColumnSumOutputs<P> out{};
   int q = 0;
   for (const Tensor& t : outs) out.part[q++] = t.defined() ? static_cast<P*>(t.data_ptr()) : nullptr;
+  const auto rows =
+      static_cast<unsigned>(std::bit_ceil(static_cast<uint64_t>(std::min<int64_t>(splits, kSumRows))));
   auto launch = [&](auto kernel) {
     launch_dependent(kernel, dim3(static_cast<unsigned>(ceil_div<int64_t>(N, kSumCols))),
-                     dim3(kSumCols, kSumRows), stream, out, static_cast<const A*>(partial.data_ptr()), splits,
-                     N);
+                     dim3(kSumCols, rows), stream, out, static_cast<const A*>(partial.data_ptr()), splits, N);
   };
   if (q == 1)
     launch(column_sum_kernel<A, P, 1>);

@@ -350,7 +350,7 @@ __global__ void cross_entropy_backward_kernel(T* gx, const Acc<T>* ge, bool ge_s
 // kSumGroups x kSumRowThreads threads take kSumGroups * kStep columns of a slice of rows, each
 // thread kStep columns of every kSumRowThreads-th row; the block adds its column sums up in shared
 // memory into partial[slice], which launch_column_sums then adds over slices. gx rows 16-byte
-// aligned (padded); the input's need not be.
+// aligned (padded); the input's read in 16-byte vectors when they are too (`vec_in`).
 constexpr int kSumGroups = 32, kSumRowThreads = 8, kStep = 8;
 
 template <class T>
@@ -358,7 +358,8 @@ __global__ void __launch_bounds__(kSumGroups* kSumRowThreads)
     cross_entropy_backward_sums_kernel(T* gx, int64_t ldg, Acc<T>* partial, const Acc<T>* ge, bool ge_scalar,
                                        const T* in, int64_t ldx, const Acc<T>* lse, const int64_t* target,
                                        const Acc<T>* w, const Acc<T>* wsum, int64_t rows, int64_t nc,
-                                       int64_t slice_rows, int64_t ignore_index, Acc<T> keep, Acc<T> u) {
+                                       int64_t slice_rows, int64_t ignore_index, Acc<T> keep, Acc<T> u,
+                                       bool vec_in) {
   using A = Acc<T>;
   constexpr int kVec = 16 / sizeof(T);
   const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * kSumGroups + threadIdx.x) * kStep;
@@ -370,20 +371,29 @@ __global__ void __launch_bounds__(kSumGroups* kSumRowThreads)
     const GradRow<A> f = ignored ? GradRow<A>{} : grad_row(ge[ge_scalar ? 0 : r], w, wsum, nc, tg, keep, u);
     const A l = lse[r];
     const T* x = in + r * ldx;
-    Vec<T, kStep> o;
+    const bool whole = c0 + kStep <= nc;
+    Vec<T, kStep> xv, o;
+    if (!ignored && whole && vec_in) {
+#pragma unroll
+      for (int k = 0; k < kStep / kVec; ++k)
+        reinterpret_cast<Vec<T, kVec>*>(&xv)[k] = reinterpret_cast<const Vec<T, kVec>*>(x + c0)[k];
+    } else if (!ignored) {
+#pragma unroll
+      for (int e = 0; e < kStep; ++e) xv.v[e] = c0 + e < nc ? x[c0 + e] : T(0);
+    }
 #pragma unroll
     for (int e = 0; e < kStep; ++e) {
       const int64_t c = c0 + e;
       A v = A(0);
       if (!ignored && c < nc) {
-        v = exp_(to_acc(x[c]) - l) * f.scale - f.uniform * (w ? w[c] : A(1));
+        v = exp_(to_acc(xv.v[e]) - l) * f.scale - f.uniform * (w ? w[c] : A(1));
         if (c == tg) v -= f.at_target;
       }
       o.v[e] = from_acc<T>(v);
       sum[e] += to_acc(o.v[e]);
     }
     T* g = gx + r * ldg + c0;
-    if (c0 + kStep <= nc) {
+    if (whole) {
 #pragma unroll
       for (int k = 0; k < kStep / kVec; ++k)
         reinterpret_cast<Vec<T, kVec>*>(g)[k] = reinterpret_cast<const Vec<T, kVec>*>(&o)[k];
@@ -430,7 +440,8 @@ void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& sums, const Ten
       Tensor partial = empty({slices, 1, nc}, sums.options());
       kernel<<<dim3(tiles, static_cast<unsigned>(slices)), dim3(kSumGroups, kSumRowThreads), 0, stream>>>(
           pgx, gx.stride(0), static_cast<A*>(partial.data_ptr()), pge, ge_scalar, px, input.stride(0), plse,
-          ptg, pw, pws, N, nc, slice_rows, ignore_index, keep, u);
+          ptg, pw, pws, N, nc, slice_rows, ignore_index, keep, u,
+          reinterpret_cast<uintptr_t>(px) % 16 == 0 && input.stride(0) * sizeof(T) % 16 == 0);
       EMBER_CUDA_LAUNCH_CHECK();
       return launch_column_sums<A, A>({sums}, partial, slices, nc, stream);
     }

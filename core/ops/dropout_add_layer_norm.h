@@ -35,7 +35,7 @@ using DropoutAddLayerNormFn = void (*)(const Tensor& out, const Tensor& mean, co
 // The backward: with s = residual + keep * x * scale, xhat = (s - mean) * rstd and
 // ds = layer_norm's dx of gy, writes dresidual = ds (residual's dtype), dx = keep * ds * scale
 // (x's dtype), dw = sum of gy * xhat and db = sum of gy over rows (weight's dtype), and dx_sums
-// = the sum of dx (as stored) over rows, in weight's dtype: the bias gradient of the linear before
+// = the sum of dx (as stored) over rows, in the parameters' dtype: the bias gradient of the linear before
 // it (BackwardExtras; only with dx), each unless undefined. gy is [M, N] contiguous in T; keep is
 // read from the forward's bits (all kept when undefined).
 using DropoutAddLayerNormBackwardFn = void (*)(const Tensor& dx, const Tensor& dresidual, const Tensor& dw,
