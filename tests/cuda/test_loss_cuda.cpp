@@ -150,18 +150,18 @@ TEST_F(CrossEntropyCuda, WideHeadMatchesTheCpu) {
 
 // The head's logits [B, S, C] viewed as [N, C]: cross_entropy's backward sums its gradient over
 // the rows for the linear's bias (BackwardExtras), through the view, with the same gradient as
-// without; with weights, label smoothing, an ignored row, and class counts off the kernel's
-// column tiles.
+// without; with weights, label smoothing, an ignored row, class counts off the kernel's column
+// tiles, and rows for several slices, the last one short.
 TEST_F(CrossEntropyCuda, SumsItsGradientOverRowsForTheLinearBeforeIt) {
   for (ScalarType dt : {kFloat32, kBFloat16})
     for (int64_t C : {1001, 256, 5}) {
       SCOPED_TRACE(::testing::Message() << to_string(dt) << " C " << C);
       manual_seed(6);
-      Tensor x = random_tensor({3, 50, C}, dt, -3, 3), target = randint(0, C, {150}), w = rand({C});
+      Tensor x = random_tensor({4, 150, C}, dt, -3, 3), target = randint(0, C, {600}), w = rand({C});
       target.select(0, 7).fill_(-100);
       for (Device d : {Device(kCPU), Device(kCUDA)}) {
         auto loss_of = [&](const Tensor& logits) {
-          return cross_entropy(logits.view({150, C}), target.to(d), w.to(d), -100, "mean", 0.1);
+          return cross_entropy(logits.view({600, C}), target.to(d), w.to(d), -100, "mean", 0.1);
         };
         RowSumsSeen seen;
         Tensor xd = x.to(d).detach().requires_grad_();
