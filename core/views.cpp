@@ -29,23 +29,10 @@ Tensor record_view(const char* name, const Tensor& in, Tensor out, F formula) {
   return out;
 }
 
-// A view that keeps the numel: its gradient is the output gradient reshaped back. One that also
-// keeps the last dim keeps the gradient's row sums (BackwardExtras): it asks for them where the
-// node before it does (a linear's bias gradient through the view before cross_entropy) and
-// passes them on.
+// A view that keeps the numel: its gradient is the output gradient reshaped back.
 Tensor record_reshape(const char* name, const Tensor& in, Tensor out) {
-  if (!needs_grad({in})) return out;
   DimVector sizes(in.sizes());
-  const AutogradMeta* meta = in.impl().autograd_meta();
-  const bool sums_wanted = in.dim() > 0 && out.dim() > 0 && in.size(-1) == out.size(-1) && meta &&
-                           meta->grad_fn && meta->grad_fn->wants_grad_row_sums(meta->output_nr);
-  record(name, {in}, {out}, [sizes, sums_wanted](const GradContext& g) -> std::vector<Tensor> {
-    if (sums_wanted && g.grad_row_sums(0).defined()) g.set_row_sums(0, g.grad_row_sums(0));
-    return {g.grad().reshape(sizes)};
-  });
-  out.impl().autograd_meta()->is_view = true;
-  if (sums_wanted) out.grad_fn()->want_grad_row_sums(0);
-  return out;
+  return record_view(name, in, std::move(out), [sizes](const Tensor& g) { return g.reshape(sizes); });
 }
 
 // Writes g into the picked part of zeros of `sizes`: the backward of a pick, itself recorded

@@ -10,7 +10,6 @@
 #include "ember/core/ops/loss.h"
 #include "ember/core/ops/loss_functors.h"
 #include "ember/cuda/device_error.cuh"
-#include "ember/cuda/layer_norm_util.cuh"
 #include "ember/cuda/nn_kernel_util.cuh"
 #include "ember/cuda/offset_calc.cuh"
 
@@ -346,93 +345,9 @@ __global__ void cross_entropy_backward_kernel(T* gx, const Acc<T>* ge, bool ge_s
   }
 }
 
-// D == 1 with the gradient's sums over rows (the bias gradient of the linear before it): blocks of
-// kSumGroups x kSumRowThreads threads take kSumGroups * kStep columns of kSliceRows rows, each
-// thread kStep columns of every kSumRowThreads-th row (more rows when there are more than kMaxSlices
-// slices: partial's size stays bounded); the block adds its column sums up in shared
-// memory into partial[slice], which launch_column_sums then adds over slices. A thread loads its
-// next kRowsAtOnce rows (input, target, lse: a warp's row is one broadcast) before it computes
-// any, so that their loads are in flight together; small slices make many waves of blocks.
-// Over BERT's head (H100) a row at a time took 393 us, and a block's factors staged in shared
-// memory 479 us, against the row kernel's 171 us without the sums. gx rows 16-byte aligned (padded); the
-// input's read in 16-byte vectors when they are too (`vec_in`).
-constexpr int kSumGroups = 32, kSumRowThreads = 8, kStep = 8, kRowsAtOnce = 8;
-constexpr int64_t kSliceRows = 4 * kSumRowThreads * kRowsAtOnce, kMaxSlices = 256;
-
-template <class T>
-__global__ void __launch_bounds__(kSumGroups* kSumRowThreads)
-    cross_entropy_backward_sums_kernel(T* __restrict__ gx, int64_t ldg, Acc<T>* partial,
-                                       const Acc<T>* __restrict__ ge, bool ge_scalar,
-                                       const T* __restrict__ in, int64_t ldx, const Acc<T>* __restrict__ lse,
-                                       const int64_t* __restrict__ target, const Acc<T>* __restrict__ w,
-                                       const Acc<T>* __restrict__ wsum, int64_t rows, int64_t nc,
-                                       int64_t slice_rows, int64_t ignore_index, Acc<T> keep, Acc<T> u,
-                                       bool vec_in) {
-  using A = Acc<T>;
-  constexpr int kVec = 16 / sizeof(T);
-  const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * kSumGroups + threadIdx.x) * kStep;
-  const bool whole = c0 + kStep <= nc;
-  A sum[kStep] = {};
-  const int64_t end = min(rows, (blockIdx.y + 1) * slice_rows);
-  for (int64_t r0 = blockIdx.y * slice_rows + threadIdx.y; r0 < end && c0 < nc;
-       r0 += kSumRowThreads * kRowsAtOnce) {
-    Vec<T, kStep> xv[kRowsAtOnce];
-    int64_t tg[kRowsAtOnce];
-    A l[kRowsAtOnce];
-#pragma unroll
-    for (int q = 0; q < kRowsAtOnce; ++q) {
-      const int64_t r = r0 + q * kSumRowThreads;
-      if (r >= end) continue;
-      const T* x = in + r * ldx + c0;
-      if (whole && vec_in) {
-#pragma unroll
-        for (int k = 0; k < kStep / kVec; ++k)
-          reinterpret_cast<Vec<T, kVec>*>(&xv[q])[k] = reinterpret_cast<const Vec<T, kVec>*>(x)[k];
-      } else {
-#pragma unroll
-        for (int e = 0; e < kStep; ++e) xv[q].v[e] = c0 + e < nc ? x[e] : T(0);
-      }
-      tg[q] = target[r];
-      l[q] = lse[r];
-    }
-#pragma unroll
-    for (int q = 0; q < kRowsAtOnce; ++q) {
-      const int64_t r = r0 + q * kSumRowThreads;
-      if (r >= end) break;
-      const bool ignored = tg[q] == ignore_index || !is_class(tg[q], nc);
-      const GradRow<A> f =
-          ignored ? GradRow<A>{} : grad_row(ge[ge_scalar ? 0 : r], w, wsum, nc, tg[q], keep, u);
-      Vec<T, kStep> o;
-#pragma unroll
-      for (int e = 0; e < kStep; ++e) {
-        const int64_t c = c0 + e;
-        A v = A(0);
-        if (!ignored && c < nc) {
-          v = exp_(to_acc(xv[q].v[e]) - l[q]) * f.scale - f.uniform * (w ? w[c] : A(1));
-          if (c == tg[q]) v -= f.at_target;
-        }
-        o.v[e] = from_acc<T>(v);
-        sum[e] += to_acc(o.v[e]);
-      }
-      T* g = gx + r * ldg + c0;
-      if (whole) {
-#pragma unroll
-        for (int k = 0; k < kStep / kVec; ++k)
-          reinterpret_cast<Vec<T, kVec>*>(g)[k] = reinterpret_cast<const Vec<T, kVec>*>(&o)[k];
-      } else {
-#pragma unroll
-        for (int e = 0; e < kStep; ++e)
-          if (c0 + e < nc) g[e] = o.v[e];
-      }
-    }
-  }
-  store_block_column_sums<kSumGroups, kSumRowThreads>(sum, partial, nc);
-}
-
-void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& sums, const Tensor& grad,
-                                 const Tensor& input, const Tensor& lse, const Tensor& target,
-                                 const Tensor& weight, const Tensor& weight_sum, int64_t ignore_index,
-                                 double label_smoothing) {
+void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& grad, const Tensor& input, const Tensor& lse,
+                                 const Tensor& target, const Tensor& weight, const Tensor& weight_sum,
+                                 int64_t ignore_index, double label_smoothing) {
   const int64_t N = input.size(0), nc = input.size(1), D = input.size(2);
   cudaStream_t stream = current_stream();
   visit_float_dtype("cross_entropy", gx.dtype(), [&](auto tag) {
@@ -455,19 +370,6 @@ void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& sums, const Ten
       EMBER_CUDA_LAUNCH_CHECK();
       return;
     }
-    if (sums.defined() && reinterpret_cast<uintptr_t>(pgx) % 16 == 0 && gx.stride(0) * sizeof(T) % 16 == 0) {
-      const auto kernel = cross_entropy_backward_sums_kernel<T>;
-      const auto tiles = static_cast<unsigned>(ceil_div<int64_t>(nc, kSumGroups * kStep));
-      const int64_t slice_rows = ceil_div(ceil_div(N, kMaxSlices), kSliceRows) * kSliceRows;
-      const int64_t slices = ceil_div(N, slice_rows);
-      Tensor partial = empty({slices, 1, nc}, sums.options());
-      kernel<<<dim3(tiles, static_cast<unsigned>(slices)), dim3(kSumGroups, kSumRowThreads), 0, stream>>>(
-          pgx, gx.stride(0), static_cast<A*>(partial.data_ptr()), pge, ge_scalar, px, input.stride(0), plse,
-          ptg, pw, pws, N, nc, slice_rows, ignore_index, keep, u,
-          reinterpret_cast<uintptr_t>(px) % 16 == 0 && input.stride(0) * sizeof(T) % 16 == 0);
-      EMBER_CUDA_LAUNCH_CHECK();
-      return launch_column_sums<A, A>({sums}, partial, slices, nc, stream);
-    }
     // Vectors whatever the rows' alignment (map_row splices the input's to gx's).
     constexpr int VEC = 16 / sizeof(T);
     launch_rows<VEC>(N, nc, [&](auto warp_per_row, unsigned grid, int threads) {
@@ -475,7 +377,6 @@ void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& sums, const Ten
           <<<grid, threads, 0, stream>>>(pgx, gx.stride(0), pge, ge_scalar, px, input.stride(0), plse, ptg,
                                          pw, pws, N, nc, ignore_index, keep, u);
     });
-    if (sums.defined()) sums.copy_(gx.select(2, 0).sum({0}, false, sums.dtype()));
   });
 }
 

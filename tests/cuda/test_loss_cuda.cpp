@@ -148,35 +148,6 @@ TEST_F(CrossEntropyCuda, WideHeadMatchesTheCpu) {
   }
 }
 
-// The head's logits [B, S, C] viewed as [N, C]: cross_entropy's backward sums its gradient over
-// the rows for the linear's bias (BackwardExtras), through the view, with the same gradient as
-// without; with weights, label smoothing, an ignored row, class counts off the kernel's column
-// tiles, and rows for several slices, the last one short.
-TEST_F(CrossEntropyCuda, SumsItsGradientOverRowsForTheLinearBeforeIt) {
-  for (ScalarType dt : {kFloat32, kBFloat16})
-    for (int64_t C : {1001, 256, 5}) {
-      SCOPED_TRACE(::testing::Message() << to_string(dt) << " C " << C);
-      manual_seed(6);
-      Tensor x = random_tensor({4, 150, C}, dt, -3, 3), target = randint(0, C, {600}), w = rand({C});
-      target.select(0, 7).fill_(-100);
-      for (Device d : {Device(kCPU), Device(kCUDA)}) {
-        auto loss_of = [&](const Tensor& logits) {
-          return cross_entropy(logits.view({600, C}), target.to(d), w.to(d), -100, "mean", 0.1);
-        };
-        RowSumsSeen seen;
-        Tensor xd = x.to(d).detach().requires_grad_();
-        loss_of(asking_for_row_sums(xd, &seen)).backward();
-        ASSERT_TRUE(seen.sums.defined()) << d;
-        EXPECT_EQ(seen.sums.dtype(), kFloat32);
-        EXPECT_CLOSE(seen.sums.cpu().to(kFloat64), seen.grad.cpu().to(kFloat64).sum({0, 1}),
-                     Tolerance{1e-5, 1e-5})
-            << d;
-        Tensor xp = x.to(d).detach().requires_grad_();
-        EXPECT_TRUE(seen.grad.cpu().equal(autograd::grad({loss_of(xp)}, {xp})[0].cpu())) << d;
-      }
-    }
-}
-
 // A mean over targets that are all ignored is 0 / 0 = NaN, and its gradient 0 (as PyTorch).
 TEST_F(CrossEntropyCuda, AllIgnoredGivesNanLossAndZeroGradient) {
   Tensor x = random_tensor({4, 1500}, kBFloat16);
