@@ -55,8 +55,7 @@ struct ColumnSumOutputs {
 // columns (one 32-byte sector of floats) down all the splits, so that N / kSumCols blocks spread
 // over the SMs, each thread with a few rows of independent loads; its rows' sums meet in a tree (a
 // fixed order: the result does not vary from run to run). Fewer splits than kSumRows take as many
-// row threads as they need: a wide row's few splits (cross_entropy over 30522 words) would leave
-// most of 128 idle in thousands of blocks.
+// row threads as they need, not 128 mostly idle.
 constexpr int kSumCols = 8, kSumRows = 128;
 template <class A, class P, int kParts>
 __global__ void column_sum_kernel(ColumnSumOutputs<P> out, const A* partial, int64_t splits, int64_t N) {
