@@ -87,6 +87,7 @@ bool aligned(const void* ptr, int bytes) { return reinterpret_cast<uintptr_t>(pt
 // y + kSumRowThreads, ... of the block's slice of rows (blockIdx.y); the row threads' sums meet in
 // shared memory in a fixed order, and partial [gridDim.y, N] gets each slice's.
 constexpr int kSumGroups = 32, kSumRowThreads = 8;
+static_assert(kSumRowThreads == kStep);  // the block's threads then add up one column each
 
 template <class T, class F>
 __global__ void __launch_bounds__(kSumGroups* kSumRowThreads)
@@ -94,6 +95,7 @@ __global__ void __launch_bounds__(kSumGroups* kSumRowThreads)
                               const uint8_t* bits, F f, const T* grad, const T* x) {
   using A = Acc<T>;
   constexpr int kVec = 16 / sizeof(T), kLoads = kStep / kVec;
+  __shared__ A shared[kSumRowThreads][kSumGroups * kStep];
   const int64_t groups = N / kStep, group = static_cast<int64_t>(blockIdx.x) * kSumGroups + threadIdx.x;
   A sum[kStep] = {};
   if (group < groups) {
@@ -116,7 +118,15 @@ __global__ void __launch_bounds__(kSumGroups* kSumRowThreads)
       }
     }
   }
-  store_block_column_sums<kSumGroups, kSumRowThreads>(sum, partial, N);
+#pragma unroll
+  for (int e = 0; e < kStep; ++e) shared[threadIdx.y][threadIdx.x * kStep + e] = sum[e];
+  __syncthreads();
+  const int t = static_cast<int>(threadIdx.y) * kSumGroups + static_cast<int>(threadIdx.x);
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kSumGroups * kStep + t;
+  if (col >= N) return;
+  A total = A(0);
+  for (int y = 0; y < kSumRowThreads; ++y) total += shared[y][t];
+  partial[blockIdx.y * N + col] = total;
 }
 
 // masked_map_kernel over n = out.numel() elements.
@@ -183,8 +193,13 @@ void gelu_dropout_backward_cuda(const Tensor& grad_input, const Tensor& sums, co
         aligned(grad_output.data_ptr(), 16) && aligned(x.data_ptr(), 16)) {
       const auto kernel = gelu_backward_sums_kernel<T, F>;
       const auto tiles = static_cast<unsigned>(ceil_div<int64_t>(N / kStep, kSumGroups));
-      const auto [slices, slice_rows] = row_slices(reinterpret_cast<const void*>(kernel),
-                                                   kSumGroups * kSumRowThreads, tiles, rows, kSumRowThreads);
+      // About the blocks that fit on the GPU at once, each row thread with two rows or more.
+      int64_t slices = std::clamp<int64_t>(
+          ceil_div<int64_t>(
+              resident_blocks(reinterpret_cast<const void*>(kernel), kSumGroups * kSumRowThreads), tiles),
+          1, ceil_div<int64_t>(rows, 2 * kSumRowThreads));
+      const int64_t slice_rows = ceil_div(rows, slices);
+      slices = ceil_div(rows, slice_rows);
       Tensor partial = empty({slices, 1, N}, sums.options());
       const cudaStream_t stream = current_stream();
       kernel<<<dim3(tiles, static_cast<unsigned>(slices)), dim3(kSumGroups, kSumRowThreads), 0, stream>>>(

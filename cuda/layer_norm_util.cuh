@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <bit>
 #include <initializer_list>
-#include <utility>
 
 #include "ember/core/tensor.h"
 #include "ember/cuda/launch.cuh"
@@ -80,36 +79,6 @@ __global__ void column_sum_kernel(ColumnSumOutputs<P> out, const A* partial, int
 #pragma unroll
   for (int q = 0; q < kParts; ++q)
     if (out.part[q]) out.part[q][c] = from_acc<P>(shared[q][0][threadIdx.x]);
-}
-
-// The end of a kernel that sums columns over slices of rows, with blocks of kGroups x kRowThreads
-// threads, each thread kStep columns of every kRowThreads-th row of the slice: the block's column
-// sums of `sum` into partial[slice blockIdx.y][column], a thread per column.
-template <int kGroups, int kRowThreads, int kStep, class A>
-__device__ void store_block_column_sums(const A (&sum)[kStep], A* partial, int64_t N) {
-  static_assert(kRowThreads == kStep, "the block's threads add up one column each");
-  __shared__ A shared[kRowThreads][kGroups * kStep];
-#pragma unroll
-  for (int e = 0; e < kStep; ++e) shared[threadIdx.y][threadIdx.x * kStep + e] = sum[e];
-  __syncthreads();
-  const int t = static_cast<int>(threadIdx.y) * kGroups + static_cast<int>(threadIdx.x);
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * kGroups * kStep + t;
-  if (col >= N) return;
-  A total = A(0);
-  for (int y = 0; y < kRowThreads; ++y) total += shared[y][t];
-  partial[blockIdx.y * N + col] = total;
-}
-
-// How a kernel that sums columns over slices of rows (its partial sums then added by
-// launch_column_sums) splits `rows`: about as many blocks as fit on the GPU at once over its `tiles`
-// column tiles, each of a block's `row_threads` row threads with two rows or more. Returns the
-// slices and the rows per slice.
-inline std::pair<int64_t, int64_t> row_slices(const void* kernel, int threads, int64_t tiles, int64_t rows,
-                                              int row_threads) {
-  const int64_t slices = std::clamp<int64_t>(ceil_div<int64_t>(resident_blocks(kernel, threads), tiles), 1,
-                                             ceil_div<int64_t>(rows, 2 * row_threads));
-  const int64_t slice_rows = ceil_div(rows, slices);
-  return {ceil_div(rows, slice_rows), slice_rows};
 }
 
 // outs[q] (undefined: not wanted) from partial [splits, outs.size(), N] in A, in P; the kernel waits
