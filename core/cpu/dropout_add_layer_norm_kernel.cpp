@@ -105,8 +105,9 @@ void backward_kernel(const Tensor& dx, const Tensor& dres, const Tensor& dw, con
     const auto scale = static_cast<C>(dropout ? ops::dropout_scale(p) : 1.0);
     std::vector<C> wbuf(N);
     const C* w = param_or(weight, N, wbuf);
-    Eigen::Array<C, Eigen::Dynamic, Eigen::Dynamic> pw, pb;  // [N, chunks]
+    Eigen::Array<C, Eigen::Dynamic, Eigen::Dynamic> pw, pb, px;  // [N, chunks]
     if (params) pw.setZero(N, chunks), pb.setZero(N, chunks);
+    if (dx_sums.defined()) px.setZero(N, chunks);
     parallel_for(0, chunks, 1, [&](int64_t kb, int64_t ke) {
       RowSum<C, true> row{x, residual, dropout, p, PhiloxState{}, bits, N};
       ArrayX<C> s(N), xhat(N), gxhat(N), ds(N);
@@ -129,16 +130,19 @@ void backward_kernel(const Tensor& dx, const Tensor& dres, const Tensor& dw, con
           for (int64_t j = 0; j < N; ++j)
             o[j] = ops::MaskedScale<C>{scale}(static_cast<C>(row.keep[j]), ds[j]);
           store_compute<C>(o, byte_ptr(dx, r * N), dx.dtype(), N);
+          // The sums of dx as stored (rounded to its dtype), for the linear before it.
+          if (dx_sums.defined())
+            px.col(k) +=
+                ConstArrayMap<C>(load_compute<C>(byte_ptr(dx, r * N), dx.dtype(), N, obuf.data()), N);
         }
       }
     });
-    for (auto [out, part] : {std::pair{&dw, &pw}, std::pair{&db, &pb}}) {
+    for (auto [out, part] : {std::pair{&dw, &pw}, std::pair{&db, &pb}, std::pair{&dx_sums, &px}}) {
       if (!out->defined()) continue;
       const ArrayX<C> sum = part->rowwise().sum();
       store_compute<C>(sum.data(), out->data_ptr(), out->dtype(), N);
     }
   });
-  if (dx_sums.defined()) dx_sums.copy_(dx.sum({0}, false, mean.dtype()));
 }
 
 KernelRegistrar<DropoutAddLayerNormFn> reg_forward(dropout_add_layer_norm_stub, kCPU, &forward_kernel);

@@ -246,6 +246,18 @@ TEST(NnBackward, DropoutAddLayerNormSumsItsInputGradientForTheLinearBeforeIt) {
   }
 }
 
+// Many bf16 rows: the sums add the input gradient as stored, over every task's rows.
+TEST(NnBackward, DropoutAddLayerNormSumsItsStoredBf16InputGradientOverManyRows) {
+  Tensor x = random_tensor({1200, 128}, kBFloat16).requires_grad_();
+  Tensor res = random_tensor({1200, 128}, kBFloat16), gy = random_tensor({1200, 128}, kBFloat16);
+  RowSumsSeen seen;
+  Generator gen(5);
+  dropout_add_layer_norm(asking_for_row_sums(x, &seen), res, Tensor(), Tensor(), 0.2, 1e-5, true, &gen)
+      .backward(gy);
+  ASSERT_TRUE(seen.sums.defined());
+  EXPECT_CLOSE(seen.sums.to(kFloat64), seen.grad.to(kFloat64).sum({0}), Tolerance{1e-5, 1e-4});
+}
+
 // Not training, or p = 0: layer_norm of the plain sum, and no generator offset taken (as dropout,
 // so RNG replay agrees with the composite); training with p > 0 takes exactly one.
 TEST(NnBackward, DropoutAddLayerNormWithoutDropoutIsLayerNormOfTheSum) {
