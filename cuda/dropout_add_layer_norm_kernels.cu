@@ -29,7 +29,7 @@ struct Rows {
   int team_threads;
   bool vec;  // 16-byte accesses: N % kChunk == 0 and every pointer 16-byte aligned
   bool dropout;
-  double p;
+  double scale;  // what kept elements of x are multiplied by
   ops::DropoutMaskDraw draw;
   uint8_t* bits;  // [rows, chunks] keep bits: written by the forward when set, read by the backward
 
@@ -38,6 +38,10 @@ struct Rows {
   __device__ int t() const { return static_cast<int>(threadIdx.x) % team_threads; }
   __device__ int teams() const { return static_cast<int>(blockDim.x) / team_threads; }
   __device__ int64_t chunks() const { return (N + kChunk - 1) / kChunk; }
+  // How many of chunk c's columns lie inside the row: kChunk but at the end of a row.
+  __device__ int columns(int64_t c) const {
+    return static_cast<int>(N - c * kChunk < kChunk ? N - c * kChunk : kChunk);
+  }
 };
 
 // p[i, i + kChunk) as A, zeros past n; p is 16-byte aligned at i when `vec`.
@@ -75,62 +79,55 @@ __device__ __forceinline__ void store_chunk(T* p, int64_t i, int64_t n, bool vec
   }
 }
 
-// Chunk c of a row, columns [8 c, 8 c + 8): the keep flags (drawn, and stored as bits when the
-// forward keeps them; read from the bits by the backward) and s = residual + keep * x * scale (0
-// past the row's end).
+// Chunk c of a row, columns [8 c, 8 c + 8): s = residual + keep * x * scale (0 past the row's end)
+// and the keep flags as bits, element j in bit j (drawn, and stored when the forward keeps them;
+// read from the stored bits by the backward).
 template <bool kReadBits, class A, class T, class R>
-__device__ __forceinline__ void chunk_sum(const Rows<A>& r, const T* x, const R* res, int64_t row, int64_t c,
-                                          A scale, A (&s)[kChunk], bool (&keep)[kChunk]) {
+__device__ __forceinline__ unsigned chunk_sum(const Rows<A>& r, const T* x, const R* res, int64_t row,
+                                              int64_t c, A scale, A (&s)[kChunk]) {
   const int64_t col = c * kChunk;
   A xv[kChunk];
   load_chunk(xv, x + row * r.N, col, r.N, r.vec);
   load_chunk(s, res + row * r.N, col, r.N, r.vec);
-  const int64_t e = row * r.N + col;  // flat index of the chunk's first element
-  constexpr int kBlock = ops::kDropoutMaskBlock;
-#pragma unroll
-  for (int j = 0; j < kChunk; ++j) keep[j] = true;
+  unsigned keep = 0xffu;
   if (r.dropout && kReadBits) {
-    const uint8_t byte = r.bits[row * r.chunks() + c];
-#pragma unroll
-    for (int j = 0; j < kChunk; ++j) keep[j] = (byte >> j) & 1;
+    keep = r.bits[row * r.chunks() + c];
   } else if (r.dropout) {
+    const int64_t e = row * r.N + col;  // flat index of the chunk's first element
+    constexpr int kBlock = ops::kDropoutMaskBlock;
+    keep = 0;
     if (e % kBlock == 0) {
 #pragma unroll
       for (int q = 0; q < kChunk / kBlock; ++q)
-        r.draw.block(static_cast<uint64_t>(e / kBlock + q), 0, kBlock, keep + q * kBlock);
+        keep |= r.draw.block_bits(static_cast<uint64_t>(e / kBlock + q)) << (q * kBlock);
     } else {  // rows of a length not a multiple of the block: each element from its own block
 #pragma unroll
-      for (int j = 0; j < kChunk; ++j) {
-        const int k = static_cast<int>((e + j) % kBlock);
-        r.draw.block(static_cast<uint64_t>((e + j) / kBlock), k, k + 1, keep + j);
-      }
+      for (int j = 0; j < kChunk; ++j)
+        keep |= (r.draw.block_bits(static_cast<uint64_t>((e + j) / kBlock)) >> ((e + j) % kBlock) & 1u) << j;
     }
-    if (r.bits) {
-      uint8_t byte = 0;
-#pragma unroll
-      for (int j = 0; j < kChunk; ++j) byte |= static_cast<uint8_t>(keep[j] && col + j < r.N) << j;
-      r.bits[row * r.chunks() + c] = byte;
-    }
+    if (r.bits) r.bits[row * r.chunks() + c] = static_cast<uint8_t>(keep & ((1u << r.columns(c)) - 1u));
   }
 #pragma unroll
-  for (int j = 0; j < kChunk; ++j) s[j] += ops::MaskedScale<A>{scale}(keep[j] ? A(1) : A(0), xv[j]);
+  for (int j = 0; j < kChunk; ++j) s[j] += ops::MaskedScale<A>{scale}(keep >> j & 1u ? A(1) : A(0), xv[j]);
+  return keep;
 }
 
-// The sum of v over the thread's team, for every thread of the block (all call it together).
-// `shared` has two kWarpSize buffers, used in turn by successive calls: a buffer is written again
-// only after the __syncthreads of the call between, when every thread has read it.
+// The sum of v over the thread's team (number `team` of the block), for every thread of the block
+// (all call it together). `shared` has two kWarpSize buffers, used in turn by successive calls: a
+// buffer is written again only after the __syncthreads of the call between, when every thread has
+// read it. Teams of one warp reduce by shuffles alone.
 template <class S, class Combine>
-__device__ __forceinline__ S team_allreduce(S v, Combine combine, int team_threads, S (*shared)[kWarpSize],
-                                            int& parity) {
+__device__ __forceinline__ S team_allreduce(S v, Combine combine, int team_threads, int team,
+                                            S (*shared)[kWarpSize], int& parity) {
   v = warp_allreduce(v, combine);
   if (team_threads == kWarpSize) return v;
   S* buf = shared[parity];
   parity ^= 1;
-  const int warp = threadIdx.x / kWarpSize, first = threadIdx.x / team_threads * (team_threads / kWarpSize);
-  if (threadIdx.x % kWarpSize == 0) buf[warp] = v;
+  const int warps = team_threads / kWarpSize, first = team * warps;
+  if (threadIdx.x % kWarpSize == 0) buf[threadIdx.x / kWarpSize] = v;
   __syncthreads();
   S total = buf[first];
-  for (int w = 1; w < team_threads / kWarpSize; ++w) total = combine(total, buf[first + w]);
+  for (int w = 1; w < warps; ++w) total = combine(total, buf[first + w]);
   return total;
 }
 
@@ -157,38 +154,38 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
   using A = Acc<T>;
   __shared__ Scalar<A> shared[2][kWarpSize];
   r.draw.rng = r.draw.rng.resolved();
-  const A scale = static_cast<A>(r.dropout ? ops::dropout_scale(r.p) : 1.0);
-  const int t = r.t(), teams = r.teams();
+  const A scale = static_cast<A>(r.scale);
+  const int t = r.t(), team = r.team(), teams = r.teams();
   const int64_t chunks = r.chunks();
   int parity = 0;
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * teams; base < r.rows;
        base += static_cast<int64_t>(gridDim.x) * teams) {
-    const int64_t row = base + r.team();
+    const int64_t row = base + team;
     const bool live = row < r.rows;
     A s[kSlots][kChunk];
-    bool keep[kChunk];
     A sum = A(0);
 #pragma unroll
     for (int k = 0; k < kSlots; ++k) {
       const int64_t c = t + static_cast<int64_t>(k) * r.team_threads;
       if (live && c < chunks) {
-        chunk_sum<false>(r, x, res, row, c, scale, s[k], keep);
+        chunk_sum<false>(r, x, res, row, c, scale, s[k]);
 #pragma unroll
         for (int j = 0; j < kChunk; ++j) sum += s[k][j];
       }
     }
-    const A mu =
-        team_allreduce(Scalar<A>{sum}, ScalarSum{}, r.team_threads, shared, parity).v / static_cast<A>(r.N);
+    const A mu = team_allreduce(Scalar<A>{sum}, ScalarSum{}, r.team_threads, team, shared, parity).v /
+                 static_cast<A>(r.N);
     A sq = A(0);
 #pragma unroll
     for (int k = 0; k < kSlots; ++k) {
       const int64_t c = t + static_cast<int64_t>(k) * r.team_threads;
-      if (live && c < chunks)
+      if (!live || c >= chunks) continue;
+      const int n = r.columns(c);
 #pragma unroll
-        for (int j = 0; j < kChunk; ++j)
-          if (c * kChunk + j < r.N) sq += (s[k][j] - mu) * (s[k][j] - mu);
+      for (int j = 0; j < kChunk; ++j)
+        if (j < n) sq += (s[k][j] - mu) * (s[k][j] - mu);
     }
-    const A m2 = team_allreduce(Scalar<A>{sq}, ScalarSum{}, r.team_threads, shared, parity).v;
+    const A m2 = team_allreduce(Scalar<A>{sq}, ScalarSum{}, r.team_threads, team, shared, parity).v;
     const A rs = A(1) / sqrt(m2 / static_cast<A>(r.N) + static_cast<A>(eps));
     if (!live) continue;
     if (t == 0) mean[row] = mu, rstd[row] = rs;
@@ -218,9 +215,9 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
   using A = Acc<T>;
   __shared__ RowSums<A> shared[2][kWarpSize];
   __shared__ A team_sums[kParts][kMaxTeamColumns];
-  const A scale = static_cast<A>(r.dropout ? ops::dropout_scale(r.p) : 1.0);
+  const A scale = static_cast<A>(r.scale);
   const A inv_n = A(1) / static_cast<A>(r.N);
-  const int t = r.t(), teams = r.teams();
+  const int t = r.t(), team = r.team(), teams = r.teams();
   const int64_t chunks = r.chunks();
   A part[kParts][kSlots][kChunk];  // this thread's columns of dw, db (and dx)
 #pragma unroll
@@ -233,7 +230,7 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
   int parity = 0;
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * teams; base < r.rows;
        base += static_cast<int64_t>(gridDim.x) * teams) {
-    const int64_t row = base + r.team();
+    const int64_t row = base + team;
     const bool live = row < r.rows;
     A xhat[kSlots][kChunk], gxhat[kSlots][kChunk];
     unsigned kept[kSlots];  // the keep flags as bits: 8 registers fewer a slot than bools
@@ -244,22 +241,19 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
       const int64_t c = t + static_cast<int64_t>(k) * r.team_threads;
       if (!live || c >= chunks) continue;
       A g[kChunk], wv[kChunk];
-      bool keep[kChunk];
-      chunk_sum<true>(r, x, res, row, c, scale, xhat[k], keep);
-      kept[k] = 0;
-#pragma unroll
-      for (int j = 0; j < kChunk; ++j) kept[k] |= static_cast<unsigned>(keep[j]) << j;
+      kept[k] = chunk_sum<true>(r, x, res, row, c, scale, xhat[k]);
       load_chunk(g, gy + row * r.N, c * kChunk, r.N, r.vec);
       if (w) load_chunk(wv, w, c * kChunk, r.N, r.vec);
+      const int n = r.columns(c);
 #pragma unroll
       for (int j = 0; j < kChunk; ++j) {
-        xhat[k][j] = c * kChunk + j < r.N ? (xhat[k][j] - mu) * rs : A(0);
+        xhat[k][j] = j < n ? (xhat[k][j] - mu) * rs : A(0);
         gxhat[k][j] = w ? g[j] * wv[j] : g[j];
         sums.a += gxhat[k][j], sums.b += gxhat[k][j] * xhat[k][j];
         part[0][k][j] += g[j] * xhat[k][j], part[1][k][j] += g[j];
       }
     }
-    sums = team_allreduce(sums, RowSumsCombine{}, r.team_threads, shared, parity);
+    sums = team_allreduce(sums, RowSumsCombine{}, r.team_threads, team, shared, parity);
     if (!live || (!dx && !dres)) continue;
     // ds = rs * (gxhat - mean(gxhat)) - xhat * rs * mean(gxhat * xhat)
     const A c0 = -rs * (sums.a * inv_n), c1 = -rs * (sums.b * inv_n);
@@ -282,9 +276,9 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
   if (!partial) return;
   // Team by team into shared memory (one team per block when rows are long: straight out).
   A* out = partial + static_cast<int64_t>(blockIdx.x) * kParts * r.N;
-  for (int team = 0; team < teams; ++team) {
-    if (team > 0) __syncthreads();
-    if (r.team() != team) continue;
+  for (int turn = 0; turn < teams; ++turn) {
+    if (turn > 0) __syncthreads();
+    if (team != turn) continue;
 #pragma unroll
     for (int k = 0; k < kSlots; ++k) {
       const int64_t c = t + static_cast<int64_t>(k) * r.team_threads;
@@ -297,7 +291,7 @@ __global__ void __launch_bounds__(kMinBlocks == 1 ? kMaxTeam : kBlockThreads, kM
           if (teams == 1)
             out[q * r.N + col] = part[q][k][j];
           else
-            team_sums[q][col] = (team > 0 ? team_sums[q][col] : A(0)) + part[q][k][j];
+            team_sums[q][col] = (turn > 0 ? team_sums[q][col] : A(0)) + part[q][k][j];
         }
       }
     }
@@ -328,7 +322,14 @@ Rows<A> rows_of(const Tensor& x, const Shape& sh, std::initializer_list<const vo
   bool vec = x.size(1) % kChunk == 0;
   for (const void* q : ptrs) vec = vec && reinterpret_cast<uintptr_t>(q) % 16 == 0;
   uint8_t* bit_ptr = bits.defined() ? static_cast<uint8_t*>(bits.data_ptr()) : nullptr;
-  return {x.size(0), x.size(1), sh.team_threads, vec, dropout, p, ops::DropoutMaskDraw(rng, p), bit_ptr};
+  return {x.size(0),
+          x.size(1),
+          sh.team_threads,
+          vec,
+          dropout,
+          dropout ? ops::dropout_scale(p) : 1.0,
+          ops::DropoutMaskDraw(rng, p),
+          bit_ptr};
 }
 
 // f(T{}, R{}, P{}) for x's dtype T, residual's R and the parameters' P.
@@ -413,11 +414,13 @@ void backward_cuda(const Tensor& dx, const Tensor& dres, const Tensor& dw, const
                 const bool sums = dw.defined() || db.defined() || dx_sums.defined();
                 cudaStream_t stream = current_stream();
                 const int threads = sh.teams * sh.team_threads;
-                auto launch = [&](auto kernel, int parts) {
+                // kParts 3: the input gradient's row sums too.
+                auto launch = [&](auto kernel, auto parts) {
+                  constexpr int kParts = decltype(parts)::value;
                   const int64_t splits = std::max<int64_t>(
                       1, std::min<int64_t>(ceil_div<int64_t>(r.rows, sh.teams),
                                            resident_blocks(reinterpret_cast<const void*>(kernel), threads)));
-                  Tensor partial = sums ? empty({splits, parts, r.N}, mean.options()) : Tensor();
+                  Tensor partial = sums ? empty({splits, kParts, r.N}, mean.options()) : Tensor();
                   kernel<<<static_cast<unsigned>(splits), threads, 0, stream>>>(
                       pdx, pdres, sums ? static_cast<A*>(partial.data_ptr()) : nullptr,
                       static_cast<const T*>(gy.data_ptr()), static_cast<const T*>(x.data_ptr()),
@@ -425,21 +428,23 @@ void backward_cuda(const Tensor& dx, const Tensor& dres, const Tensor& dw, const
                       static_cast<const A*>(rstd.data_ptr()), pw, r);
                   EMBER_CUDA_LAUNCH_CHECK();
                   if (!sums) return;
-                  if (parts == 3)
+                  if constexpr (kParts == 3)
                     launch_column_sums<A, P>({dw, db, dx_sums}, partial, splits, r.N, stream);
                   else
                     launch_column_sums<A, P>({dw, db}, partial, splits, r.N, stream);
                 };
                 with_slots(sh.slots, [&](auto slots) {
                   constexpr int kSlots = decltype(slots)::value;
+                  auto with_parts = [&](auto parts) {
+                    constexpr int kParts = decltype(parts)::value;
+                    launch(threads <= kBlockThreads ? backward_kernel<T, R, P, kSlots, 2, kParts>
+                                                    : backward_kernel<T, R, P, kSlots, 1, kParts>,
+                           parts);
+                  };
                   if (dx_sums.defined())
-                    launch(threads <= kBlockThreads ? backward_kernel<T, R, P, kSlots, 2, 3>
-                                                    : backward_kernel<T, R, P, kSlots, 1, 3>,
-                           3);
+                    with_parts(std::integral_constant<int, 3>{});
                   else
-                    launch(threads <= kBlockThreads ? backward_kernel<T, R, P, kSlots, 2, 2>
-                                                    : backward_kernel<T, R, P, kSlots, 1, 2>,
-                           2);
+                    with_parts(std::integral_constant<int, 2>{});
                 });
               });
 }

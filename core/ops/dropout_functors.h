@@ -30,11 +30,23 @@ struct DropoutMaskDraw {
       : rng(rng_),
         keep_below(p > 0 ? (p < 1 ? static_cast<uint32_t>(ceil((1.0 - p) * 0x1p16)) : 0u) : 1u << 16) {}
 
+  // Whether element j of the block whose Philox words are r is kept.
+  EMBER_HOST_DEVICE bool kept(const Philox4x32& r, int j) const {
+    return ((r.v[j / 2] >> (16 * (j % 2))) & 0xffffu) < keep_below;
+  }
+
   // Elements kDropoutMaskBlock * b + j, j in [first, last) of [0, kDropoutMaskBlock), into keep.
   EMBER_HOST_DEVICE void block(uint64_t b, int first, int last, bool* keep) const {
     const Philox4x32 r = philox_block(rng.seed, rng.offset, b);
-    for (int j = first; j < last; ++j)
-      keep[j - first] = ((r.v[j / 2] >> (16 * (j % 2))) & 0xffffu) < keep_below;
+    for (int j = first; j < last; ++j) keep[j - first] = kept(r, j);
+  }
+
+  // Block b's elements as bits, element j in bit j: for kernels that keep flags as bits.
+  EMBER_HOST_DEVICE unsigned block_bits(uint64_t b) const {
+    const Philox4x32 r = philox_block(rng.seed, rng.offset, b);
+    unsigned bits = 0;
+    for (int j = 0; j < kDropoutMaskBlock; ++j) bits |= static_cast<unsigned>(kept(r, j)) << j;
+    return bits;
   }
 
   // Elements [first, first + n) of the flattened mask, whatever their Philox blocks: a row of a

@@ -66,9 +66,10 @@ TEST_F(DropoutAddLayerNormCuda, MatchesTheCpu) {
     for (ScalarType rdt : {dt, kFloat32}) {
       if (rdt != dt && !reduced) continue;
       // 768: rows in 16-byte vectors, four teams a block; 13: odd, rows starting inside Philox
-      // blocks; 1000: a team with idle threads, one per block; 4000: a team of more than 384 threads
-      // (one block per SM); 6000: two register slots.
-      for (int64_t n : {768, 13, 1000, 4000, 6000}) expect_same_as_cpu({dt, rdt, 37, n, true, false, true});
+      // blocks; 300: rows not whole vectors, a team of two warps; 1000: a team with idle threads, one
+      // per block; 4000: a team of more than 384 threads (one block per SM); 6000: two register slots.
+      for (int64_t n : {768, 13, 300, 1000, 4000, 6000})
+        expect_same_as_cpu({dt, rdt, 37, n, true, false, true});
     }
     expect_same_as_cpu({dt, dt, 37, 768, false, false, true});
     expect_same_as_cpu({dt, dt, 37, 768, true, true, true});
@@ -97,7 +98,9 @@ TEST_F(DropoutAddLayerNormCuda, SumsItsInputGradientOverRowsForTheNodeBeforeIt) 
                                  &gen)
               .backward(gy.to(d));
           ASSERT_TRUE(seen.sums.defined()) << d;
-          if (affine) EXPECT_EQ(seen.sums.dtype(), dt == kFloat64 ? kFloat64 : kFloat32) << d;
+          if (affine) {
+            EXPECT_EQ(seen.sums.dtype(), dt == kFloat64 ? kFloat64 : kFloat32) << d;
+          }
           // Summed in float32 over 300 rows: a few ulps of the largest partial sums.
           EXPECT_CLOSE(seen.sums.cpu().to(kFloat64), seen.grad.cpu().to(kFloat64).sum({0}),
                        Tolerance{1e-5, 1e-4})
