@@ -15,11 +15,19 @@
 
 namespace ember::cuda {
 
+// 1 / y for y >= 1: the reciprocal unit alone (__fdividef's would first test y for a divisor too
+// small for it, three more instructions an element, and get the same result here).
+__device__ __forceinline__ float reciprocal_of_at_least_one(float y) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(y));
+  return r;
+}
+
 // Phi(x) with P(t) = sum of coeffs[i] t^(n - 1 - i) (highest power first).
 template <int kN>
 __device__ __forceinline__ float normal_cdf(float x, const float (&coeffs)[kN]) {
   const float z = fabsf(x) * 0.70710678118654752f;
-  const float t = __fdividef(1.f, fmaf(0.5f, z, 1.f));
+  const float t = reciprocal_of_at_least_one(fmaf(0.5f, z, 1.f));
   float p = coeffs[0];
 #pragma unroll
   for (int i = 1; i < kN; ++i) p = fmaf(p, t, coeffs[i]);

@@ -82,15 +82,23 @@ struct MaskedScale {
 // keep ? gelu'(x) * g * scale : 0: GELU in the compute type, rounded once. G and GB compute GELU
 // and g gelu'(x): the CUDA kernels of 2-byte floats take cuda/gelu_reduced_precision.cuh's, as
 // the gelu op's do.
+// GELU is computed for dropped elements too, then selected: on the GPU a select, where a branch
+// around it costs more instructions than the GELU of the few dropped elements.
 template <class C, class G = Gelu<C>>
 struct GeluMaskedScale {
   C scale;
-  EMBER_HOST_DEVICE C operator()(C keep, C x) const { return keep != C(0) ? G{}(x)*scale : C(0); }
+  EMBER_HOST_DEVICE C operator()(C keep, C x) const {
+    const C y = G{}(x)*scale;
+    return keep != C(0) ? y : C(0);
+  }
 };
 template <class C, class GB = GeluBackward<C>>
 struct GeluMaskedScaleBackward {
   C scale;
-  EMBER_HOST_DEVICE C operator()(C keep, C g, C x) const { return keep != C(0) ? GB{}(g * scale, x) : C(0); }
+  EMBER_HOST_DEVICE C operator()(C keep, C g, C x) const {
+    const C d = GB{}(g * scale, x);
+    return keep != C(0) ? d : C(0);
+  }
 };
 
 }  // namespace ember::ops
