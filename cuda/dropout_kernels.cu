@@ -39,16 +39,16 @@ __global__ void __launch_bounds__(kDropoutBlock)
   const int64_t groups = (n + kStep - 1) / kStep, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += step) {
     const int64_t first = g * kStep;
-    Vec<bool, kStep> keep;
+    unsigned keep;  // bit j: element first + j is kept
     if constexpr (kReadBits) {
-      const uint8_t byte = src.bits[g];
-#pragma unroll
-      for (int j = 0; j < kStep; ++j) keep.v[j] = (byte >> j) & 1;
+      keep = src.bits[g];
     } else {
+      keep = 0;
 #pragma unroll
       for (int b = 0; b < kStep / kBlock; ++b)
-        draw.block(static_cast<uint64_t>(first / kBlock + b), 0, kBlock, keep.v + kBlock * b);
+        keep |= draw.block_bits(static_cast<uint64_t>(first / kBlock + b)) << (kBlock * b);
     }
+    auto kept = [&](int j) { return keep >> j & 1u ? Acc<T>(1) : Acc<T>(0); };
     if (vectorized && first + kStep <= n) {
 #pragma unroll
       for (int l = 0; l < kLoads; ++l) {
@@ -56,25 +56,28 @@ __global__ void __launch_bounds__(kDropoutBlock)
         Vec<T, kVec> o;
 #pragma unroll
         for (int j = 0; j < kVec; ++j) o.v[j] = [&]<size_t... I>(std::index_sequence<I...>) {
-            return from_acc<T>(f(static_cast<Acc<T>>(keep.v[l * kVec + j]), to_acc(v[I].v[j])...));
+            return from_acc<T>(f(kept(l * kVec + j), to_acc(v[I].v[j])...));
           }
         (std::index_sequence_for<In...>{});
         reinterpret_cast<Vec<T, kVec>*>(out)[g * kLoads + l] = o;
       }
-      if (mask) *reinterpret_cast<Vec<bool, kStep>*>(mask + first) = keep;
+      if (mask) {
+        Vec<bool, kStep> m;
+#pragma unroll
+        for (int j = 0; j < kStep; ++j) m.v[j] = keep >> j & 1u;
+        *reinterpret_cast<Vec<bool, kStep>*>(mask + first) = m;
+      }
     } else {
 #pragma unroll
       for (int j = 0; j < kStep; ++j)  // unrolled: keep stays in registers
         if (first + j < n) {
-          out[first + j] = from_acc<T>(f(static_cast<Acc<T>>(keep.v[j]), to_acc(in[first + j])...));
-          if (mask) mask[first + j] = keep.v[j];
+          out[first + j] = from_acc<T>(f(kept(j), to_acc(in[first + j])...));
+          if (mask) mask[first + j] = keep >> j & 1u;
         }
     }
     if (!kReadBits && bits) {
-      uint8_t byte = 0;
-#pragma unroll
-      for (int j = 0; j < kStep; ++j) byte |= static_cast<uint8_t>(keep.v[j] && first + j < n) << j;
-      bits[g] = byte;
+      const int64_t left = n - first;  // the bits of elements past n are 0
+      bits[g] = static_cast<uint8_t>(left >= kStep ? keep : keep & ((1u << left) - 1u));
     }
   }
 }
