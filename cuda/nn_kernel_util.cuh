@@ -379,6 +379,17 @@ __device__ __forceinline__ A exp_minus(A x, A m) {
   return x == -infinity<A>() ? A(0) : exp_(x - m);
 }
 
+// exp(x - m) for x from, or results of, dtype T, with m not -inf. For f16 and bf16 the fast exp
+// (ex2.approx of (x - m) log2 e: relative error ~1e-6, far below their precision) instead of
+// expf's eight or so instructions: on those types instructions, not bytes, bound the row kernels.
+template <class T, class A>
+__device__ __forceinline__ A exp_minus_as(A x, A m) {
+  if constexpr (sizeof(T) == 2)
+    return __expf(x - m);
+  else
+    return exp_(x - m);
+}
+
 // Running max m and sum s of exp(x - m), merged by rescaling to the larger max.
 template <class A>
 struct MaxSum {
@@ -393,19 +404,25 @@ struct MaxSum {
       s += exp_minus(x, m);  // NaN inputs land here and make the row NaN
     }
   }
-  // add() for N elements at once: one rescale to their max, then one exp each (add() pays for
-  // both branches' exps per element where the compiler predicates them).
-  template <int N>
+  // add() for N elements of dtype T at once: one rescale to their max, then one exp each by
+  // exp_minus_as<T>, with no test for -inf (exp(-inf - m) is 0 for any m but -inf). add() pays for
+  // both branches' exps per element where the compiler predicates them, and a branch around each.
+  template <class T, int N>
   __device__ void add_all(const A (&x)[N]) {
     A vm = x[0];
 #pragma unroll
-    for (int j = 1; j < N; ++j) vm = x[j] > vm ? x[j] : vm;
+    for (int j = 1; j < N; ++j) vm = fmax(vm, x[j]);  // NaN only if all are: each reaches s below
     if (vm > m) {
       s = s * exp_minus(m, vm);
       m = vm;
     }
+    if (m == -infinity<A>()) {  // every element so far is -inf (or NaN, which must reach s)
 #pragma unroll
-    for (int j = 0; j < N; ++j) s += exp_minus(x[j], m);  // exp_minus(inf, inf) is NaN, as add()'s
+      for (int j = 0; j < N; ++j) s += exp_minus(x[j], m);
+      return;
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j) s += exp_minus_as<T>(x[j], m);  // exp(inf - inf) is NaN, as add()'s
   }
   __device__ MaxSum shfl_xor(int offset) const {
     return {cuda::shfl_xor(m, offset), cuda::shfl_xor(s, offset)};
@@ -419,7 +436,7 @@ __device__ __forceinline__ MaxSum<Acc<T>> row_max_sum(const T* row, int64_t len,
   MaxSum<Acc<T>> st = MaxSum<Acc<T>>::identity();
   for_each_vec_in_row<T, VEC>(
       row, len, t, g, [&](int64_t, Acc<T> v) { st.add(v); },
-      [&](int64_t, const Acc<T>(&a)[VEC]) { st.add_all(a); });
+      [&](int64_t, const Acc<T>(&a)[VEC]) { st.template add_all<T>(a); });
   return st;
 }
 

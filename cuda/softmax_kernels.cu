@@ -25,13 +25,12 @@ struct SoftmaxOut {
   __device__ A operator()(int64_t, A x) const { return log ? x - shift : exp_minus(x, m) * inv; }
 };
 
-// exp(x - m), a softmax numerator, for results of type T. For f16 and bf16 results the fast exp
-// (ex2.approx of (x - m) log2 e: relative error ~1e-6, far below their precision) instead of
-// expf's eight or so instructions: on those types instructions, not bytes, bound the kernel.
+// exp(x - m), a softmax numerator, for results of type T: the fast exp for f16 and bf16
+// (exp_minus_as), whose -inf x gives 0 as exp_minus does.
 template <class T, class A>
 __device__ __forceinline__ A numerator(A x, A m) {
   if constexpr (sizeof(T) == 2)
-    return __expf(x - m);  // x = -inf gives 0, as exp_minus
+    return exp_minus_as<T>(x, m);
   else
     return exp_minus(x, m);
 }

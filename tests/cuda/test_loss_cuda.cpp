@@ -157,25 +157,40 @@ TEST_F(CrossEntropyCuda, AllIgnoredGivesNanLossAndZeroGradient) {
   EXPECT_CLOSE(gx, zeros({4, 1500}, kBFloat16));
 }
 
-// -inf logits (masked classes) add nothing to the softmax; the loss is finite without smoothing
-// and inf with it (the uniform part meets the -inf logits), as on the CPU and in PyTorch.
+// -inf logits (masked classes) add nothing to the softmax, whether a row's threads meet them last
+// (rows 0-3) or first (rows 4-7); the loss is finite without smoothing and inf with it (the uniform
+// part meets the -inf logits), as on the CPU and in PyTorch. A NaN logit makes its row's loss NaN,
+// also where it lies among the -inf ones.
 TEST_F(CrossEntropyCuda, MaskedLogits) {
-  Tensor x = random_tensor({8, 2048}, kFloat32);
-  x.narrow(1, 1000, 1048).fill_(-std::numeric_limits<double>::infinity());
-  Tensor target = randint(0, 1000, {8});
-  for (double ls : {0.0, 0.1}) {
-    SCOPED_TRACE(ls);
-    Tensor gy = ones({}, TensorOptions(kFloat32));
-    auto [ref_loss, ref_gx] = loss_and_grad(x, target, {}, -100, "sum", ls, gy, kCPU);
-    auto [loss, gx] = loss_and_grad(x, target, {}, -100, "sum", ls, gy, kCUDA);
-    EXPECT_CLOSE(gx, ref_gx, cuda_tolerance(kFloat32));
-    if (ls == 0) {
-      EXPECT_TRUE(std::isfinite(loss.item<float>()));
-      EXPECT_CLOSE(loss, ref_loss, cuda_tolerance(kFloat32));
-    } else {
-      EXPECT_TRUE(std::isinf(loss.item<float>()));
-      EXPECT_TRUE(std::isinf(ref_loss.item<float>()));
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  for (ScalarType dt : {kFloat32, kBFloat16, kFloat16}) {
+    SCOPED_TRACE(std::string(to_string(dt)));
+    Tensor x = random_tensor({8, 2048}, dt);
+    x.narrow(0, 0, 4).narrow(1, 1000, 1048).fill_(-kInf);
+    x.narrow(0, 4, 4).narrow(1, 0, 1048).fill_(-kInf);
+    Tensor target = randint(0, 1000, {8});
+    target.narrow(0, 4, 4).add_(1048);
+    for (double ls : {0.0, 0.1}) {
+      SCOPED_TRACE(ls);
+      Tensor gy = ones({}, TensorOptions(dt));
+      auto [ref_loss, ref_gx] = loss_and_grad(x, target, {}, -100, "sum", ls, gy, kCPU);
+      auto [loss, gx] = loss_and_grad(x, target, {}, -100, "sum", ls, gy, kCUDA);
+      EXPECT_CLOSE(gx, ref_gx, cuda_tolerance(dt));
+      const float l = loss.to(kFloat32).item<float>(), ref_l = ref_loss.to(kFloat32).item<float>();
+      if (ls == 0) {
+        EXPECT_TRUE(std::isfinite(l));
+        EXPECT_CLOSE(loss, ref_loss, cuda_tolerance(dt));
+      } else {
+        EXPECT_TRUE(std::isinf(l));
+        EXPECT_TRUE(std::isinf(ref_l));
+      }
     }
+    Tensor xn = x.clone();
+    xn[4][10].fill_(std::nan(""));    // among row 4's -inf logits
+    xn[5][1500].fill_(std::nan(""));  // among row 5's finite ones
+    Tensor losses = cross_entropy(xn.cuda(), target.cuda(), {}, -100, "none").to(kFloat32).cpu();
+    for (int64_t i = 0; i < 8; ++i)
+      EXPECT_EQ(std::isnan(losses[i].item<float>()), i == 4 || i == 5) << "row " << i;
   }
 }
 
