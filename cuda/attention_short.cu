@@ -106,10 +106,12 @@ __device__ __forceinline__ uint32_t pack(float lo, float hi) {
   return r;
 }
 
+// A bf16 is a float's high half: shift and mask, where __bfloat1622float2 goes through PRMTs and, at
+// the backward's 128 registers, spills.
 template <class T>
 __device__ __forceinline__ float2 unpack(uint32_t x) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&x));
+    return make_float2(__uint_as_float(x << 16), __uint_as_float(x & 0xffff0000u));
   else
     return __half22float2(*reinterpret_cast<const __half2*>(&x));
 }
