@@ -212,6 +212,33 @@ TEST_F(FusedCuda, ScatterAddManyDuplicatesIsExactForIntegers) {
                      {randint(0, 9, {4, 6}, kInt32), randint(0, 6, {50}), randint(0, 9, {4, 50}, kInt32)});
 }
 
+// index_add_ of whole float rows (16-byte atomics) and the element-wise kernel it falls back to:
+// rows of 64 and of 6 floats, misaligned rows, alpha, and an embedding's weight gradient.
+TEST_F(FusedCuda, IndexAddOfFloatRowsMatchesTheCpu) {
+  const Tolerance tol{1e-5, 1e-5};
+  for (int64_t D : {64, 6}) {
+    SCOPED_TRACE("row of " + std::to_string(D));
+    const std::vector<Tensor> in{random_tensor({50, D}, kFloat32), randint(0, 50, {3000}),
+                                 random_tensor({3000, D}, kFloat32)};
+    expect_matches_cpu([](const auto& t) { return index_add(t[0], 0, t[1], t[2], 0.5); }, in, tol);
+    expect_matches_cpu(
+        [](const auto& t) {
+          Tensor self = misaligned(t[0]);
+          index_add_(self, 0, t[1], misaligned(t[2]));
+          return self;
+        },
+        in, tol);
+  }
+  const Tensor weight = random_tensor({1000, 64}, kFloat32), idx = randint(0, 1000, {32, 128}),
+               grad = random_tensor({32, 128, 64}, kFloat32);
+  const auto weight_grad = [&](Device d) {
+    Tensor w = weight.to(d).clone().requires_grad_();
+    (embedding(w, idx.to(d)) * grad.to(d)).sum().backward();
+    return w.grad().cpu();
+  };
+  EXPECT_TRUE(assert_close(weight_grad(Device(kCUDA, 0)), weight_grad(kCPU), tol));
+}
+
 TEST_F(FusedCuda, ScatterLastWriteInIndexOrderWins) {
   // Many writers per destination: the one latest along dim wins, as on the CPU.
   Tensor index = randint(0, 5, {3, 4000});
