@@ -314,7 +314,7 @@ __global__ void cross_entropy_backward_rows_kernel(T* gx, int64_t ldg, const Acc
     const A l = lse[row];
     map_row<T, VEC>(in + row * ldx, gx + row * ldg, nc, t, g, [&](int64_t c, A v) {
       if (ignored) return A(0);
-      A r = exp_(v - l) * f.scale - f.uniform * (w ? w[c] : A(1));
+      A r = exp_minus_as<T>(v, l) * f.scale - f.uniform * (w ? w[c] : A(1));
       return c == tg ? r - f.at_target : r;
     });
   }
@@ -338,7 +338,7 @@ __global__ void cross_entropy_backward_kernel(T* gx, const Acc<T>* ge, bool ge_s
     A v = A(0);
     if (t != ignore_index && is_class(t, nc)) {
       const GradRow<A> f = grad_row(ge[ge_scalar ? 0 : p], w, wsum, nc, t, keep, u);
-      v = exp_(to_acc(in[i]) - lse[p]) * f.scale - f.uniform * (w ? w[c] : A(1));
+      v = exp_minus_as<T>(to_acc(in[i]), lse[p]) * f.scale - f.uniform * (w ? w[c] : A(1));
       if (c == t) v -= f.at_target;
     }
     gx[i] = from_acc<T>(v);
