@@ -18,21 +18,39 @@ Tensor make_view(const Tensor& t, IntArrayRef sizes, IntArrayRef strides, int64_
   return Tensor(IntrusivePtr<TensorImpl>::make(t.impl().storage(), t.dtype(), sizes, strides, offset));
 }
 
-// Records a view op whose gradient is `formula(grad)`.
+// Records a view op whose input gradient is `backward(context)`.
 template <class F>
-Tensor record_view(const char* name, const Tensor& in, Tensor out, F formula) {
+Tensor record_view_node(const char* name, const Tensor& in, Tensor out, F backward) {
   if (needs_grad({in})) {
     record(name, {in}, {out},
-           [formula](const GradContext& g) -> std::vector<Tensor> { return {formula(g.grad())}; });
+           [backward](const GradContext& g) -> std::vector<Tensor> { return {backward(g)}; });
     out.impl().autograd_meta()->is_view = true;
   }
   return out;
 }
 
-// A view that keeps the numel: its gradient is the output gradient reshaped back.
+// Records a view op whose gradient is `formula(grad)`.
+template <class F>
+Tensor record_view(const char* name, const Tensor& in, Tensor out, F formula) {
+  return record_view_node(name, in, std::move(out),
+                          [formula](const GradContext& g) { return formula(g.grad()); });
+}
+
+// A view that keeps the numel: its gradient is the output gradient reshaped back. One that also
+// keeps the last dim keeps the gradient's row sums (BackwardExtras): it asks for them where the
+// node before it does (a linear's bias gradient through the view before cross_entropy) and
+// passes them on.
 Tensor record_reshape(const char* name, const Tensor& in, Tensor out) {
   DimVector sizes(in.sizes());
-  return record_view(name, in, std::move(out), [sizes](const Tensor& g) { return g.reshape(sizes); });
+  const AutogradMeta* meta = in.impl().autograd_meta();
+  const bool sums_wanted = in.dim() > 0 && out.dim() > 0 && in.size(-1) == out.size(-1) && meta &&
+                           meta->grad_fn && meta->grad_fn->wants_grad_row_sums(meta->output_nr);
+  out = record_view_node(name, in, std::move(out), [sizes, sums_wanted](const GradContext& g) {
+    if (sums_wanted && g.grad_row_sums(0).defined()) g.set_row_sums(0, g.grad_row_sums(0));
+    return g.grad().reshape(sizes);
+  });
+  if (sums_wanted && out.grad_fn()) out.grad_fn()->want_grad_row_sums(0);
+  return out;
 }
 
 // Writes g into the picked part of zeros of `sizes`: the backward of a pick, itself recorded

@@ -73,6 +73,7 @@ DeviceProperties read_properties(int device) {
   d.warp_size = p.warpSize;
   d.l2_cache_size = static_cast<size_t>(p.l2CacheSize);
   d.shared_memory_per_block = p.sharedMemPerBlock;
+  d.shared_memory_per_block_optin = p.sharedMemPerBlockOptin;
   d.shared_memory_per_multiprocessor = p.sharedMemPerMultiprocessor;
   d.regs_per_multiprocessor = p.regsPerMultiprocessor;
   d.is_integrated = p.integrated != 0;

@@ -38,6 +38,7 @@ struct DeviceProperties {
   int warp_size = 0;
   size_t l2_cache_size = 0;
   size_t shared_memory_per_block = 0;
+  size_t shared_memory_per_block_optin = 0;  // what a kernel may ask for beyond the default
   size_t shared_memory_per_multiprocessor = 0;
   int regs_per_multiprocessor = 0;
   bool is_integrated = false;

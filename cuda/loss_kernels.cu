@@ -10,6 +10,7 @@
 #include "ember/core/ops/loss.h"
 #include "ember/core/ops/loss_functors.h"
 #include "ember/cuda/device_error.cuh"
+#include "ember/cuda/layer_norm_util.cuh"
 #include "ember/cuda/nn_kernel_util.cuh"
 #include "ember/cuda/offset_calc.cuh"
 
@@ -281,102 +282,185 @@ void cross_entropy_forward_cuda(const Tensor& loss, const Tensor& total_weight, 
   });
 }
 
-// The factors of one position's gradient row: gx[c] = p[c] * scale - uniform * w[c] - (c == t) * at_target.
-template <class A>
-struct GradRow {
-  A scale, uniform, at_target;
+// What the backward kernels need of each position: gx[c] = p[c] * scale - uniform * w[c] - (c == t) *
+// at_target, with p[c] = exp(x[c] - lse), from ge, the class weights and label smoothing (keep = 1 - ls,
+// u = ls / C). at(p) gives position p's GradOfRow, the one formula of all three kernels.
+template <class T>
+struct GradArgs {
+  using A = Acc<T>;
+  const A* ge;
+  bool ge_scalar;
+  const A* lse;
+  const int64_t* target;
+  const A *w, *wsum;
+  int64_t nc, ignore_index;
+  A keep, u;
 };
 
-template <class A>
-__device__ __forceinline__ GradRow<A> grad_row(A ge, const A* w, const A* wsum, int64_t nc, int64_t t, A keep,
-                                               A u) {
-  const A wt = w ? w[t] : A(1);
-  return {ge * (keep * wt + u * (wsum ? *wsum : static_cast<A>(nc))), ge * u, ge * keep * wt};
+template <class T>
+struct GradOfRow {
+  using A = Acc<T>;
+  A scale, uniform, at_target, lse;
+  const A* w;
+  int64_t t;
+  bool ignored;
+
+  __device__ __forceinline__ A operator()(int64_t c, A v) const {
+    if (ignored) return A(0);
+    // fma spelled out: left to the compiler, its contraction differs between the kernels that
+    // inline this, and so would the gradient's bits with the sums and without.
+    const A r = fma(exp_minus_as<T>(v, lse), scale, -(uniform * (w ? w[c] : A(1))));
+    return c == t ? r - at_target : r;
+  }
+};
+
+template <class T>
+__device__ __forceinline__ GradOfRow<T> grad_of_row(const GradArgs<T>& a, int64_t p) {
+  using A = Acc<T>;
+  const int64_t t = a.target[p];
+  if (t == a.ignore_index || !is_class(t, a.nc)) return {A(0), A(0), A(0), A(0), nullptr, t, true};
+  const A ge = a.ge[a.ge_scalar ? 0 : p], wt = a.w ? a.w[t] : A(1);
+  const A wsum = a.wsum ? *a.wsum : static_cast<A>(a.nc);
+  return {ge * (a.keep * wt + a.u * wsum), ge * a.u, ge * a.keep * wt, a.lse[p], a.w, t, false};
 }
 
 // D == 1: a group of threads per row (no reduction: the group only shapes the 16-byte accesses);
 // gx's rows ldg apart, the input's ldx.
 template <class T, int VEC, bool kWarpPerRow>
-__global__ void cross_entropy_backward_rows_kernel(T* gx, int64_t ldg, const Acc<T>* ge, bool ge_scalar,
-                                                   const T* in, int64_t ldx, const Acc<T>* lse,
-                                                   const int64_t* target, const Acc<T>* w, const Acc<T>* wsum,
-                                                   int64_t rows, int64_t nc, int64_t ignore_index,
-                                                   Acc<T> keep, Acc<T> u) {
-  using A = Acc<T>;
+__global__ void cross_entropy_backward_rows_kernel(T* gx, int64_t ldg, const T* in, int64_t ldx, int64_t rows,
+                                                   GradArgs<T> args) {
   const int g = kWarpPerRow ? kWarpSize : blockDim.x;
   const int t = kWarpPerRow ? threadIdx.x % kWarpSize : threadIdx.x;
   const int64_t per_block = kWarpPerRow ? blockDim.x / kWarpSize : 1;
   for (int64_t row = blockIdx.x * per_block + (kWarpPerRow ? threadIdx.x / kWarpSize : 0); row < rows;
-       row += gridDim.x * per_block) {
-    const int64_t tg = target[row];
-    const bool ignored = tg == ignore_index || !is_class(tg, nc);
-    const GradRow<A> f = ignored ? GradRow<A>{} : grad_row(ge[ge_scalar ? 0 : row], w, wsum, nc, tg, keep, u);
-    const A l = lse[row];
-    map_row<T, VEC>(in + row * ldx, gx + row * ldg, nc, t, g, [&](int64_t c, A v) {
-      if (ignored) return A(0);
-      A r = exp_minus_as<T>(v, l) * f.scale - f.uniform * (w ? w[c] : A(1));
-      return c == tg ? r - f.at_target : r;
-    });
+       row += gridDim.x * per_block)
+    map_row<T, VEC>(in + row * ldx, gx + row * ldg, args.nc, t, g, grad_of_row(args, row));
+}
+
+// D == 1 with gx's sums over rows (the bias gradient of the linear before it): a block of
+// kRowSumsThreads per SM walks every gridDim.x-th row. gx's rows are 16-byte aligned and a multiple
+// of 16 bytes apart, so a thread meets the same columns in every row and adds its stored values into
+// its own slots of nc sums in shared memory, without atomics. Slot of column c: (c % VEC) * nvec +
+// c / VEC over the vectors, so that a warp's lanes (neighbouring vectors) hit neighbouring banks; c
+// for the tail. A thread loads kLoads vectors before it computes any: at one block an SM, a vector at
+// a time left the loads' latency bare (H100: 239 us over BERT's head against the rows kernel's 171).
+// partial[blockIdx.x] gets the block's sums, which launch_column_sums adds. The sums read the values
+// as stored, so they match a sum of gx.
+constexpr int kRowSumsThreads = 1024;
+
+template <class T, int VEC>
+__global__ void __launch_bounds__(kRowSumsThreads)
+    cross_entropy_backward_sums_kernel(T* gx, int64_t ldg, Acc<T>* partial, const T* in, int64_t ldx,
+                                       int64_t rows, GradArgs<T> args) {
+  using A = Acc<T>;
+  using V = Vec<T, VEC>;
+  constexpr int kLoads = 4;
+  extern __shared__ unsigned char smem[];
+  A* sums = reinterpret_cast<A*>(smem);
+  const int64_t nc = args.nc, nvec = nc / VEC;
+  const int t = threadIdx.x, g = blockDim.x;
+  for (int64_t c = t; c < nc; c += g) sums[c] = A(0);
+  __syncthreads();
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const GradOfRow<T> f = grad_of_row(args, row);
+    const T* x = in + row * ldx;
+    const int shift = static_cast<int>(reinterpret_cast<uintptr_t>(x) % 16 / sizeof(T));
+    const V* vin = reinterpret_cast<const V*>(x - shift);
+    V* vout = reinterpret_cast<V*>(gx + row * ldg);
+    for (int64_t first = t; first < nvec; first += kLoads * g) {
+      V xv[kLoads];
+#pragma unroll
+      for (int k = 0; k < kLoads; ++k) {
+        const int64_t v = first + k * g;
+        if (v < nvec) xv[k] = shift == 0 ? vin[v] : splice(vin[v], vin[v + 1], shift);
+      }
+#pragma unroll
+      for (int k = 0; k < kLoads; ++k) {
+        const int64_t v = first + k * g;
+        if (v >= nvec) break;
+        V y;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          y.v[j] = from_acc<T>(f(v * VEC + j, to_acc(xv[k].v[j])));
+          sums[j * nvec + v] += to_acc(y.v[j]);
+        }
+        vout[v] = y;
+      }
+    }
+    for (int64_t c = nvec * VEC + t; c < nc; c += g) {
+      const T y = from_acc<T>(f(c, to_acc(x[c])));
+      gx[row * ldg + c] = y;
+      sums[c] += to_acc(y);
+    }
   }
+  __syncthreads();
+  for (int64_t c = t; c < nc; c += g)
+    partial[blockIdx.x * nc + c] = sums[c < nvec * VEC ? c % VEC * nvec + c / VEC : c];
 }
 
 // D > 1: one thread per element of gx [N, C, D]; 32-bit index arithmetic when the element count
 // allows.
 template <class T>
-__global__ void cross_entropy_backward_kernel(T* gx, const Acc<T>* ge, bool ge_scalar, const T* in,
-                                              const Acc<T>* lse, const int64_t* target, const Acc<T>* w,
-                                              const Acc<T>* wsum, int64_t n, int64_t nc, int64_t D,
-                                              int64_t ignore_index, Acc<T> keep, Acc<T> u) {
-  using A = Acc<T>;
+__global__ void cross_entropy_backward_kernel(T* gx, const T* in, int64_t n, int64_t D, GradArgs<T> args) {
+  const int64_t nc = args.nc;
   const bool narrow = n <= static_cast<int64_t>(UINT32_MAX);
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t q = narrow ? static_cast<uint32_t>(i) / static_cast<uint32_t>(D) : i / D;
     const int64_t row = narrow ? static_cast<uint32_t>(q) / static_cast<uint32_t>(nc) : q / nc;
-    const int64_t c = q - row * nc, p = row * D + (i - q * D);
-    const int64_t t = target[p];
-    A v = A(0);
-    if (t != ignore_index && is_class(t, nc)) {
-      const GradRow<A> f = grad_row(ge[ge_scalar ? 0 : p], w, wsum, nc, t, keep, u);
-      v = exp_minus_as<T>(to_acc(in[i]), lse[p]) * f.scale - f.uniform * (w ? w[c] : A(1));
-      if (c == t) v -= f.at_target;
-    }
-    gx[i] = from_acc<T>(v);
+    const int64_t c = q - row * nc;
+    gx[i] = from_acc<T>(grad_of_row(args, row * D + (i - q * D))(c, to_acc(in[i])));
   }
 }
 
-void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& grad, const Tensor& input, const Tensor& lse,
-                                 const Tensor& target, const Tensor& weight, const Tensor& weight_sum,
-                                 int64_t ignore_index, double label_smoothing) {
+void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& sums, const Tensor& grad,
+                                 const Tensor& input, const Tensor& lse, const Tensor& target,
+                                 const Tensor& weight, const Tensor& weight_sum, int64_t ignore_index,
+                                 double label_smoothing) {
   const int64_t N = input.size(0), nc = input.size(1), D = input.size(2);
   cudaStream_t stream = current_stream();
   visit_float_dtype("cross_entropy", gx.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using A = Acc<T>;
+    const GradArgs<T> args{static_cast<const A*>(grad.data_ptr()),
+                           grad.numel() == 1,
+                           static_cast<const A*>(lse.data_ptr()),
+                           static_cast<const int64_t*>(target.data_ptr()),
+                           weight.defined() ? static_cast<const A*>(weight.data_ptr()) : nullptr,
+                           weight_sum.defined() ? static_cast<const A*>(weight_sum.data_ptr()) : nullptr,
+                           nc,
+                           ignore_index,
+                           static_cast<A>(1 - label_smoothing),
+                           static_cast<A>(label_smoothing / static_cast<double>(nc))};
     auto* pgx = static_cast<T*>(gx.data_ptr());
-    const auto* pge = static_cast<const A*>(grad.data_ptr());
-    const bool ge_scalar = grad.numel() == 1;
     const auto* px = static_cast<const T*>(input.data_ptr());
-    const auto* plse = static_cast<const A*>(lse.data_ptr());
-    const auto* ptg = static_cast<const int64_t*>(target.data_ptr());
-    const auto* pw = weight.defined() ? static_cast<const A*>(weight.data_ptr()) : nullptr;
-    const auto* pws = weight_sum.defined() ? static_cast<const A*>(weight_sum.data_ptr()) : nullptr;
-    const A keep = static_cast<A>(1 - label_smoothing),
-            u = static_cast<A>(label_smoothing / static_cast<double>(nc));
     if (D > 1) {
       const int64_t n = gx.numel();
-      cross_entropy_backward_kernel<T><<<grid_for(n, kThreads), kThreads, 0, stream>>>(
-          pgx, pge, ge_scalar, px, plse, ptg, pw, pws, n, nc, D, ignore_index, keep, u);
+      cross_entropy_backward_kernel<T><<<grid_for(n, kThreads), kThreads, 0, stream>>>(pgx, px, n, D, args);
       EMBER_CUDA_LAUNCH_CHECK();
       return;
     }
     // Vectors whatever the rows' alignment (map_row splices the input's to gx's).
     constexpr int VEC = 16 / sizeof(T);
+    const auto& props = get_device_properties();
+    const size_t smem = static_cast<size_t>(nc) * sizeof(A);
+    if (sums.defined() && reinterpret_cast<uintptr_t>(pgx) % 16 == 0 && gx.stride(0) * sizeof(T) % 16 == 0 &&
+        smem <= props.shared_memory_per_block_optin) {
+      const auto kernel = cross_entropy_backward_sums_kernel<T, VEC>;
+      EMBER_CUDA_CHECK(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+      const int64_t blocks = std::min<int64_t>(N, props.multi_processor_count);
+      Tensor partial = empty({blocks, 1, nc}, sums.options());
+      kernel<<<static_cast<unsigned>(blocks), kRowSumsThreads, smem, stream>>>(
+          pgx, gx.stride(0), static_cast<A*>(partial.data_ptr()), px, input.stride(0), N, args);
+      EMBER_CUDA_LAUNCH_CHECK();
+      return launch_column_sums<A, A>({sums}, partial, blocks, nc, stream);
+    }
     launch_rows<VEC>(N, nc, [&](auto warp_per_row, unsigned grid, int threads) {
       cross_entropy_backward_rows_kernel<T, VEC, decltype(warp_per_row)::value>
-          <<<grid, threads, 0, stream>>>(pgx, gx.stride(0), pge, ge_scalar, px, input.stride(0), plse, ptg,
-                                         pw, pws, N, nc, ignore_index, keep, u);
+          <<<grid, threads, 0, stream>>>(pgx, gx.stride(0), px, input.stride(0), N, args);
     });
+    if (sums.defined()) sums.copy_(gx.select(2, 0).sum({0}, false, sums.dtype()));
   });
 }
 

@@ -72,8 +72,14 @@ Tensor random_tensor(IntArrayRef sizes, ScalarType dtype, double low, double hig
   return (rand(sizes, kFloat64) * (high - low) + low).to(dtype);
 }
 
-Tensor asking_for_row_sums(const Tensor& h, RowSumsSeen* seen) {
-  Tensor out = h.detach().clone();
+Tensor with_row_stride(const Tensor& t, int64_t row_stride) {
+  const int64_t len = t.size(-1);
+  Tensor rows = empty({t.numel() / len, row_stride}, t.options()).narrow(1, 0, len);
+  return rows.view(t.sizes()).copy_(t.detach());
+}
+
+Tensor asking_for_row_sums(const Tensor& h, RowSumsSeen* seen, int64_t row_stride) {
+  Tensor out = row_stride > 0 ? with_row_stride(h, row_stride) : h.detach().clone();
   record("asking_for_row_sums", {h}, {out}, [seen](const GradContext& g) -> std::vector<Tensor> {
     *seen = {g.grad(), g.grad_row_sums(0)};
     return {g.grad()};

@@ -61,8 +61,11 @@ Tensor non_contiguous(const Tensor& t);
 struct RowSumsSeen {
   Tensor grad, sums;
 };
-// h as it is, through a node that asks for those row sums and records what it gets in *seen.
-Tensor asking_for_row_sums(const Tensor& h, RowSumsSeen* seen);
+// h as it is, through a node that asks for those row sums and records what it gets in *seen; its
+// rows row_stride apart (with_row_stride) when that is given.
+Tensor asking_for_row_sums(const Tensor& h, RowSumsSeen* seen, int64_t row_stride = 0);
+// t's values (no graph) in rows row_stride apart: padded, as a linear's output.
+Tensor with_row_stride(const Tensor& t, int64_t row_stride);
 
 // --- The op table (STYLE.md #7): every registered op has an entry; a generic test runs each
 // entry's samples in several dtypes against the same op run in float64. ---

@@ -166,9 +166,10 @@ void cross_entropy_forward_kernel(const Tensor& loss, const Tensor& total_weight
 
 // Per n, the [C, D] block of gx: the positions' scale factors first, then class rows (whole rows of
 // C when D == 1), then the target entries.
-void cross_entropy_backward_kernel(const Tensor& gx, const Tensor& grad, const Tensor& input,
-                                   const Tensor& lse, const Tensor& target, const Tensor& weight,
-                                   const Tensor& weight_sum, int64_t ignore_index, double label_smoothing) {
+void cross_entropy_backward_kernel(const Tensor& gx, const Tensor& sums, const Tensor& grad,
+                                   const Tensor& input, const Tensor& lse, const Tensor& target,
+                                   const Tensor& weight, const Tensor& weight_sum, int64_t ignore_index,
+                                   double label_smoothing) {
   int64_t N = input.size(0), nc = input.size(1), D = input.size(2), block = nc * D;
   ScalarType dt = gx.dtype();
   const int64_t* t = target.data_ptr<int64_t>();
@@ -214,6 +215,7 @@ void cross_entropy_backward_kernel(const Tensor& gx, const Tensor& grad, const T
       }
     });
   });
+  if (sums.defined()) sums.copy_(gx.select(2, 0).sum({0}, false, sums.dtype()));
 }
 
 KernelRegistrar<LossSumFn> reg_sum(loss_sum_stub, kCPU, &loss_sum_kernel);

@@ -221,10 +221,16 @@ Tensor class_cross_entropy(const Tensor& input, const Tensor& target, const Tens
              // head's backward products read them aligned.
              Tensor gx = x.dim() == 2 ? detail::empty_aligned_rows(cs.N, cs.C, x.options())
                                       : empty(x.sizes(), x.options());
+             // The bias gradient of the linear before it (through the view to [N, C]), summed where
+             // gx is written (BackwardExtras).
+             Tensor sums = g.row_sums_wanted(0) && x.dim() == 2 && gx.numel() > 0
+                               ? empty({cs.C}, TensorOptions(cd).device(x.device()))
+                               : Tensor();
              if (gx.numel() > 0)
                cross_entropy_backward_stub(x.device())(
-                   gx.view({cs.N, cs.C, cs.D}), ge.to(cd).contiguous(), class_blocks(x, cs), lse,
+                   gx.view({cs.N, cs.C, cs.D}), sums, ge.to(cd).contiguous(), class_blocks(x, cs), lse,
                    t.contiguous().view({cs.N, cs.D}), weight, weight_sum, ignore_index, ls);
+             if (sums.defined()) g.set_row_sums(0, sums);
              return {gx};
            });
   }

@@ -58,11 +58,12 @@ using CrossEntropyForwardFn = void (*)(const Tensor& loss, const Tensor& total_w
 // with s = (1 - ls) * w[t] + ls / C * weight_sum, t = target[n, d] and ge = grad[n, d] (grad[0]
 // when grad has one element); 0 where t == ignore_index. Without weight, w = 1 and weight_sum = C;
 // weight_sum (0-dim) is needed with weight and ls > 0. gx and input are in the input's dtype, their
-// [C, D] blocks contiguous and each tensor's stride(0) apart (padded rows); grad, lse [N, D], weight
-// and weight_sum in the compute dtype.
-using CrossEntropyBackwardFn = void (*)(const Tensor& gx, const Tensor& grad, const Tensor& input,
-                                        const Tensor& lse, const Tensor& target, const Tensor& weight,
-                                        const Tensor& weight_sum, int64_t ignore_index,
+// [C, D] blocks contiguous and each tensor's stride(0) apart (padded rows); grad, lse [N, D], weight and
+// weight_sum in the compute dtype. sums, when defined (D == 1 only), gets gx's sums over N in the compute
+// dtype: the bias gradient of the linear before it (BackwardExtras).
+using CrossEntropyBackwardFn = void (*)(const Tensor& gx, const Tensor& sums, const Tensor& grad,
+                                        const Tensor& input, const Tensor& lse, const Tensor& target,
+                                        const Tensor& weight, const Tensor& weight_sum, int64_t ignore_index,
                                         double label_smoothing);
 extern DispatchStub<LossSumFn> loss_sum_stub;
 extern DispatchStub<NllLossFn> nll_loss_stub;

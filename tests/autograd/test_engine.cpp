@@ -192,6 +192,23 @@ TEST(Autograd, RowSumsTravelWithAGradientThatArrivesAlone) {
   EXPECT_CLOSE(seen.grad, w * 20);
 }
 
+// A view that keeps the last dim passes the row sums on (the head's logits viewed as [N, C] for
+// cross_entropy); one that changes it does not ask for them.
+TEST(Autograd, RowSumsPassThroughAViewThatKeepsTheLastDim) {
+  Tensor x = randn({2, 4, 3}, kFloat64).requires_grad_(), w = randn({8, 3}, kFloat64);
+  RowSumsSeen seen;
+  Tensor t = asking_for_row_sums(x * 1, &seen);
+  (twice_with_row_sums(t.view({8, 3})) * w).sum().backward();
+  ASSERT_TRUE(seen.sums.defined());
+  EXPECT_CLOSE(seen.sums, (w * 2).sum({0}));
+  EXPECT_CLOSE(seen.grad, (w * 2).view({2, 4, 3}));
+
+  Tensor t2 = asking_for_row_sums(x * 1, &seen);
+  (twice_with_row_sums(t2.view({2, 12})) * w.view({2, 12})).sum().backward();
+  EXPECT_FALSE(seen.sums.defined());
+  EXPECT_CLOSE(seen.grad, (w * 2).view({2, 4, 3}));
+}
+
 TEST(Autograd, BroadcastGradientsAreSummedBack) {
   Tensor a = randn({3, 1}, kFloat64).requires_grad_();
   Tensor b = randn({4}, kFloat64).requires_grad_();

@@ -148,6 +148,39 @@ TEST_F(CrossEntropyCuda, WideHeadMatchesTheCpu) {
   }
 }
 
+// The head's logits [B, S, C] viewed as [N, C]: cross_entropy's backward sums its gradient over
+// the rows for the linear's bias (BackwardExtras), through the view, with the same gradient as
+// without; with weights, label smoothing, an ignored row, class counts that leave a tail past the
+// 16-byte vectors, logits in rows padded as a linear's output (1001 in rows of 1008), more rows
+// than blocks, and BERT's vocabulary (whose sums over blocks take the wide column-sum kernel).
+TEST_F(CrossEntropyCuda, SumsItsGradientOverRowsForTheLinearBeforeIt) {
+  for (ScalarType dt : {kFloat32, kBFloat16})
+    for (auto [C, row_stride] :
+         {std::pair<int64_t, int64_t>{1001, 1008}, {1001, 0}, {256, 0}, {5, 0}, {30522, 30528}}) {
+      SCOPED_TRACE(::testing::Message() << to_string(dt) << " C " << C << " rows of " << row_stride);
+      manual_seed(6);
+      Tensor x = random_tensor({4, 150, C}, dt, -3, 3), target = randint(0, C, {600}), w = rand({C});
+      target.select(0, 7).fill_(-100);
+      for (Device d : {Device(kCPU), Device(kCUDA)}) {
+        auto loss_of = [&](const Tensor& logits) {
+          return cross_entropy(logits.view({600, C}), target.to(d), w.to(d), -100, "mean", 0.1);
+        };
+        RowSumsSeen seen;
+        Tensor xd = x.to(d).detach().requires_grad_();
+        loss_of(asking_for_row_sums(xd, &seen, row_stride)).backward();
+        ASSERT_TRUE(seen.sums.defined()) << d;
+        EXPECT_EQ(seen.sums.dtype(), kFloat32);
+        EXPECT_CLOSE(seen.sums.cpu().to(kFloat64), seen.grad.cpu().to(kFloat64).sum({0, 1}),
+                     Tolerance{1e-5, 1e-5})
+            << d;
+        // The same layout: the forward's row sums, and so the gradient's bits, depend on it.
+        Tensor xp =
+            (row_stride > 0 ? with_row_stride(x.to(d), row_stride) : x.to(d)).detach().requires_grad_();
+        EXPECT_TRUE(seen.grad.cpu().equal(autograd::grad({loss_of(xp)}, {xp})[0].cpu())) << d;
+      }
+    }
+}
+
 // A mean over targets that are all ignored is 0 / 0 = NaN, and its gradient 0 (as PyTorch).
 TEST_F(CrossEntropyCuda, AllIgnoredGivesNanLossAndZeroGradient) {
   Tensor x = random_tensor({4, 1500}, kBFloat16);
