@@ -100,10 +100,13 @@ __device__ __forceinline__ unsigned chunk_sum(const Rows<A>& r, const T* x, cons
 #pragma unroll
       for (int q = 0; q < kChunk / kBlock; ++q)
         keep |= r.draw.block_bits(static_cast<uint64_t>(e / kBlock + q)) << (q * kBlock);
-    } else {  // rows of a length not a multiple of the block: each element from its own block
+    } else {  // rows of a length not a multiple of the block: the chunk straddles one block more
+      const auto b = static_cast<uint64_t>(e / kBlock);
+      uint64_t word = 0;
 #pragma unroll
-      for (int j = 0; j < kChunk; ++j)
-        keep |= (r.draw.block_bits(static_cast<uint64_t>((e + j) / kBlock)) >> ((e + j) % kBlock) & 1u) << j;
+      for (int q = 0; q <= kChunk / kBlock; ++q)
+        word |= static_cast<uint64_t>(r.draw.block_bits(b + q)) << (q * kBlock);
+      keep = static_cast<unsigned>(word >> (e % kBlock)) & ((1u << kChunk) - 1u);
     }
     if (r.bits) r.bits[row * r.chunks() + c] = static_cast<uint8_t>(keep & ((1u << r.columns(c)) - 1u));
   }

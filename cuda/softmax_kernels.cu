@@ -25,16 +25,6 @@ struct SoftmaxOut {
   __device__ A operator()(int64_t, A x) const { return log ? x - shift : exp_minus(x, m) * inv; }
 };
 
-// exp(x - m), a softmax numerator, for results of type T: the fast exp for f16 and bf16
-// (exp_minus_as), whose -inf x gives 0 as exp_minus does.
-template <class T, class A>
-__device__ __forceinline__ A numerator(A x, A m) {
-  if constexpr (sizeof(T) == 2)
-    return exp_minus_as<T>(x, m);
-  else
-    return exp_minus(x, m);
-}
-
 // Rows of K contiguous elements, split as RowSplit S says. With the row in registers: its max,
 // then the sum of exp, then the output, from one read; else the online max and sum of exp, then a
 // second read.
@@ -62,10 +52,11 @@ __global__ void softmax_rows_kernel(T* out, const T* in, int64_t rows, int64_t K
       });
       m = grp.allreduce(m, MaxOp{}, -infinity<A>(), shared_acc);
       T* o = out + row * K;
+      // The numerators exp(x - m) by exp_minus_as: m is -inf only in a row of all -inf, NaN either way.
       if (log) {  // x - (m + log s): the sum's terms are not kept
         for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
 #pragma unroll
-          for (int j = 0; j < VEC; ++j) s += numerator<T>(r.acc(k).v[j], m);
+          for (int j = 0; j < VEC; ++j) s += exp_minus_as<T>(r.acc(k).v[j], m);
         });
         const SoftmaxOut<A> f({m, grp.allreduce(s, SumOp{}, A(0), shared_acc)}, true);
         store_slots<T, VEC, R::kSlots>(o, nvec, grp.t, grp.g,
@@ -80,7 +71,7 @@ __global__ void softmax_rows_kernel(T* out, const T* in, int64_t rows, int64_t K
         };
         for_each_slot<R::kSlots>(nvec, grp.t, grp.g, [&](int k, int64_t) {
 #pragma unroll
-          for (int j = 0; j < VEC; ++j) s += e(k, j) = numerator<T>(r.acc(k).v[j], m);
+          for (int j = 0; j < VEC; ++j) s += e(k, j) = exp_minus_as<T>(r.acc(k).v[j], m);
         });
         const SoftmaxOut<A> f({m, grp.allreduce(s, SumOp{}, A(0), shared_acc)}, false);
         store_slots<T, VEC, R::kSlots>(o, nvec, grp.t, grp.g,
