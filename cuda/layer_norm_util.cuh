@@ -50,17 +50,20 @@ struct ColumnSumOutputs {
 
 // out.part[q][c] (of type P) = the sums over the `splits` blocks of partial [splits, kParts, N]
 // (layer_norm's [dw | db], dropout_add_layer_norm's [dw | db | dx's sums], or one part: the sums of a
-// gradient over rows): a block of threads (kSumCols, up to kSumRows, a power of two) takes kSumCols
-// columns (one 32-byte sector of floats) down all the splits, so that N / kSumCols blocks spread
-// over the SMs, each thread with a few rows of independent loads; its rows' sums meet in a tree (a
-// fixed order: the result does not vary from run to run). Fewer splits than kSumRows take as many
-// row threads as they need, not 128 mostly idle.
-constexpr int kSumCols = 8, kSumRows = 128;
-template <class A, class P, int kParts>
+// gradient over rows): a block of threads (kCols, up to kSumThreads / kCols rows, a power of two)
+// takes kCols columns down all the splits, each thread with a few rows of independent loads; its
+// rows' sums meet in a tree (a fixed order: the result does not vary from run to run). kSumCols
+// columns (one 32-byte sector of floats) make N / kSumCols blocks that spread over the SMs; fewer
+// splits than rows take as many row threads as they need, not 128 mostly idle. Rows of many columns
+// (cross_entropy's head bias, 30522) take kWideCols (whole 128-byte lines) and at most kWideRows row
+// threads: blocks enough to fill the GPU, each thread a run of splits, and a short tree.
+constexpr int kSumCols = 8, kSumRows = 128, kSumThreads = kSumCols * kSumRows;
+constexpr int kWideCols = 32, kWideRows = 8;
+template <class A, class P, int kParts, int kCols>
 __global__ void column_sum_kernel(ColumnSumOutputs<P> out, const A* partial, int64_t splits, int64_t N) {
-  __shared__ A shared[kParts][kSumRows][kSumCols];
+  __shared__ A shared[kParts][kSumThreads / kCols][kCols];
   wait_for_prior_grids();  // launched by launch_dependent
-  const int64_t c = blockIdx.x * static_cast<int64_t>(kSumCols) + threadIdx.x;
+  const int64_t c = blockIdx.x * static_cast<int64_t>(kCols) + threadIdx.x;
   A st[kParts] = {};
   if (c < N)
     for (int64_t s = threadIdx.y; s < splits; s += blockDim.y)
@@ -89,18 +92,22 @@ void launch_column_sums(std::initializer_list<Tensor> outs, const Tensor& partia
   ColumnSumOutputs<P> out{};
   int q = 0;
   for (const Tensor& t : outs) out.part[q++] = t.defined() ? static_cast<P*>(t.data_ptr()) : nullptr;
-  const auto rows =
-      static_cast<unsigned>(std::bit_ceil(static_cast<uint64_t>(std::min<int64_t>(splits, kSumRows))));
-  auto launch = [&](auto kernel) {
-    launch_dependent(kernel, dim3(static_cast<unsigned>(ceil_div<int64_t>(N, kSumCols))),
-                     dim3(kSumCols, rows), stream, out, static_cast<const A*>(partial.data_ptr()), splits, N);
+  auto launch = [&](auto cols) {
+    constexpr int kCols = decltype(cols)::value;
+    const int64_t max_rows = kCols == kSumCols ? kSumRows : kWideRows;
+    const auto rows =
+        static_cast<unsigned>(std::bit_ceil(static_cast<uint64_t>(std::min<int64_t>(splits, max_rows))));
+    const auto kernel = q == 1   ? column_sum_kernel<A, P, 1, kCols>
+                        : q == 2 ? column_sum_kernel<A, P, 2, kCols>
+                                 : column_sum_kernel<A, P, 3, kCols>;
+    launch_dependent(kernel, dim3(static_cast<unsigned>(ceil_div<int64_t>(N, kCols))), dim3(kCols, rows),
+                     stream, out, static_cast<const A*>(partial.data_ptr()), splits, N);
   };
-  if (q == 1)
-    launch(column_sum_kernel<A, P, 1>);
-  else if (q == 2)
-    launch(column_sum_kernel<A, P, 2>);
+  if (ceil_div<int64_t>(N, kSumCols) >=
+      4 * static_cast<int64_t>(get_device_properties().multi_processor_count))
+    launch(std::integral_constant<int, kWideCols>{});
   else
-    launch(column_sum_kernel<A, P, 3>);
+    launch(std::integral_constant<int, kSumCols>{});
 }
 
 }  // namespace ember::cuda
