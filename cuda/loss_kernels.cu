@@ -284,7 +284,7 @@ void cross_entropy_forward_cuda(const Tensor& loss, const Tensor& total_weight, 
 
 // What the backward kernels need of each position: gx[c] = p[c] * scale - uniform * w[c] - (c == t) *
 // at_target, with p[c] = exp(x[c] - lse), from ge, the class weights and label smoothing (keep = 1 - ls,
-// u = ls / C). at(p) gives position p's GradOfRow, the one formula of all three kernels.
+// u = ls / C). grad_of_row(args, p) gives position p's GradOfRow, the one formula of the three kernels.
 template <class T>
 struct GradArgs {
   using A = Acc<T>;
@@ -440,7 +440,7 @@ void cross_entropy_backward_cuda(const Tensor& gx, const Tensor& sums, const Ten
       EMBER_CUDA_LAUNCH_CHECK();
       return;
     }
-    // Vectors whatever the rows' alignment (map_row splices the input's to gx's).
+    // Vectors whatever the rows' alignment (splicing the input's to gx's).
     constexpr int VEC = 16 / sizeof(T);
     const auto& props = get_device_properties();
     const size_t smem = static_cast<size_t>(nc) * sizeof(A);
